@@ -1,0 +1,1 @@
+"""The domain core of the outreach service: every operation, once, with no door imported."""

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from pydantic import Field
+
+from outreach_core.wire import Timestamp, WireModel
+
+
+class CreatedBy(WireModel):
+    id: str
+    name: str
+
+
+class ApiKeyItem(WireModel):
+    id: str
+    name: str | None
+    start: str | None = Field(description="The first characters of the key, to recognise it.")
+    created_at: Timestamp
+    last_used_at: Timestamp | None
+    expires_at: Timestamp | None
+    created_by: CreatedBy | None
+
+
+class CreateApiKeyIn(WireModel):
+    name: str = Field(min_length=1, max_length=60)
+    expires_in_days: int | None = Field(default=None, ge=1, le=365)
+
+
+class CreatedApiKey(WireModel):
+    id: str
+    key: str = Field(description="The full secret. Shown once; store it now.")
+
+
+class RevokeApiKeyIn(WireModel):
+    id: str = Field(min_length=1, max_length=64)

@@ -1,0 +1,49 @@
+"""Engine construction for SQLite (embedded default) and PostgreSQL (asyncpg)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
+
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA busy_timeout=15000",
+    "PRAGMA temp_store=MEMORY",
+    "PRAGMA cache_size=-65536",
+)
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    """An async engine with the pragmas and transaction handling this service relies on.
+
+    SQLite: WAL, foreign keys, and transactions begun explicitly so that a write transaction can take the
+    write lock up front (`BEGIN IMMEDIATE`, via the `sqlite_begin` execution option) instead of failing with
+    "database is locked" when it upgrades from a read lock halfway through.
+    """
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, poolclass=NullPool if ":memory:" in url else None)
+        _install_sqlite_hooks(engine)
+        return engine
+    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
+    return create_async_engine(url, **kwargs)
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+        cur = dbapi_conn.cursor()
+        for pragma in SQLITE_PRAGMAS:
+            cur.execute(pragma)
+        cur.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")

@@ -1,0 +1,117 @@
+"""The error hierarchy. Every refusal the service makes is one of these, with a stable `code`.
+
+Doors map `status` to the HTTP status and serialize `{"error": {"code", "message", "details"}}`; MCP tools
+return the same object as an error result. Nothing outside this hierarchy ever reaches a caller: anything
+else becomes `internal` with a reference id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class OutreachError(Exception):
+    """Base of every expected failure."""
+
+    status: ClassVar[int] = 400
+    code: ClassVar[str] = "bad_request"
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None, *, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+
+    def to_body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "details": self.details}}
+
+
+class BadRequest(OutreachError):
+    status = 400
+    code = "bad_request"
+
+
+class Unauthorized(OutreachError):
+    status = 401
+    code = "unauthorized"
+
+
+class PlanRequired(OutreachError):
+    status = 402
+    code = "plan_required"
+
+    def __init__(self, message: str = "This operation needs an active plan.", details: dict[str, Any] | None = None):
+        super().__init__(message, details)
+
+
+class Forbidden(OutreachError):
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(OutreachError):
+    status = 404
+    code = "not_found"
+
+    def __init__(self, what: str, ident: str | None = None):
+        super().__init__(f"{what} not found", {"id": ident} if ident is not None else {})
+
+
+class Conflict(OutreachError):
+    status = 409
+    code = "conflict"
+
+
+class InvalidState(OutreachError):
+    status = 409
+    code = "invalid_state"
+
+
+class PayloadTooLarge(OutreachError):
+    status = 413
+    code = "payload_too_large"
+
+
+class InvalidInput(OutreachError):
+    status = 422
+    code = "invalid_input"
+
+    @classmethod
+    def field(cls, path: str, message: str) -> InvalidInput:
+        return cls(message, {"fields": [{"path": path, "message": message}]})
+
+
+class RateLimited(OutreachError):
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, retry_after_s: int, message: str = "Too many requests; slow down."):
+        super().__init__(message, {"retryAfter": retry_after_s})
+        self.retry_after_s = retry_after_s
+
+
+class QuotaExceeded(OutreachError):
+    status = 429
+    code = "quota_exceeded"
+
+
+class Internal(OutreachError):
+    """Never raised for expected failures; doors build it from an unexpected exception."""
+
+    status = 500
+    code = "internal"
+
+    def __init__(self, reference: str):
+        super().__init__("Internal error. Quote the reference when reporting it.", {"reference": reference})
+
+
+def invalid_input_from_pydantic(errors: list[Any], *, prefix: str = "") -> InvalidInput:
+    """Turn pydantic's error list into `invalid_input` with dotted field paths (values are not echoed)."""
+    fields = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query")]
+        path = ".".join(([prefix] if prefix else []) + loc) or "(root)"
+        fields.append({"path": path, "message": str(err.get("msg", "invalid"))})
+    summary = "; ".join(f"{f['path']}: {f['message']}" for f in fields[:5])
+    return InvalidInput(f"Invalid input: {summary}", {"fields": fields})

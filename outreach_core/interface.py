@@ -1,0 +1,65 @@
+"""The catalogue of public operations: one entry per route and MCP tool, shared by both doors.
+
+Each `Endpoint` names a core operation and the models it takes and returns. The REST door builds a route,
+the MCP door builds a tool, and the OpenAPI document is generated from the same entries, so the three can
+never drift apart. The core stays door-free: this module holds plain data only.
+
+Calling convention for operations: `await op(ctx, **path_params, query=<model>, body=<model>)`, where
+`query`/`body` are passed only when the endpoint declares them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from outreach_core.context import WorkspaceContext
+
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+Describe = Callable[[WorkspaceContext, dict[str, Any]], Awaitable[str]]
+"""For operations that ask to confirm: states the concrete impact of the call (read-only)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: Method
+    path: str
+    operation: Callable[..., Awaitable[Any]]
+    response: Any
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    tool: str | None = None
+    read_only: bool = False
+    destructive: bool = False
+    confirm: Describe | None = None
+    tag: str = "default"
+    status: int = 200
+
+    @property
+    def name(self) -> str:
+        return self.operation.__name__
+
+    @property
+    def path_params(self) -> list[str]:
+        return re.findall(r"{(\w+)}", self.path)
+
+    @property
+    def doc(self) -> str:
+        return (self.operation.__doc__ or self.name).strip()
+
+    @property
+    def summary(self) -> str:
+        return self.doc.splitlines()[0]
+
+
+def all_endpoints() -> list[Endpoint]:
+    """Every endpoint of every domain, in a stable order."""
+    from outreach_core.api_keys.interface import ENDPOINTS as api_keys
+    from outreach_core.oauth.interface import ENDPOINTS as oauth
+    from outreach_core.workspace.interface import ENDPOINTS as workspace
+
+    return [*workspace, *api_keys, *oauth]

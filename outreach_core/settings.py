@@ -1,0 +1,85 @@
+"""Runtime configuration, read from `OUTREACH_*` environment variables (DESIGN section 3)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./outreach.db"
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. All optional; defaults give a working local SQLite server."""
+
+    model_config = SettingsConfigDict(env_prefix="OUTREACH_", extra="ignore")
+
+    database_url: str = DEFAULT_DATABASE_URL
+    secret_key: str | None = None
+    public_url: str = "http://127.0.0.1:8000"
+    dns_nameservers: str | None = None
+    tls_ca_file: str | None = None
+    allow_private_urls: bool = False
+    link_target: str | None = None
+    billing: Literal["local", "stripe"] = "local"
+    ai_provider: str | None = None
+    ai_api_key: str | None = None
+    ai_base_url: str | None = None
+
+    # Protection (generous defaults; see docs/protection.md).
+    rate_limit_per_minute: int = Field(default=1200, ge=1)
+    rate_limit_burst: int = Field(default=300, ge=1)
+    max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    # OAuth token lifetimes.
+    oauth_access_ttl_s: int = Field(default=3600, ge=60)
+    oauth_refresh_ttl_s: int = Field(default=60 * 24 * 3600, ge=3600)
+
+    @field_validator("public_url")
+    @classmethod
+    def _strip_slash(cls, v: str) -> str:
+        return v.rstrip("/")
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def mcp_resource_url(self) -> str:
+        """The RFC 8707 resource identifier of the MCP endpoint; OAuth tokens are bound to it."""
+        return f"{self.public_url}/mcp"
+
+    def resolved_secret_key(self) -> str:
+        """The secret used to sign and encrypt.
+
+        With SQLite and no explicit key, one is generated once and stored beside the database file so
+        restarts keep decrypting what was stored. PostgreSQL deployments must set it explicitly.
+        """
+        if self.secret_key:
+            return self.secret_key
+        if not self.is_sqlite:
+            raise RuntimeError("OUTREACH_SECRET_KEY is required with PostgreSQL")
+        path = _sqlite_path(self.database_url)
+        key_file = (path.parent if path else Path.cwd()) / ".outreach-secret-key"
+        if key_file.exists():
+            return key_file.read_text().strip()
+        key = secrets.token_urlsafe(48)
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(key)
+        key_file.chmod(0o600)
+        return key
+
+
+def _sqlite_path(url: str) -> Path | None:
+    marker = ":///"
+    if marker not in url:
+        return None
+    rest = url.split(marker, 1)[1].split("?", 1)[0]
+    if not rest or rest == ":memory:":
+        return None
+    return Path(rest).resolve()

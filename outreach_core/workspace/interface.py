@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from typing import Any
+
+from outreach_core.context import WorkspaceContext
+from outreach_core.interface import Endpoint
+from outreach_core.wire import Ok
+from outreach_core.workspace.operations import (
+    create_invitation,
+    delete_invitation,
+    get_me,
+    get_sending_settings,
+    get_member,
+    list_members,
+    remove_member,
+    update_member,
+    update_sending_settings,
+)
+from outreach_core.workspace.schemas import (
+    CreateInvitationIn,
+    Invitation,
+    Me,
+    Member,
+    Members,
+    SendingSettings,
+    SendingSettingsPatch,
+    UpdateMemberIn,
+)
+
+
+async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    member = await get_member(ctx, str(args.get("id")))
+    return (
+        f"Remove {member.user.name} <{member.user.email}> ({member.role}) from the workspace? "
+        "Their API keys and connected apps stop working immediately."
+    )
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/me", get_me, Me, tool="get_me", read_only=True, tag="workspace"),
+    Endpoint("GET", "/members", list_members, Members, tool="list_members", read_only=True, tag="workspace"),
+    Endpoint("POST", "/invitations", create_invitation, Invitation, body=CreateInvitationIn,
+             tool="create_invitation", tag="workspace"),
+    Endpoint("DELETE", "/invitations/{id}", delete_invitation, Ok, tool="delete_invitation", destructive=True,
+             tag="workspace"),
+    Endpoint("PATCH", "/members/{id}", update_member, Member, body=UpdateMemberIn, tool="update_member",
+             tag="workspace"),
+    Endpoint("DELETE", "/members/{id}", remove_member, Ok, tool="remove_member", destructive=True,
+             confirm=_describe_remove, tag="workspace"),
+    Endpoint("GET", "/settings/sending", get_sending_settings, SendingSettings, tool="get_sending_settings",
+             read_only=True, tag="workspace"),
+    Endpoint("PATCH", "/settings/sending", update_sending_settings, SendingSettings, body=SendingSettingsPatch,
+             tool="update_sending_settings", tag="workspace"),
+]

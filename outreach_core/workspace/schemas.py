@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import EmailStr, Field, StringConstraints
+
+from outreach_core.billing.schemas import BillingSummary
+from outreach_core.wire import Timestamp, WireModel
+
+Role = Literal["owner", "admin", "member"]
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$")]
+
+
+class Ping(WireModel):
+    ok: bool = True
+    time: Timestamp
+
+
+class MeUser(WireModel):
+    id: str
+    name: str
+    email: str
+
+
+class MeWorkspace(WireModel):
+    id: str
+    name: str
+    slug: str
+
+
+class Me(WireModel):
+    user: MeUser
+    workspace: MeWorkspace
+    role: Role
+    auth: Literal["session", "api_key", "oauth"]
+    billing: BillingSummary
+
+
+class MemberUser(WireModel):
+    name: str
+    email: str
+
+
+class Member(WireModel):
+    id: str
+    user_id: str
+    role: Role
+    created_at: Timestamp
+    user: MemberUser
+
+
+class Invitation(WireModel):
+    id: str
+    email: str
+    role: Role | None
+    expires_at: Timestamp
+
+
+class Members(WireModel):
+    members: list[Member]
+    invitations: list[Invitation] = Field(description="Pending invitations; empty unless you are an owner or admin.")
+
+
+class CreateInvitationIn(WireModel):
+    email: EmailStr = Field(max_length=320)
+    role: Literal["admin", "member"] = "member"
+    expires_in_days: int = Field(default=7, ge=1, le=30)
+
+
+class UpdateMemberIn(WireModel):
+    role: Role
+
+
+class SendingSettings(WireModel):
+    unsubscribe_mode: Literal["link", "reply_text"] = Field(
+        description="What {{unsubscribe}} becomes: a one-click link, or a line asking to reply with 'stop'."
+    )
+    ai_labels: bool = Field(description="Label replies with AI; off = rule-based labels only.")
+    own_ai_key: Literal["openai", "google"] | None = Field(description="Read-only.")
+
+
+class SendingSettingsPatch(WireModel):
+    unsubscribe_mode: Literal["link", "reply_text"] | None = None
+    ai_labels: bool | None = None
