@@ -68,6 +68,20 @@ class InvalidState(OutreachError):
     code = "invalid_state"
 
 
+class ConfirmationRequired(OutreachError):
+    """An MCP tool that asks the person to confirm was called by a client that cannot ask."""
+
+    status = 409
+    code = "confirmation_required"
+
+
+class Declined(OutreachError):
+    """The person declined (or cancelled) the confirmation; nothing was changed."""
+
+    status = 409
+    code = "declined"
+
+
 class PayloadTooLarge(OutreachError):
     status = 413
     code = "payload_too_large"

@@ -30,5 +30,15 @@ class UsageTracker:
         pending, self._pending = self._pending, {}
         return pending
 
+    def restore(self, pending: dict[tuple[str, str], datetime]) -> None:
+        """Put back values taken by `take_pending` whose write failed, so they are flushed next time.
+
+        A key touched again since it was taken keeps whichever time is newer.
+        """
+        for key, when in pending.items():
+            current = self._pending.get(key)
+            if current is None or when > current:
+                self._pending[key] = when
+
     def forget_seen(self) -> None:
         self._seen.clear()

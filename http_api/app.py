@@ -1,0 +1,51 @@
+"""The `/api/v1` Starlette application."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from http_api.handlers import error_response, make_handler
+from http_api.openapi import build_openapi
+from outreach_core.errors import NotFound, OutreachError
+from outreach_core.interface import Endpoint, all_endpoints
+from outreach_core.runtime import Runtime
+from outreach_core.workspace.operations import ping
+from outreach_core.workspace.schemas import Ping
+
+PING = Endpoint("GET", "/ping", ping, Ping, read_only=True, tag="workspace")
+PUBLIC = {"ping"}
+
+
+def api_endpoints() -> list[Endpoint]:
+    """Everything served under /api/v1, including the public ping."""
+    return [PING, *all_endpoints()]
+
+
+def build_api(runtime: Runtime) -> Starlette:
+    endpoints = api_endpoints()
+    openapi = build_openapi(endpoints, server_url=runtime.settings.public_url, public=PUBLIC)
+
+    async def openapi_json(_: Request) -> Response:
+        return JSONResponse(openapi)
+
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+    routes += [
+        Route(e.path, make_handler(runtime, e, public=e.name in PUBLIC), methods=[e.method], name=e.name)
+        for e in endpoints
+    ]
+
+    async def http_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            return error_response(NotFound("route"))
+        if exc.status_code == 405:
+            err = OutreachError("Method not allowed on this path.", code="method_not_allowed")
+            err.status = 405  # type: ignore[misc]
+            return error_response(err)
+        return error_response(OutreachError(exc.detail or "Bad request."))
+
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})

@@ -1,0 +1,108 @@
+"""One generic handler per catalogued endpoint: parse with the core's models, call the core, serialize.
+
+No queries and no business rules live here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, get_origin
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.context import Principal
+from outreach_core.errors import (
+    BadRequest,
+    OutreachError,
+    RateLimited,
+    Unauthorized,
+    invalid_input_from_pydantic,
+)
+from outreach_core.interface import Endpoint
+from outreach_core.runtime import Runtime
+from outreach_core.wire import dump
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def error_response(err: OutreachError) -> JSONResponse:
+    headers: dict[str, str] = {}
+    if isinstance(err, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+    if isinstance(err, RateLimited):
+        headers["Retry-After"] = str(err.retry_after_s)
+    return JSONResponse(err.to_body(), status_code=err.status, headers=headers)
+
+
+def bearer_token(request: Request) -> str:
+    header = request.headers.get("authorization")
+    if not header:
+        raise Unauthorized("Missing credential: send Authorization: Bearer <API key>.")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("Malformed Authorization header: expected 'Bearer <API key>'.")
+    return token.strip()
+
+
+async def authenticate(runtime: Runtime, request: Request) -> Principal:
+    """REST accepts workspace API keys (OAuth tokens are bound to the MCP resource; see docs/oauth.md)."""
+    return await runtime.system_read(authenticate_api_key, bearer_token(request))
+
+
+def _query_input(model: type[BaseModel], request: Request) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in request.query_params:
+            continue
+        is_list = get_origin(field.annotation) is list or "list[" in str(field.annotation)
+        values[key] = request.query_params.getlist(key) if is_list else request.query_params[key]
+    unknown = set(request.query_params) - {f.alias or n for n, f in model.model_fields.items()}
+    for key in unknown:
+        values[key] = request.query_params[key]  # rejected by the model (extra="forbid")
+    return values
+
+
+async def _body_input(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest("Malformed JSON body.", {"position": getattr(exc, "pos", None)}) from exc
+
+
+def make_handler(runtime: Runtime, endpoint: Endpoint, *, public: bool = False) -> Handler:
+    """The Starlette endpoint for one catalogue entry."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            kwargs: dict[str, Any] = {p: request.path_params[p] for p in endpoint.path_params}
+            if public:
+                result = await runtime.system_read(endpoint.operation, **kwargs)
+            else:
+                principal = await authenticate(runtime, request)
+                if endpoint.query is not None:
+                    kwargs["query"] = _validate(endpoint.query, _query_input(endpoint.query, request))
+                if endpoint.body is not None:
+                    kwargs["body"] = _validate(endpoint.body, await _body_input(request))
+                call = runtime.read if endpoint.read_only else runtime.execute
+                result = await call(principal, endpoint.operation, **kwargs)
+        except OutreachError as err:
+            return error_response(err)
+        return JSONResponse(dump(result, endpoint.response), status_code=endpoint.status)
+
+    handle.__name__ = endpoint.name
+    return handle
+
+
+def _validate(model: type[BaseModel], data: Any) -> BaseModel:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid_input_from_pydantic(exc.errors()) from exc

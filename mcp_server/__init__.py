@@ -1,0 +1,1 @@
+"""The MCP door: tools over streamable HTTP (with OAuth) and stdio."""

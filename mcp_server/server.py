@@ -1,0 +1,68 @@
+"""Building the MCP server: every catalogued endpoint with a tool name becomes a tool.
+
+Two ways to find out who is calling:
+- over HTTP, the bearer credential checked by the SDK's auth middleware on every request (an OAuth access
+  token for this resource, or a workspace API key) carries the `Principal` in its claims;
+- over stdio, the API key in `OUTREACH_API_KEY`, checked again on every call so that revoking it takes
+  effect at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.mcpserver.context import Context
+
+from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.context import Principal
+from outreach_core.errors import Unauthorized
+from outreach_core.interface import Endpoint, all_endpoints
+from outreach_core.runtime import Runtime
+from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_tool
+
+INSTRUCTIONS = """\
+Tools of a cold-email outreach workspace: leads, lists, labels, campaigns, mailboxes, domains, analytics and
+webhooks. Every tool acts inside the workspace of the credential you connected with; ids of other
+workspaces are reported as not found. Errors come back as {"error": {"code", "message", "details"}}.
+Tools that change or delete a lot ask the person to confirm first."""
+
+
+def principal_from_request(ctx: Context[Any, Any]) -> Principal:
+    """The caller of an HTTP MCP request, as verified by the bearer middleware for this very request."""
+    request = ctx.request_context.request
+    user = getattr(request, "user", None) if request is not None else None
+    if not isinstance(user, AuthenticatedUser) or not user.access_token.claims:
+        raise Unauthorized("Missing or invalid credential.")
+    return Principal(**user.access_token.claims["principal"])
+
+
+def http_principal_source() -> PrincipalSource:
+    async def source(ctx: Context[Any, Any]) -> Principal:
+        return principal_from_request(ctx)
+
+    return source
+
+
+def api_key_principal_source(runtime: Runtime, api_key: str) -> PrincipalSource:
+    """For stdio sessions: the key is checked on every call (revoked or expired keys stop at once)."""
+
+    async def source(ctx: Context[Any, Any]) -> Principal:
+        return await runtime.system_read(authenticate_api_key, api_key)
+
+    return source
+
+
+def build_mcp(
+    runtime: Runtime,
+    principal_source: PrincipalSource,
+    *,
+    endpoints: list[Endpoint] | None = None,
+    **server_kwargs: Any,
+) -> OutreachMCP:
+    """An MCP server exposing every endpoint that has a tool name."""
+    mcp = OutreachMCP("outreach", instructions=INSTRUCTIONS, version="1.0.0", **server_kwargs)
+    for endpoint in endpoints if endpoints is not None else all_endpoints():
+        if endpoint.tool:
+            register_endpoint_tool(mcp, runtime, endpoint, principal_source)
+    return mcp

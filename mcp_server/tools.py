@@ -1,0 +1,265 @@
+"""Registering the core's endpoints as MCP tools.
+
+Each tool is built from an `Endpoint` of the catalogue: its arguments are the route's path parameters,
+query fields and body fields, flattened, with the spec's names; its structured result is exactly the JSON
+the REST route returns (a bare array is wrapped as `{"result": [...]}`, the SDK's convention for non-object
+results). Tools that "ask to confirm" ask the person through elicitation, stating the concrete impact;
+a client that cannot elicit must pass `confirm: true`.
+
+Arguments are validated twice on purpose: the SDK checks them against the advertised JSON schema, and the
+tool then validates the raw arguments with the same core models the REST door uses, so both doors accept
+and refuse exactly the same input (including "absent" versus "null" in PATCH-style bodies).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Annotated, Any, get_origin
+
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+from pydantic.fields import FieldInfo
+
+from outreach_core.context import Principal
+from outreach_core.errors import (
+    ConfirmationRequired,
+    Declined,
+    Internal,
+    InvalidInput,
+    OutreachError,
+    invalid_input_from_pydantic,
+)
+from outreach_core.ids import new_id
+from outreach_core.interface import Endpoint
+from outreach_core.runtime import Runtime
+from outreach_core.wire import dump
+
+log = logging.getLogger("outreach.mcp")
+
+PrincipalSource = Callable[[Context[Any, Any]], Awaitable[Principal]]
+RAW_ARGUMENTS: ContextVar[dict[str, Any]] = ContextVar("outreach_raw_tool_arguments")
+CONFIRM_ARG = "confirm"
+
+
+class ConfirmAnswer(BaseModel):
+    confirm: bool = Field(description="Go ahead?")
+
+
+class OutreachMCP(MCPServer[Any]):
+    """MCPServer whose tool errors always carry the service's `{code, message, details}` and never leak
+    exception text."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.known_arguments: dict[str, set[str]] = {}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = self.known_arguments.get(name)
+        if known is not None:
+            unknown = sorted(set(arguments) - known)
+            if unknown:
+                return error_result(
+                    InvalidInput(
+                        f"Unknown argument(s): {', '.join(unknown)}",
+                        {"fields": [{"path": k, "message": "Extra inputs are not permitted"} for k in unknown]},
+                    )
+                )
+        token = RAW_ARGUMENTS.set(arguments)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            return error_result(_outreach_error_from(exc))
+        finally:
+            RAW_ARGUMENTS.reset(token)
+
+
+def error_result(err: OutreachError) -> CallToolResult:
+    body = err.to_body()
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
+    )
+
+
+def _outreach_error_from(exc: BaseException) -> OutreachError:
+    """The first `OutreachError` in the cause chain; a validation error becomes `invalid_input`;
+    anything else becomes `internal` with a reference (logged here, never shown)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OutreachError):
+            return seen
+        if isinstance(seen, ValidationError):
+            return invalid_input_from_pydantic(seen.errors())
+        seen = seen.__cause__
+    reference = new_id("err")
+    log.error("tool failed", exc_info=exc, extra={"reference": reference})
+    return Internal(reference)
+
+
+def _model_fields(model: type[BaseModel] | None) -> dict[str, FieldInfo]:
+    """Fields of a wire model keyed by their wire (alias) name."""
+    if model is None:
+        return {}
+    return {(f.alias or name): f for name, f in model.model_fields.items()}
+
+
+def _parameter(name: str, field: FieldInfo) -> inspect.Parameter:
+    annotation: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]  # type: ignore[misc]
+    default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _subset(raw: dict[str, Any], names: dict[str, FieldInfo]) -> dict[str, Any]:
+    return {k: raw[k] for k in names if k in raw}
+
+
+def _wraps_list(response: Any) -> bool:
+    return get_origin(response) is list
+
+
+def register_endpoint_tool(
+    mcp: OutreachMCP, runtime: Runtime, endpoint: Endpoint, principal_source: PrincipalSource
+) -> None:
+    """Expose `endpoint` as the MCP tool `endpoint.tool`."""
+    assert endpoint.tool is not None
+    query_fields = _model_fields(endpoint.query)
+    body_fields = _model_fields(endpoint.body)
+    params = [
+        inspect.Parameter(
+            p,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[str, Field(min_length=1, max_length=300, description=f"The {p} from the path.")],
+        )
+        for p in endpoint.path_params
+    ]
+    params += [_parameter(n, f) for n, f in {**query_fields, **body_fields}.items()]
+    annotations: dict[str, Any] = {p.name: p.annotation for p in params}
+    list_result = _wraps_list(endpoint.response)
+
+    async def run(ctx: Context[Any, Any], confirmation: Any = None, **_: Any) -> Any:
+        raw = RAW_ARGUMENTS.get({})
+        try:
+            if endpoint.confirm is not None and not _accepted(confirmation):
+                raise Declined("The person did not confirm; nothing was changed.")
+            principal = await principal_source(ctx)
+            kwargs: dict[str, Any] = {p: raw[p] for p in endpoint.path_params}
+            if endpoint.query is not None:
+                kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
+            if endpoint.body is not None:
+                kwargs["body"] = endpoint.body.model_validate(_subset(raw, body_fields))
+            call = runtime.read if endpoint.read_only else runtime.execute
+            result = await call(principal, endpoint.operation, **kwargs)
+        except ValidationError as exc:
+            return error_result(invalid_input_from_pydantic(exc.errors()))
+        except OutreachError as exc:
+            return error_result(exc)
+        except Exception as exc:
+            return error_result(_outreach_error_from(exc))
+        payload = dump(result, endpoint.response)
+        structured = {"result": payload} if list_result else payload
+        return CallToolResult(
+            content=[TextContent(type="text", text=json.dumps(payload))], structured_content=structured
+        )
+
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+    signature_params = [*params, ctx_param]
+    annotations["ctx"] = Context
+    if endpoint.confirm is not None:
+        confirm_param = inspect.Parameter(
+            CONFIRM_ARG,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False,
+            annotation=Annotated[
+                bool,
+                Field(
+                    description="Only for clients that cannot show a confirmation: pass true after the person "
+                    "has agreed to the impact described by this tool."
+                ),
+            ],
+        )
+        resolver = _confirmation_resolver(runtime, endpoint, principal_source)
+        confirmation = inspect.Parameter(
+            "confirmation",
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=Annotated[ElicitationResult[ConfirmAnswer], Resolve(resolver)],
+        )
+        signature_params += [confirm_param, confirmation]
+        annotations[CONFIRM_ARG] = confirm_param.annotation
+        annotations["confirmation"] = confirmation.annotation
+
+    run.__signature__ = inspect.Signature(signature_params, return_annotation=endpoint.response)  # type: ignore[attr-defined]
+    annotations["return"] = endpoint.response
+    run.__annotations__ = annotations
+    run.__name__ = endpoint.tool
+    run.__doc__ = _tool_description(endpoint)
+
+    mcp.add_tool(
+        run,
+        name=endpoint.tool,
+        description=_tool_description(endpoint),
+        annotations=ToolAnnotations(
+            title=endpoint.summary.rstrip("."),
+            read_only_hint=endpoint.read_only,
+            destructive_hint=endpoint.destructive if not endpoint.read_only else None,
+            idempotent_hint=True if endpoint.read_only else None,
+            open_world_hint=False,
+        ),
+        structured_output=True,
+    )
+    mcp.known_arguments[endpoint.tool] = {p.name for p in params} | (
+        {CONFIRM_ARG} if endpoint.confirm is not None else set()
+    )
+
+
+def _accepted(confirmation: Any) -> bool:
+    return isinstance(confirmation, AcceptedElicitation) and bool(getattr(confirmation.data, "confirm", False))
+
+
+def _tool_description(endpoint: Endpoint) -> str:
+    text = endpoint.doc
+    if endpoint.confirm is not None:
+        text += (
+            "\n\nAsks the person to confirm before acting. If your client cannot show confirmations, ask the "
+            "person yourself and call again with confirm: true."
+        )
+    if _wraps_list(endpoint.response):
+        text += '\n\nThe structured result is {"result": [...]}.'
+    return text
+
+
+def _confirmation_resolver(
+    runtime: Runtime, endpoint: Endpoint, principal_source: PrincipalSource
+) -> Callable[..., Awaitable[Any]]:
+    describe = endpoint.confirm
+    assert describe is not None
+
+    async def ask(ctx: Context[Any, Any]) -> Elicit[ConfirmAnswer] | ConfirmAnswer:
+        raw = RAW_ARGUMENTS.get({})
+        if raw.get(CONFIRM_ARG) is True:
+            return ConfirmAnswer(confirm=True)  # the framework injects a plain value as an accepted outcome
+        principal = await principal_source(ctx)
+        impact = await runtime.read(principal, describe, raw)
+        if not _can_elicit(ctx):
+            raise ToolError("confirmation required") from ConfirmationRequired(
+                f"{impact} This needs the person's confirmation, and this client cannot ask for it. "
+                "Ask the person, then call again with confirm: true.",
+                {"impact": impact},
+            )
+        return Elicit(impact, ConfirmAnswer)
+
+    ask.__name__ = f"confirm_{endpoint.tool}"
+    return ask
+
+
+def _can_elicit(ctx: Context[Any, Any]) -> bool:
+    caps = ctx.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)

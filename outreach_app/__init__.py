@@ -1,0 +1,1 @@
+"""Composition root: the only package that imports every other (ASGI app and the `outreach` CLI)."""

@@ -1,0 +1,90 @@
+"""The one ASGI application: REST at /api/v1, MCP at /mcp with OAuth, the consent page, and the workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount
+
+from http_api.app import build_api
+from http_api.logging import RequestContext
+from http_api.protection import RateLimit, RequestSizeLimit
+from mcp_server.consent import consent_routes
+from mcp_server.oauth_provider import OutreachOAuthProvider
+from mcp_server.server import build_mcp, http_principal_source
+from mcp_server.tools import OutreachMCP
+from outreach_core.runtime import Runtime
+from workers.loop import run_workers
+from workers.registry import select
+
+
+def build_mcp_http(runtime: Runtime) -> OutreachMCP:
+    settings = runtime.settings
+    return build_mcp(
+        runtime,
+        http_principal_source(),
+        auth_server_provider=OutreachOAuthProvider(runtime),
+        auth=AuthSettings(
+            issuer_url=settings.public_url,  # type: ignore[arg-type]
+            resource_server_url=settings.mcp_resource_url,  # type: ignore[arg-type]
+            validate_token_resource=True,
+            client_registration_options=ClientRegistrationOptions(enabled=True),
+            revocation_options=RevocationOptions(enabled=True),
+            service_documentation_url=f"{settings.public_url}/api/v1/openapi.json",  # type: ignore[arg-type]
+        ),
+    )
+
+
+def _transport_security(public_url: str) -> TransportSecuritySettings:
+    parts = urlsplit(public_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[parts.netloc, f"{parts.hostname}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=[origin, "http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+def build_app(runtime: Runtime, *, workers: list[str] | None = None, run_workers_in_process: bool = False) -> Starlette:
+    """The whole service as one ASGI app. Workers run inside it only when asked (`outreach serve`)."""
+    settings = runtime.settings
+    mcp = build_mcp_http(runtime)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=_transport_security(settings.public_url)
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        worker_task: asyncio.Task[None] | None = None
+        if run_workers_in_process:
+            worker_task = asyncio.create_task(run_workers(runtime, select(workers), stop))
+        async with mcp.session_manager.run():
+            try:
+                yield
+            finally:
+                stop.set()
+                if worker_task is not None:
+                    await worker_task
+
+    routes = [
+        Mount("/api/v1", app=build_api(runtime)),
+        *consent_routes(runtime),
+        Mount("/", app=mcp_app),
+    ]
+    middleware = [
+        Middleware(RequestContext),
+        Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
+        Middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst),
+    ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.runtime = runtime
+    app.state.mcp = mcp
+    return app

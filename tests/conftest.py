@@ -1,0 +1,184 @@
+"""Shared fixtures: a migrated database (SQLite by default, PostgreSQL with OUTREACH_TEST_DATABASE_URL),
+a runtime, a real uvicorn server on loopback serving the whole app, and workspace factories.
+
+Tests isolate themselves by creating their own workspaces, so the database is migrated once per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from sqlalchemy import text
+
+from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.context import Principal
+from outreach_core.db.migrate import migrate
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from outreach_core.workspace.operations import add_member, init_workspace
+
+PG_URL = os.environ.get("OUTREACH_TEST_DATABASE_URL")
+_counter = itertools.count(1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    if PG_URL:
+        return PG_URL
+    return f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'outreach.db'}"
+
+
+@pytest.fixture(scope="session")
+def live_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, live_port: int) -> Settings:
+    return Settings(
+        database_url=database_url,
+        secret_key="test-secret-key-not-for-production",
+        public_url=f"http://127.0.0.1:{live_port}",
+        rate_limit_per_minute=1_000_000,
+        rate_limit_burst=1_000_000,
+        log_json=False,
+    )
+
+
+async def reset_database(runtime: Runtime) -> None:
+    if runtime.is_sqlite:
+        return
+    async with runtime.engine.begin() as conn:
+        await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+
+
+@pytest.fixture(scope="session")
+async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
+    rt = Runtime(settings)
+    await reset_database(rt)
+    await migrate(rt.engine)
+    yield rt
+    await rt.dispose()
+
+
+@dataclass
+class WorkspaceHandle:
+    """A workspace and one of its members, with that member's API key."""
+
+    runtime: Runtime
+    api_key: str
+    workspace_id: str
+    user_id: str
+    slug: str
+    role: str
+    email: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+    async def principal(self) -> Principal:
+        return await self.runtime.system_read(authenticate_api_key, self.api_key)
+
+    async def add_member(self, role: str = "member") -> WorkspaceHandle:
+        n = next(_counter)
+        email = f"member{n}-{os.getpid()}@example.com"
+        added = await self.runtime.system(
+            add_member, workspace=self.workspace_id, email=email, name=f"Member {n}", role=role
+        )
+        return WorkspaceHandle(
+            self.runtime, added.apiKey, self.workspace_id, added.userId, self.slug, role, email
+        )
+
+
+MakeWorkspace = Callable[..., Awaitable[WorkspaceHandle]]
+
+
+@pytest.fixture
+def make_workspace(runtime: Runtime) -> MakeWorkspace:
+    async def make(plan: str | None = "growth", name: str | None = None) -> WorkspaceHandle:
+        n = next(_counter)
+        email = f"owner{n}-{os.getpid()}@example.com"
+        result = await runtime.system(
+            init_workspace,
+            email=email,
+            name=f"Owner {n}",
+            workspace=name or f"Workspace {n}",
+            slug=f"ws-{os.getpid()}-{n}",
+            plan=plan,
+        )
+        return WorkspaceHandle(runtime, result.apiKey, result.workspaceId, result.userId, result.slug, "owner", email)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+async def app(runtime: Runtime) -> Any:
+    from outreach_app.asgi import build_app
+
+    return build_app(runtime)
+
+
+@pytest.fixture(scope="session")
+async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
+    config = uvicorn.Config(app, host="127.0.0.1", port=live_port, log_config=None, lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    for _ in range(200):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.02)
+    else:
+        raise RuntimeError("uvicorn did not start")
+    yield f"http://127.0.0.1:{live_port}"
+    server.should_exit = True
+    await asyncio.wait_for(task, timeout=10)
+
+
+@pytest.fixture
+async def http(live_server: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=live_server, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def mcp_session(live_server: str) -> Callable[..., Any]:
+    """`async with mcp_session(token) as client:` — an MCP client over streamable HTTP with a bearer token."""
+
+    @asynccontextmanager
+    async def open_session(token: str, **client_kwargs: Any) -> AsyncIterator[Client]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as hc:
+            transport = streamable_http_client(f"{live_server}/mcp", http_client=hc)
+            async with Client(transport, **client_kwargs) as client:
+                yield client
+
+    return open_session
+
+
+@pytest.fixture(scope="session")
+def tmp_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="outreach-test-"))

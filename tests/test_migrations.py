@@ -1,0 +1,30 @@
+"""Migrations produce exactly the schema the code declares, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from outreach_core.db.tables import metadata
+from outreach_core.runtime import Runtime
+
+
+async def test_migrated_schema_matches_tables(runtime: Runtime) -> None:
+    def diff(sync_conn: Any) -> list[Any]:
+        ctx = MigrationContext.configure(sync_conn, opts={"compare_type": False})
+        return list(compare_metadata(ctx, metadata))
+
+    async with runtime.engine.connect() as conn:
+        differences = await conn.run_sync(diff)
+    assert differences == []
+
+
+async def test_sqlite_runs_in_wal_with_foreign_keys(runtime: Runtime) -> None:
+    if not runtime.is_sqlite:
+        return
+    async with runtime.engine.connect() as conn:
+        assert (await conn.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
+        assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
