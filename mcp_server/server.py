@@ -14,12 +14,12 @@ from typing import Any
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.context import Context
 
+from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_tool
 from outreach_core.auth.operations import authenticate_api_key
 from outreach_core.context import Principal
 from outreach_core.errors import Unauthorized
 from outreach_core.interface import Endpoint, all_endpoints
 from outreach_core.runtime import Runtime
-from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_tool
 
 INSTRUCTIONS = """\
 Tools of a cold-email outreach workspace: leads, lists, labels, campaigns, mailboxes, domains, analytics and

@@ -70,7 +70,11 @@ class OutreachMCP(MCPServer[Any]):
                 return error_result(
                     InvalidInput(
                         f"Unknown argument(s): {', '.join(unknown)}",
-                        {"fields": [{"path": k, "message": "Extra inputs are not permitted"} for k in unknown]},
+                        {
+                            "fields": [
+                                {"path": k, "message": "Extra inputs are not permitted"} for k in unknown
+                            ]
+                        },
                     )
                 )
         token = RAW_ARGUMENTS.set(arguments)
@@ -136,7 +140,9 @@ def register_endpoint_tool(
         inspect.Parameter(
             p,
             inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[str, Field(min_length=1, max_length=300, description=f"The {p} from the path.")],
+            annotation=Annotated[
+                str, Field(min_length=1, max_length=300, description=f"The {p} from the path.")
+            ],
         )
         for p in endpoint.path_params
     ]
@@ -180,7 +186,7 @@ def register_endpoint_tool(
             annotation=Annotated[
                 bool,
                 Field(
-                    description="Only for clients that cannot show a confirmation: pass true after the person "
+                    description="Only for clients that cannot show a confirmation: pass true once the person "
                     "has agreed to the impact described by this tool."
                 ),
             ],
@@ -220,7 +226,9 @@ def register_endpoint_tool(
 
 
 def _accepted(confirmation: Any) -> bool:
-    return isinstance(confirmation, AcceptedElicitation) and bool(getattr(confirmation.data, "confirm", False))
+    return isinstance(confirmation, AcceptedElicitation) and bool(
+        getattr(confirmation.data, "confirm", False)
+    )
 
 
 def _tool_description(endpoint: Endpoint) -> str:

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_server.oauth_provider import OutreachOAuthProvider
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
@@ -17,7 +18,6 @@ from http_api.app import build_api
 from http_api.logging import RequestContext
 from http_api.protection import RateLimit, RequestSizeLimit
 from mcp_server.consent import consent_routes
-from mcp_server.oauth_provider import OutreachOAuthProvider
 from mcp_server.server import build_mcp, http_principal_source
 from mcp_server.tools import OutreachMCP
 from outreach_core.runtime import Runtime
@@ -52,7 +52,9 @@ def _transport_security(public_url: str) -> TransportSecuritySettings:
     )
 
 
-def build_app(runtime: Runtime, *, workers: list[str] | None = None, run_workers_in_process: bool = False) -> Starlette:
+def build_app(
+    runtime: Runtime, *, workers: list[str] | None = None, run_workers_in_process: bool = False
+) -> Starlette:
     """The whole service as one ASGI app. Workers run inside it only when asked (`outreach serve`)."""
     settings = runtime.settings
     mcp = build_mcp_http(runtime)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
@@ -15,7 +14,9 @@ from outreach_core.errors import OutreachError
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 
-app = typer.Typer(help="Self-hostable cold-email outreach service.", no_args_is_help=True, add_completion=False)
+app = typer.Typer(
+    help="Self-hostable cold-email outreach service.", no_args_is_help=True, add_completion=False
+)
 plan_app = typer.Typer(help="Operator commands for the local billing provider.", no_args_is_help=True)
 member_app = typer.Typer(help="Operator commands for workspace members.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
@@ -75,7 +76,9 @@ def init(
     from outreach_core.workspace.operations import init_workspace
 
     result = _run(
-        lambda rt: rt.system(init_workspace, email=email, name=name, workspace=workspace, slug=slug, plan=plan)
+        lambda rt: rt.system(
+            init_workspace, email=email, name=name, workspace=workspace, slug=slug, plan=plan
+        )
     )
     _print(result)
 
@@ -100,7 +103,9 @@ def member_add(
     workspace: Annotated[str, typer.Option(help="Workspace id or slug")],
     email: Annotated[str, typer.Option()],
     name: Annotated[str, typer.Option()],
-    role: Annotated[str | None, typer.Option(help="owner, admin or member (default: the invitation's)")] = None,
+    role: Annotated[
+        str | None, typer.Option(help="owner, admin or member (default: the invitation's)")
+    ] = None,
 ) -> None:
     """Add a person to a workspace (accepting their invitation) and print their first API key."""
     from outreach_core.workspace.operations import add_member
@@ -112,7 +117,9 @@ def member_add(
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
-    no_workers: Annotated[bool, typer.Option("--no-workers", help="Do not run workers in this process")] = False,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="Do not run workers in this process")
+    ] = False,
 ) -> None:
     """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first."""
     import uvicorn
@@ -174,7 +181,7 @@ def mcp() -> None:
         typer.echo("OUTREACH_API_KEY is required for `outreach mcp`.", err=True)
         raise typer.Exit(code=2)
     settings = Settings()
-    configure_logging(settings.log_level, settings.log_json, stream=sys.stderr)
+    configure_logging(settings.log_level, settings.log_json)
 
     async def work(runtime: Runtime) -> None:
         from outreach_core.auth.operations import authenticate_api_key

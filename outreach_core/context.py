@@ -78,9 +78,14 @@ class WorkspaceContext(SystemContext):
 
 
 def as_workspace(ctx: SystemContext, principal: Principal) -> WorkspaceContext:
-    """The same transaction, acting for `principal` (set-up commands that create a workspace and then act in it)."""
+    """The same transaction, acting for `principal` (set-up commands that create, then use, a workspace)."""
     return WorkspaceContext(
-        conn=ctx.conn, settings=ctx.settings, ports=ctx.ports, now=ctx.now, usage=ctx.usage, principal=principal
+        conn=ctx.conn,
+        settings=ctx.settings,
+        ports=ctx.ports,
+        now=ctx.now,
+        usage=ctx.usage,
+        principal=principal,
     )
 
 

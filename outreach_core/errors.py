@@ -41,7 +41,9 @@ class PlanRequired(OutreachError):
     status = 402
     code = "plan_required"
 
-    def __init__(self, message: str = "This operation needs an active plan.", details: dict[str, Any] | None = None):
+    def __init__(
+        self, message: str = "This operation needs an active plan.", details: dict[str, Any] | None = None
+    ):
         super().__init__(message, details)
 
 

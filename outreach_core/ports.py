@@ -48,7 +48,9 @@ class DnsResolver(Protocol):
 
 
 class HttpClient(Protocol):
-    async def post_json(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> tuple[int, bytes]:
+    async def post_json(
+        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float
+    ) -> tuple[int, bytes]:
         """POST raw JSON; returns (status, body). Status 0 when the peer did not answer."""
         ...
 

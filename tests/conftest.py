@@ -129,7 +129,9 @@ def make_workspace(runtime: Runtime) -> MakeWorkspace:
             slug=f"ws-{os.getpid()}-{n}",
             plan=plan,
         )
-        return WorkspaceHandle(runtime, result.apiKey, result.workspaceId, result.userId, result.slug, "owner", email)
+        return WorkspaceHandle(
+            runtime, result.apiKey, result.workspaceId, result.userId, result.slug, "owner", email
+        )
 
     return make
 
@@ -143,7 +145,9 @@ async def app(runtime: Runtime) -> Any:
 
 @pytest.fixture(scope="session")
 async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
-    config = uvicorn.Config(app, host="127.0.0.1", port=live_port, log_config=None, lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=live_port, log_config=None, lifespan="on", access_log=False
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     for _ in range(200):

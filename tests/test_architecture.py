@@ -11,7 +11,17 @@ from outreach_core.context import scoped, unscoped
 from outreach_core.db.tables import api_keys, metadata, users
 
 CORE = Path(__file__).resolve().parents[1] / "outreach_core"
-DOORS = ("starlette", "mcp", "mcp_types", "http_api", "mcp_server", "workers", "outreach_app", "uvicorn", "typer")
+DOORS = (
+    "starlette",
+    "mcp",
+    "mcp_types",
+    "http_api",
+    "mcp_server",
+    "workers",
+    "outreach_app",
+    "uvicorn",
+    "typer",
+)
 # Modules allowed to build statements themselves: the scoping helpers and the database package.
 STATEMENT_BUILDERS = {"context.py", "db/engine.py", "db/migrate.py", "db/tables.py", "db/types.py"}
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.

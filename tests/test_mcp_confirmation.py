@@ -55,7 +55,9 @@ async def test_declined_confirmation_changes_nothing(runtime: Any, make_workspac
     assert key_id in await _active_key_ids(ws)
 
 
-async def test_client_without_elicitation_must_pass_confirm(runtime: Any, make_workspace: MakeWorkspace) -> None:
+async def test_client_without_elicitation_must_pass_confirm(
+    runtime: Any, make_workspace: MakeWorkspace
+) -> None:
     ws = await make_workspace()
     server = build_mcp(runtime, api_key_principal_source(runtime, ws.api_key))
     async with Client(server) as client:

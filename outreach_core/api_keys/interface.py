@@ -12,15 +12,41 @@ from outreach_core.wire import Ok
 
 async def _describe_revoke(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     k = scoped(ctx, api_keys)
-    row = (await ctx.conn.execute(k.select(k.c.name, k.c.start).where(k.c.id == args.get("id")))).one_or_none()
+    row = (
+        await ctx.conn.execute(k.select(k.c.name, k.c.start).where(k.c.id == args.get("id")))
+    ).one_or_none()
     label = f"“{row.name}” ({row.start}…)" if row else str(args.get("id"))
     return f"Revoke API key {label}? Every client using it stops working immediately."
 
 
 ENDPOINTS = [
-    Endpoint("GET", "/api-keys", list_api_keys, list[ApiKeyItem], tool="list_api_keys", read_only=True, tag="api-keys"),
-    Endpoint("POST", "/apiKeys/create", create_api_key, CreatedApiKey, body=CreateApiKeyIn, tool="create_api_key",
-             tag="api-keys"),
-    Endpoint("POST", "/apiKeys/revoke", revoke_api_key, Ok, body=RevokeApiKeyIn, tool="revoke_api_key",
-             destructive=True, confirm=_describe_revoke, tag="api-keys"),
+    Endpoint(
+        "GET",
+        "/api-keys",
+        list_api_keys,
+        list[ApiKeyItem],
+        tool="list_api_keys",
+        read_only=True,
+        tag="api-keys",
+    ),
+    Endpoint(
+        "POST",
+        "/apiKeys/create",
+        create_api_key,
+        CreatedApiKey,
+        body=CreateApiKeyIn,
+        tool="create_api_key",
+        tag="api-keys",
+    ),
+    Endpoint(
+        "POST",
+        "/apiKeys/revoke",
+        revoke_api_key,
+        Ok,
+        body=RevokeApiKeyIn,
+        tool="revoke_api_key",
+        destructive=True,
+        confirm=_describe_revoke,
+        tag="api-keys",
+    ),
 ]

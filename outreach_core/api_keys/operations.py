@@ -32,8 +32,14 @@ async def list_api_keys(ctx: WorkspaceContext) -> list[ApiKeyItem]:
     u = unscoped(users)
     stmt = (
         k.select(
-            k.c.id, k.c.name, k.c.start, k.c.created_at, k.c.last_used_at, k.c.expires_at,
-            k.c.created_by, u.c.name.label("creator_name"),
+            k.c.id,
+            k.c.name,
+            k.c.start,
+            k.c.created_at,
+            k.c.last_used_at,
+            k.c.expires_at,
+            k.c.created_by,
+            u.c.name.label("creator_name"),
         )
         .join(users, users.c.id == k.c.created_by)
         .where(k.c.revoked_at.is_(None))
@@ -61,13 +67,15 @@ async def create_api_key(ctx: WorkspaceContext, body: CreateApiKeyIn) -> Created
     k = scoped(ctx, api_keys)
     active = (
         await ctx.conn.execute(
-            k.select(func.count()).where(k.c.revoked_at.is_(None))
+            k.select(func.count())
+            .where(k.c.revoked_at.is_(None))
             .where((k.c.expires_at.is_(None)) | (k.c.expires_at > ctx.now))
         )
     ).scalar_one()
     if active >= MAX_ACTIVE_KEYS_PER_WORKSPACE:
         raise Conflict(
-            f"A workspace can have at most {MAX_ACTIVE_KEYS_PER_WORKSPACE} active API keys; revoke one first.",
+            f"A workspace can have at most {MAX_ACTIVE_KEYS_PER_WORKSPACE} active API keys; "
+            "revoke one first.",
             {"limit": MAX_ACTIVE_KEYS_PER_WORKSPACE},
         )
     key_id, key = await insert_key(ctx, ctx.user_id, body.name, body.expires_in_days)
@@ -106,6 +114,8 @@ async def revoke_api_key(ctx: WorkspaceContext, body: RevokeApiKeyIn) -> Ok:
     if row is None:
         raise NotFound("API key", body.id)
     if row.created_by != ctx.user_id and not ctx.has_role("owner", "admin"):
-        raise Forbidden("Only owners and admins can revoke another member's key.", {"required": ["owner", "admin"]})
+        raise Forbidden(
+            "Only owners and admins can revoke another member's key.", {"required": ["owner", "admin"]}
+        )
     await ctx.conn.execute(k.update().where(k.c.id == body.id).values(revoked_at=ctx.now))
     return Ok()

@@ -43,7 +43,11 @@ async def authenticate_api_key(ctx: SystemContext, token: str) -> Principal:
         raise _refuse("This API key has expired.")
     ctx.usage.touch("api_key", row.id, ctx.now)
     return Principal(
-        user_id=row.created_by, workspace_id=row.workspace_id, role=row.role, auth="api_key", credential_id=row.id
+        user_id=row.created_by,
+        workspace_id=row.workspace_id,
+        role=row.role,
+        auth="api_key",
+        credential_id=row.id,
     )
 
 
@@ -55,9 +59,15 @@ async def authenticate_oauth(ctx: SystemContext, token: str, resource: str) -> P
     row = (
         await ctx.conn.execute(
             t.select(
-                t.c.grant_id, t.c.client_id, t.c.expires_at, t.c.revoked_at, t.c.resource,
-                oauth_grants.c.revoked_at.label("grant_revoked_at"), oauth_grants.c.workspace_id,
-                oauth_grants.c.user_id, members.c.role,
+                t.c.grant_id,
+                t.c.client_id,
+                t.c.expires_at,
+                t.c.revoked_at,
+                t.c.resource,
+                oauth_grants.c.revoked_at.label("grant_revoked_at"),
+                oauth_grants.c.workspace_id,
+                oauth_grants.c.user_id,
+                members.c.role,
             )
             .join(oauth_grants, oauth_grants.c.id == t.c.grant_id)
             .join(
@@ -85,7 +95,9 @@ async def authenticate_oauth(ctx: SystemContext, token: str, resource: str) -> P
     )
 
 
-async def authenticate_bearer(ctx: SystemContext, token: str, *, oauth_resource: str | None = None) -> Principal:
+async def authenticate_bearer(
+    ctx: SystemContext, token: str, *, oauth_resource: str | None = None
+) -> Principal:
     """API keys are accepted everywhere; OAuth access tokens only where `oauth_resource` says (on `/mcp`)."""
     if oauth_resource is not None and token.startswith(ACCESS_TOKEN_PREFIX):
         return await authenticate_oauth(ctx, token, oauth_resource)

@@ -20,7 +20,7 @@ from outreach_core.context import (
     unscoped,
 )
 from outreach_core.db.tables import invitations, members, users, workspaces
-from outreach_core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from outreach_core.errors import Conflict, InvalidInput, NotFound
 from outreach_core.ids import new_id
 from outreach_core.wire import Ok
 from outreach_core.workspace.schemas import (
@@ -81,7 +81,10 @@ async def list_members(ctx: WorkspaceContext) -> Members:
     return Members(
         members=[
             Member(
-                id=r.id, user_id=r.user_id, role=r.role, created_at=r.created_at,
+                id=r.id,
+                user_id=r.user_id,
+                role=r.role,
+                created_at=r.created_at,
                 user=MemberUser(name=r.name, email=r.email),
             )
             for r in rows
@@ -154,7 +157,9 @@ async def get_sending_settings(ctx: WorkspaceContext) -> SendingSettings:
     """The workspace's sending settings: unsubscribe mode, AI labelling, own AI key."""
     ws = scoped(ctx, workspaces)
     row = (await ctx.conn.execute(ws.select(ws.c.unsubscribe_mode, ws.c.ai_labels, ws.c.own_ai_key))).one()
-    return SendingSettings(unsubscribe_mode=row.unsubscribe_mode, ai_labels=row.ai_labels, own_ai_key=row.own_ai_key)
+    return SendingSettings(
+        unsubscribe_mode=row.unsubscribe_mode, ai_labels=row.ai_labels, own_ai_key=row.own_ai_key
+    )
 
 
 async def update_sending_settings(ctx: WorkspaceContext, body: SendingSettingsPatch) -> SendingSettings:
@@ -183,7 +188,11 @@ async def get_member(ctx: WorkspaceContext, id: str) -> Member:
     if r is None:
         raise NotFound("member", id)
     return Member(
-        id=r.id, user_id=r.user_id, role=r.role, created_at=r.created_at, user=MemberUser(name=r.name, email=r.email)
+        id=r.id,
+        user_id=r.user_id,
+        role=r.role,
+        created_at=r.created_at,
+        user=MemberUser(name=r.name, email=r.email),
     )
 
 
@@ -193,7 +202,7 @@ async def _ensure_another_owner(ctx: WorkspaceContext, member_id: str) -> None:
         await ctx.conn.execute(m.select(func.count()).where(m.c.role == "owner", m.c.id != member_id))
     ).scalar_one()
     if owners == 0:
-        raise Forbidden("A workspace must keep at least one owner.")
+        raise Conflict("A workspace must keep at least one owner.")
 
 
 # --- operator set-up (CLI) -------------------------------------------------------------------------------
@@ -220,16 +229,26 @@ def slugify(name: str) -> str:
 
 async def _user_for(ctx: SystemContext, email: str, name: str) -> str:
     u = unscoped(users)
-    row = (await ctx.conn.execute(u.select(u.c.id).where(func.lower(u.c.email) == email.lower()))).one_or_none()
+    row = (
+        await ctx.conn.execute(u.select(u.c.id).where(func.lower(u.c.email) == email.lower()))
+    ).one_or_none()
     if row is not None:
         return str(row.id)
     user_id = new_id("usr")
-    await ctx.conn.execute(u.insert({"id": user_id, "email": email.lower(), "name": name, "created_at": ctx.now}))
+    await ctx.conn.execute(
+        u.insert({"id": user_id, "email": email.lower(), "name": name, "created_at": ctx.now})
+    )
     return user_id
 
 
 async def init_workspace(
-    ctx: SystemContext, *, email: str, name: str, workspace: str, slug: str | None = None, plan: str | None = None
+    ctx: SystemContext,
+    *,
+    email: str,
+    name: str,
+    workspace: str,
+    slug: str | None = None,
+    plan: str | None = None,
 ) -> InitResult:
     """Create (or reuse) a user, create a workspace with that user as owner, and issue an API key."""
     if not 1 <= len(workspace) <= 60:
@@ -244,8 +263,12 @@ async def init_workspace(
         raise Conflict(f"The slug {slug!r} is taken.", {"slug": slug})
     user_id = await _user_for(ctx, email, name)
     workspace_id = new_id("ws")
-    await ctx.conn.execute(ws.insert({"id": workspace_id, "name": workspace, "slug": slug, "created_at": ctx.now}))
-    principal = Principal(user_id=user_id, workspace_id=workspace_id, role="owner", auth="api_key", credential_id="")
+    await ctx.conn.execute(
+        ws.insert({"id": workspace_id, "name": workspace, "slug": slug, "created_at": ctx.now})
+    )
+    principal = Principal(
+        user_id=user_id, workspace_id=workspace_id, role="owner", auth="api_key", credential_id=""
+    )
     wctx = as_workspace(ctx, principal)
     await ctx.conn.execute(
         scoped(wctx, members).insert(
@@ -284,7 +307,9 @@ async def add_member(
     if (await ctx.conn.execute(m.select(m.c.id).where(m.c.user_id == user_id))).first() is not None:
         raise Conflict("That person is already a member.", {"email": email})
     member_id = new_id("mem")
-    await ctx.conn.execute(m.insert({"id": member_id, "user_id": user_id, "role": chosen, "created_at": ctx.now}))
+    await ctx.conn.execute(
+        m.insert({"id": member_id, "user_id": user_id, "role": chosen, "created_at": ctx.now})
+    )
     if invite is not None:
         await ctx.conn.execute(i.delete().where(i.c.id == invite.id))
     _, key = await insert_key(wctx, user_id, "outreach member add", None)

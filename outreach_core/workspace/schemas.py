@@ -58,7 +58,9 @@ class Invitation(WireModel):
 
 class Members(WireModel):
     members: list[Member]
-    invitations: list[Invitation] = Field(description="Pending invitations; empty unless you are an owner or admin.")
+    invitations: list[Invitation] = Field(
+        description="Pending invitations; empty unless you are an owner or admin."
+    )
 
 
 class CreateInvitationIn(WireModel):
