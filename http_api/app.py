@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -9,6 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from http_api.handlers import error_response, make_handler
+from http_api.logging import internal_error_handler
 from http_api.openapi import build_openapi
 from outreach_core.errors import NotFound, OutreachError
 from outreach_core.interface import Endpoint, all_endpoints
@@ -38,14 +41,19 @@ def build_api(runtime: Runtime) -> Starlette:
         for e in endpoints
     ]
 
-    async def http_error(_: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        if exc.status_code == 404:
-            return error_response(NotFound("route"))
-        if exc.status_code == 405:
-            err = OutreachError("Method not allowed on this path.", code="method_not_allowed")
-            err.status = 405  # type: ignore[misc]
-            return error_response(err)
-        return error_response(OutreachError(exc.detail or "Bad request."))
+    return Starlette(routes=routes, exception_handlers=JSON_HTTP_ERRORS)
 
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+
+async def _http_error(_: Request, exc: Exception) -> Response:
+    """Routing errors (unknown path, wrong method) in the service's error format."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response(NotFound("route"))
+    if exc.status_code == 405:
+        err = OutreachError("Method not allowed on this path.", code="method_not_allowed")
+        err.status = 405  # type: ignore[misc]
+        return error_response(err)
+    return error_response(OutreachError(exc.detail or "Bad request."))
+
+
+JSON_HTTP_ERRORS: dict[Any, Any] = {HTTPException: _http_error, Exception: internal_error_handler}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
@@ -14,7 +15,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
 
-from http_api.app import build_api
+from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.logging import RequestContext
 from http_api.protection import RateLimit, RequestSizeLimit
 from mcp_server.consent import consent_routes
@@ -52,6 +53,13 @@ def _transport_security(public_url: str) -> TransportSecuritySettings:
     )
 
 
+def _any_path(mount: Mount) -> Mount:
+    """Let a mount match paths containing any character (Starlette's `.*` stops at a newline), so a
+    strange path under /api/v1 still gets the API's JSON 404 instead of falling through."""
+    mount.path_regex = re.compile(mount.path_regex.pattern, re.DOTALL)
+    return mount
+
+
 def build_app(
     runtime: Runtime, *, workers: list[str] | None = None, run_workers_in_process: bool = False
 ) -> Starlette:
@@ -77,16 +85,18 @@ def build_app(
                     await worker_task
 
     routes = [
-        Mount("/api/v1", app=build_api(runtime)),
+        _any_path(Mount("/api/v1", app=build_api(runtime))),
         *consent_routes(runtime),
-        Mount("/", app=mcp_app),
+        _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [
         Middleware(RequestContext),
         Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
         Middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst),
     ]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = Starlette(
+        routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers=JSON_HTTP_ERRORS
+    )
     app.state.runtime = runtime
     app.state.mcp = mcp
     return app

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, TypeAdapter, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    StringConstraints,
+    TypeAdapter,
+    WithJsonSchema,
+)
 from pydantic.alias_generators import to_camel
 
 
@@ -19,6 +27,17 @@ Timestamp = Annotated[
     WithJsonSchema({"type": "string", "format": "date-time", "examples": ["2026-11-21T14:08:29.123Z"]}),
 ]
 """A UTC instant; serialized as ISO 8601 with milliseconds and `Z`."""
+
+
+EMAIL_PATTERN = r"^[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,24}$"
+
+EmailAddress = Annotated[
+    str,
+    StringConstraints(max_length=320, pattern=EMAIL_PATTERN),
+    AfterValidator(str.lower),
+]
+"""An email address as people type it into forms; stored lower-cased. The rule is the pattern itself, so the
+OpenAPI document and the server agree exactly on what is accepted."""
 
 
 class WireModel(BaseModel):

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import EmailStr, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from outreach_core.billing.schemas import BillingSummary
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import EmailAddress, Timestamp, WireModel
 
 Role = Literal["owner", "admin", "member"]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$")]
@@ -64,7 +64,7 @@ class Members(WireModel):
 
 
 class CreateInvitationIn(WireModel):
-    email: EmailStr = Field(max_length=320)
+    email: EmailAddress
     role: Literal["admin", "member"] = "member"
     expires_in_days: int = Field(default=7, ge=1, le=30)
 

@@ -1,0 +1,1 @@
+"""The REST door: Starlette routes under /api/v1 built from the core catalogue."""

@@ -1,0 +1,326 @@
+"""The OpenAPI 3.1 document of the REST API, generated from the core catalogue and its pydantic models.
+
+Nothing here is written by hand per endpoint: every path, parameter, request body and response schema comes
+from an `Endpoint` entry and the wire models it names, so the document cannot drift from what the handlers
+accept and return. Schemas are produced in one pydantic pass (`TypeAdapter.json_schemas`): request models in
+validation mode, responses in serialization mode, by alias (camelCase). Pydantic gives colliding model names
+(two `Item` classes, or a model whose input and output schemas differ) distinct component names.
+
+Error responses are listed per operation so that a contract test (schemathesis) never meets a status the
+document does not show; see `_error_statuses` for the rules.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+
+from outreach_core.interface import Endpoint
+
+OPENAPI_VERSION = "3.1.0"
+API_PREFIX = "/api/v1"
+REF_PREFIX = "#/components/schemas/"
+ERROR_SCHEMA = "Error"
+JSON = "application/json"
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong: a stable code, a human message and machine-readable details."""
+
+    code: str = Field(description="Stable machine-readable code, e.g. `invalid_input`, `not_found`.")
+    message: str = Field(description="Human-readable explanation.")
+    details: dict[str, Any] = Field(description="Extra facts, e.g. `fields` for `invalid_input`.")
+
+
+class Error(BaseModel):
+    """The body of every error response."""
+
+    error: ErrorInfo
+
+
+_ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "Malformed JSON body (`bad_request`).",
+    401: "Missing, invalid, expired or revoked credential (`unauthorized`).",
+    402: "The workspace needs an active plan (`plan_required`).",
+    403: "Your role does not allow this (`forbidden`).",
+    404: "Not found, or it belongs to another workspace (`not_found`).",
+    409: "Refused in the current state (`conflict`, `invalid_state`, `launch_blocked`, ...).",
+    413: "Request body or row count too large (`payload_too_large`).",
+    422: "Invalid input; `details.fields` lists each field path and problem (`invalid_input`).",
+    429: "Too many requests (`rate_limited`) or a plan quota is used up (`quota_exceeded`).",
+    500: "Unexpected failure (`internal`); `details.reference` identifies it in the server logs.",
+}
+
+_HEADERS: dict[str, dict[str, Any]] = {
+    "RateLimit-Limit": {
+        "description": "Requests that can be made at once (token bucket capacity).",
+        "schema": {"type": "integer"},
+    },
+    "RateLimit-Remaining": {
+        "description": "Requests that can still be made right now.",
+        "schema": {"type": "integer"},
+    },
+    "RateLimit-Reset": {
+        "description": "Seconds until the bucket is full again.",
+        "schema": {"type": "integer"},
+    },
+    "RateLimit-Policy": {
+        "description": "Sustained rate: `<requests per minute>;w=60`.",
+        "schema": {"type": "string"},
+    },
+    "Retry-After": {"description": "Seconds to wait before retrying.", "schema": {"type": "integer"}},
+    "WWW-Authenticate": {"description": "`Bearer` challenge.", "schema": {"type": "string"}},
+}
+_RATE_LIMIT_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit-Policy")
+
+_ERROR_NAMES: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    402: "PlanRequired",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    413: "PayloadTooLarge",
+    422: "InvalidInput",
+    429: "TooManyRequests",
+    500: "Internal",
+}
+
+
+class _SchemaGenerator(GenerateJsonSchema):
+    """Pydantic's generator without per-field titles (they only repeat the property name)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def build_openapi(
+    endpoints: list[Endpoint],
+    *,
+    server_url: str,
+    public: Iterable[str] = frozenset({"ping"}),
+) -> dict[str, Any]:
+    """Build the OpenAPI 3.1 document for `endpoints` served under `server_url` + `/api/v1`.
+
+    `public` names the operations that need no credential (they get `security: []` and no auth errors);
+    every other operation requires the global bearer scheme (API key or OAuth access token).
+    """
+    public_ops = frozenset(public)
+    inputs: list[tuple[tuple[int, str], JsonSchemaMode, TypeAdapter[Any]]] = [
+        ((-1, "error"), "serialization", TypeAdapter(Error))
+    ]
+    for i, ep in enumerate(endpoints):
+        if ep.response is not None:
+            inputs.append(((i, "response"), "serialization", TypeAdapter(ep.response)))
+        if ep.body is not None:
+            inputs.append(((i, "body"), "validation", TypeAdapter(ep.body)))
+        if ep.query is not None:
+            inputs.append(((i, "query"), "validation", TypeAdapter(ep.query)))
+    schemas, definitions = TypeAdapter.json_schemas(
+        inputs, by_alias=True, ref_template=REF_PREFIX + "{model}", schema_generator=_SchemaGenerator
+    )
+    components: dict[str, Any] = dict(definitions.get("$defs", {}))
+    error_ref = schemas[((-1, "error"), "serialization")]
+
+    paths: dict[str, dict[str, Any]] = {}
+    query_refs: set[str] = set()
+    operation_ids: set[str] = set()
+    for i, ep in enumerate(endpoints):
+        method = ep.method.lower()
+        if method in paths.get(ep.path, {}):
+            raise ValueError(f"duplicate route {ep.method} {ep.path}")
+        if ep.name in operation_ids:
+            raise ValueError(f"duplicate operationId {ep.name!r}")
+        operation_ids.add(ep.name)
+        is_public = ep.name in public_ops
+        operation: dict[str, Any] = {
+            "operationId": ep.name,
+            "summary": ep.summary,
+            "description": ep.doc,
+            "tags": [ep.tag],
+        }
+        if ep.tool:
+            operation["x-mcp-tool"] = ep.tool
+        if is_public:
+            operation["security"] = []
+
+        parameters = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+            for name in ep.path_params
+        ]
+        if ep.query is not None:
+            query_schema = schemas[((i, "query"), "validation")]
+            ref = query_schema.get("$ref", "")
+            if ref.startswith(REF_PREFIX):
+                query_refs.add(ref.removeprefix(REF_PREFIX))
+            parameters += _query_parameters(_resolve(query_schema, components))
+        if parameters:
+            operation["parameters"] = parameters
+        if ep.body is not None:
+            operation["requestBody"] = {
+                "required": True,
+                "content": {JSON: {"schema": schemas[((i, "body"), "validation")]}},
+            }
+
+        responses: dict[str, Any] = {}
+        success: dict[str, Any] = {"description": _success_description(ep)}
+        if ep.response is not None and ep.status != 204:
+            success["content"] = {JSON: {"schema": schemas[((i, "response"), "serialization")]}}
+        if not is_public:
+            success["headers"] = {h: _header_ref(h) for h in _RATE_LIMIT_HEADERS}
+        responses[str(ep.status)] = success
+        for status in _error_statuses(ep, public=is_public):
+            responses[str(status)] = {"$ref": f"#/components/responses/{_ERROR_NAMES[status]}"}
+        operation["responses"] = responses
+        paths.setdefault(ep.path, {})[method] = operation
+
+    _drop_unreferenced(components, query_refs, paths)
+    _name_error_schema(components, error_ref)
+
+    tags: list[str] = []
+    for ep in endpoints:
+        if ep.tag not in tags:
+            tags.append(ep.tag)
+
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {
+            "title": "Outreach API",
+            "version": "1.0.0",
+            "description": (
+                "Self-hostable cold-email outreach service. Every operation is also an MCP tool "
+                "(`x-mcp-tool`) with the same arguments and result. Errors have the body "
+                '`{"error": {"code", "message", "details"}}`.'
+            ),
+        },
+        "servers": [{"url": server_url.rstrip("/") + API_PREFIX}],
+        "security": [{"bearerAuth": []}],
+        "tags": [{"name": t} for t in tags],
+        "paths": paths,
+        "components": {
+            "schemas": dict(sorted(components.items())),
+            "responses": {_ERROR_NAMES[status]: _error_response(status) for status in sorted(_ERROR_NAMES)},
+            "headers": copy.deepcopy(_HEADERS),
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "A workspace API key (or an OAuth access token on /mcp).",
+                }
+            },
+        },
+    }
+
+
+def _success_description(ep: Endpoint) -> str:
+    return {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}.get(ep.status, "Success")
+
+
+def _error_statuses(ep: Endpoint, *, public: bool) -> list[int]:
+    """Every error status the service can answer for this operation.
+
+    - 400 (malformed JSON) and 413 (body too large) where there is a body;
+    - 401/402/403/409 on every authenticated operation (credential, plan, role, state);
+    - 404 where the caller names something: path parameters, or ids inside a body or query;
+    - 422 where there is any input (path, query or body);
+    - 429 (rate limit, quotas) and 500 everywhere.
+    """
+    has_input = bool(ep.path_params) or ep.body is not None or ep.query is not None
+    statuses = {429, 500}
+    if ep.body is not None:
+        statuses |= {400, 413}
+    if not public:
+        statuses |= {401, 402, 403, 409}
+    if has_input:
+        statuses |= {404, 422}
+    return sorted(statuses)
+
+
+def _header_ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+def _error_response(status: int) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": _ERROR_DESCRIPTIONS[status],
+        "content": {JSON: {"schema": {"$ref": REF_PREFIX + ERROR_SCHEMA}}},
+    }
+    if status == 401:
+        response["headers"] = {"WWW-Authenticate": _header_ref("WWW-Authenticate")}
+    elif status == 429:
+        response["headers"] = {h: _header_ref(h) for h in ("Retry-After", *_RATE_LIMIT_HEADERS)}
+    return response
+
+
+def _resolve(schema: JsonSchemaValue, components: Mapping[str, Any]) -> JsonSchemaValue:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(REF_PREFIX):
+        resolved: JsonSchemaValue = components[ref.removeprefix(REF_PREFIX)]
+        return resolved
+    return schema
+
+
+def _query_parameters(model_schema: JsonSchemaValue) -> list[dict[str, Any]]:
+    """One query parameter per field of the query model; lists are repeated keys (`?a=1&a=2`)."""
+    required = set(model_schema.get("required", []))
+    params: list[dict[str, Any]] = []
+    for name, prop in model_schema.get("properties", {}).items():
+        schema = copy.deepcopy(prop)
+        description = schema.pop("description", None)
+        is_required = name in required
+        if not is_required:
+            schema = _without_null(schema)
+        param: dict[str, Any] = {"name": name, "in": "query", "required": is_required, "schema": schema}
+        if description:
+            param["description"] = description
+        if _is_array(schema):
+            param["style"] = "form"
+            param["explode"] = True
+        params.append(param)
+    return params
+
+
+def _without_null(schema: JsonSchemaValue) -> JsonSchemaValue:
+    """An absent optional query parameter already means null; drop the null branch and null default."""
+    if schema.get("default", ...) is None:
+        schema.pop("default")
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        kept = [b for b in branches if b != {"type": "null"}]
+        if len(kept) != len(branches):
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            return {**kept[0], **rest} if len(kept) == 1 else {**rest, "anyOf": kept}
+    return schema
+
+
+def _is_array(schema: JsonSchemaValue) -> bool:
+    kind = schema.get("type")
+    if kind == "array" or (isinstance(kind, list) and "array" in kind):
+        return True
+    return any(_is_array(b) for b in schema.get("anyOf", []) if isinstance(b, dict))
+
+
+def _drop_unreferenced(components: dict[str, Any], candidates: set[str], paths: dict[str, Any]) -> None:
+    """Remove query models from components: they are spread into parameters, not referenced."""
+    for name in candidates:
+        ref = json.dumps(REF_PREFIX + name)
+        others = {k: v for k, v in components.items() if k != name}
+        if ref not in json.dumps(paths) and ref not in json.dumps(others):
+            components.pop(name, None)
+
+
+def _name_error_schema(components: dict[str, Any], error_ref: JsonSchemaValue) -> None:
+    """Store the shared error schema under its plain name, `Error`.
+
+    Pydantic names colliding models by module path, so a core model also called `Error` leaves the plain
+    name free; nothing in the document references the error schema except `components.responses`.
+    """
+    if ERROR_SCHEMA in components:
+        return
+    old_name = str(error_ref["$ref"]).removeprefix(REF_PREFIX)
+    components[ERROR_SCHEMA] = components.pop(old_name)

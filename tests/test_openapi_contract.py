@@ -1,0 +1,99 @@
+"""Schemathesis runs every operation of the served OpenAPI document, with positive and negative data, and
+finds no 500 and no response that contradicts the document."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+import uvicorn
+from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
+
+from outreach_app.asgi import build_app
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from outreach_core.workspace.operations import init_workspace
+from tests.conftest import free_port
+
+
+def _owner_key(test_settings: Settings) -> str:
+    async def make() -> str:
+        rt = Runtime(test_settings)
+        try:
+            result = await rt.system(
+                init_workspace,
+                email="fuzz@example.com",
+                name="Fuzz",
+                workspace="Fuzz",
+                slug="fuzz",
+                plan="growth",
+            )
+            return result.apiKey
+        finally:
+            await rt.dispose()
+
+    return asyncio.run(make())
+
+
+@pytest.fixture(scope="module")
+def fuzz_target(settings: Settings, runtime: Any) -> Iterator[tuple[str, str]]:
+    """The whole composed app behind a real uvicorn server, in its own thread and event loop (the fuzzer's
+    HTTP calls are blocking, so it cannot share the test loop)."""
+    key = _owner_key(settings)
+    port = free_port()
+    app_settings = settings.model_copy(update={"public_url": f"http://127.0.0.1:{port}"})
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(Runtime(app_settings)), host="127.0.0.1", port=port, log_config=None, access_log=False
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.02)
+    yield app_settings.public_url, key
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def fuzz_schema(fuzz_target: tuple[str, str]) -> Any:
+    url, _ = fuzz_target
+    return schemathesis.openapi.from_url(f"{url}/api/v1/openapi.json")
+
+
+def _cases() -> list[Any]:
+    """Every operation with positive data, and with negative data where it takes any input."""
+    from http_api.app import api_endpoints
+
+    cases = []
+    for e in api_endpoints():
+        label = f"{e.method} {e.path}"
+        cases.append(pytest.param(label, GenerationMode.POSITIVE, id=f"positive {label}"))
+        if e.path_params or e.query or e.body:
+            cases.append(pytest.param(label, GenerationMode.NEGATIVE, id=f"negative {label}"))
+    return cases
+
+
+@pytest.mark.parametrize(("label", "mode"), _cases())
+def test_operation_honours_the_document(
+    label: str, mode: GenerationMode, fuzz_schema: Any, fuzz_target: tuple[str, str]
+) -> None:
+    _, key = fuzz_target
+    operation = fuzz_schema.find_operation_by_label(label)
+    assert operation is not None, f"{label} is missing from the OpenAPI document"
+
+    @given(operation.as_strategy(generation_mode=mode))
+    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    def run(case: schemathesis.Case) -> None:
+        case.call_and_validate(headers={"Authorization": f"Bearer {key}"})
+
+    run()
