@@ -10,7 +10,6 @@ from urllib.parse import urlsplit
 
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_server.oauth_provider import OutreachOAuthProvider
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
@@ -19,11 +18,12 @@ from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.logging import RequestContext
 from http_api.protection import RateLimit, RequestSizeLimit
 from mcp_server.consent import consent_routes
+from mcp_server.oauth_provider import OutreachOAuthProvider
 from mcp_server.server import build_mcp, http_principal_source
 from mcp_server.tools import OutreachMCP
 from outreach_core.runtime import Runtime
 from workers.loop import run_workers
-from workers.registry import select
+from workers.registry import ALL_WORKERS, select
 
 
 def build_mcp_http(runtime: Runtime) -> OutreachMCP:
@@ -61,9 +61,17 @@ def _any_path(mount: Mount) -> Mount:
 
 
 def build_app(
-    runtime: Runtime, *, workers: list[str] | None = None, run_workers_in_process: bool = False
+    runtime: Runtime,
+    *,
+    workers: list[str] | None = None,
+    run_workers_in_process: bool = False,
+    flush_usage: bool = True,
 ) -> Starlette:
-    """The whole service as one ASGI app. Workers run inside it only when asked (`outreach serve`)."""
+    """The whole service as one ASGI app.
+
+    The usage flusher (which persists `lastUsedAt` of the credentials this process authenticated) runs with
+    every app; the business workers run inside it only when asked (`outreach serve` without `--no-workers`).
+    """
     settings = runtime.settings
     mcp = build_mcp_http(runtime)
     mcp_app = mcp.streamable_http_app(
@@ -73,9 +81,10 @@ def build_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        worker_task: asyncio.Task[None] | None = None
+        background = [ALL_WORKERS["usage"]()] if flush_usage else []
         if run_workers_in_process:
-            worker_task = asyncio.create_task(run_workers(runtime, select(workers), stop))
+            background += [w for w in select(workers) if w.name != "usage"]
+        worker_task = asyncio.create_task(run_workers(runtime, background, stop)) if background else None
         async with mcp.session_manager.run():
             try:
                 yield

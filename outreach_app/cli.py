@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -113,6 +114,22 @@ def member_add(
     _print(_run(lambda rt: rt.system(add_member, workspace=workspace, email=email, name=name, role=role)))
 
 
+def _graceful_server_class() -> type:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, so the process dies "by signal".
+        We finish the shutdown (workers stop, usage is flushed) and then exit 0 like `outreach worker`."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    return GracefulServer
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
@@ -138,7 +155,7 @@ def serve(
         app_ = build_app(runtime, run_workers_in_process=not no_workers)
         config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
         try:
-            await uvicorn.Server(config).serve()
+            await _graceful_server_class()(config).serve()
         finally:
             await runtime.dispose()
 

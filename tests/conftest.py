@@ -140,7 +140,7 @@ def make_workspace(runtime: Runtime) -> MakeWorkspace:
 async def app(runtime: Runtime) -> Any:
     from outreach_app.asgi import build_app
 
-    return build_app(runtime)
+    return build_app(runtime, flush_usage=False)  # tests flush explicitly with workers.usage_flush.tick
 
 
 @pytest.fixture(scope="session")

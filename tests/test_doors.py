@@ -3,10 +3,9 @@ data through either door."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import itertools
 
 import httpx
 import pytest

@@ -1,0 +1,89 @@
+"""`outreach serve` and `outreach worker` as processes: they serve, then stop cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from typing import Any
+
+import httpx
+
+from outreach_core.context import system_scope
+from outreach_core.db.tables import api_keys
+from outreach_core.settings import Settings
+from tests.conftest import MakeWorkspace, free_port
+from tests.test_cli import OUTREACH, ROOT, _env
+
+
+def _wait_for(url: str, deadline_s: float = 30) -> httpx.Response:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return httpx.get(url, timeout=1)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+async def test_serve_answers_and_stops_gracefully(settings: Settings, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [*OUTREACH, "serve", "--port", str(port)],
+        env=_env(settings, OUTREACH_PUBLIC_URL=base),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert _wait_for(f"{base}/api/v1/ping").json()["ok"] is True
+        me = httpx.get(f"{base}/api/v1/me", headers=ws.headers, timeout=5)
+        assert me.status_code == 200 and me.headers["x-request-id"]
+        metadata = httpx.get(f"{base}/.well-known/oauth-authorization-server", timeout=5).json()
+        assert metadata["issuer"].rstrip("/") == base
+        assert httpx.get(f"{base}/api/v1/openapi.json", timeout=5).json()["openapi"].startswith("3.1")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, stderr = proc.communicate(timeout=10)
+    assert "Traceback" not in stderr, stderr
+
+    async def stored_last_used(ctx: Any) -> Any:
+        t = system_scope(api_keys)
+        return (
+            await ctx.conn.execute(t.select(t.c.last_used_at).where(t.c.created_by == ws.user_id))
+        ).scalar_one()
+
+    # the process wrote the key's lastUsedAt when it stopped (final flush), not on every request
+    assert await ws.runtime.system_read(stored_last_used) is not None
+
+
+def test_worker_runs_until_sigterm(settings: Settings, runtime: Any) -> None:
+    proc = subprocess.Popen(
+        [*OUTREACH, "worker", "--only", "usage"],
+        env=_env(settings),
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0
+
+
+def test_worker_refuses_unknown_names(settings: Settings) -> None:
+    done = subprocess.run(
+        [*OUTREACH, "worker", "--only", "usage,teleport"],
+        env=_env(settings),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "teleport" in done.stderr and "usage" in done.stderr

@@ -1,0 +1,44 @@
+"""Every worker the service knows, by name (the names `outreach worker --only ...` accepts)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from workers import usage_flush
+from workers.loop import Worker
+
+__all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
+
+WorkerFactory = Callable[[], Worker]
+
+
+def _usage() -> Worker:
+    # The tick takes every pending value at once: re-running it straight away would write once per request.
+    # The final tick saves what was recorded since the last flush when the process stops.
+    return Worker(
+        "usage", usage_flush.tick, interval_s=5.0, max_backoff_s=60.0, sleep_after_work=True, final_tick=True
+    )
+
+
+ALL_WORKERS: dict[str, WorkerFactory] = {
+    "usage": _usage,
+}
+"""Worker name -> factory building a fresh `Worker`, in the order they are started."""
+
+
+def select(only: list[str] | None) -> list[Worker]:
+    """Build the workers named in `only` (all of them when `only` is None or empty), each once.
+
+    Names are stripped and blank ones ignored, so `"sender, inbox".split(",")` works. Raises ValueError
+    naming the known workers when a name is unknown.
+    """
+    names = [n.strip() for n in only or [] if n.strip()]
+    if not names:
+        return [factory() for factory in ALL_WORKERS.values()]
+    unknown = [n for n in names if n not in ALL_WORKERS]
+    if unknown:
+        raise ValueError(
+            f"unknown worker{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}; "
+            f"known workers: {', '.join(ALL_WORKERS)}"
+        )
+    return [ALL_WORKERS[n]() for n in dict.fromkeys(names)]

@@ -1,0 +1,27 @@
+"""Writes remembered `lastUsedAt` times of API keys and OAuth grants (see `outreach_core.usage`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from outreach_core.api_keys.usage import flush_usage
+
+if TYPE_CHECKING:
+    from outreach_core.runtime import Runtime
+
+
+async def tick(runtime: Runtime) -> int:
+    """Flush every pending last-used time in one transaction; return how many were pending.
+
+    If the write fails (or is cancelled) the values are put back into the tracker, keeping any newer time
+    recorded meanwhile, so the next tick writes them again and nothing is lost.
+    """
+    pending = runtime.usage.take_pending()
+    if not pending:
+        return 0
+    try:
+        await runtime.system(flush_usage, pending)
+    except BaseException:
+        runtime.usage.restore(pending)
+        raise
+    return len(pending)
