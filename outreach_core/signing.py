@@ -41,9 +41,8 @@ def sign(secret: str, purpose: str, payload: dict[str, Any], expires_at: datetim
     if expires_at.tzinfo is None:
         raise ValueError("expires_at must be timezone-aware")
     _check_inputs(secret, purpose)
-    body = _b64encode(
-        json.dumps({"d": payload, "exp": int(expires_at.timestamp())}, separators=(",", ":"), sort_keys=True).encode()
-    )
+    document = {"d": payload, "exp": int(expires_at.timestamp())}
+    body = _b64encode(json.dumps(document, separators=(",", ":"), sort_keys=True).encode())
     return f"{body}.{_b64encode(_mac(secret, purpose, body))}"
 
 
@@ -67,8 +66,10 @@ def verify(secret: str, purpose: str, token: str, now: datetime) -> dict[str, An
         decoded = json.loads(_b64decode(body))
     except (ValueError, UnicodeDecodeError) as exc:  # authentic but unreadable: only a bug can cause this
         raise InvalidSignature("The signed token is malformed.") from exc
-    if not isinstance(decoded, dict) or not isinstance(decoded.get("d"), dict) or not isinstance(
-        decoded.get("exp"), int
+    if (
+        not isinstance(decoded, dict)
+        or not isinstance(decoded.get("d"), dict)
+        or not isinstance(decoded.get("exp"), int)
     ):
         raise InvalidSignature("The signed token is malformed.")
     if now.timestamp() >= decoded["exp"]:
@@ -78,7 +79,9 @@ def verify(secret: str, purpose: str, token: str, now: datetime) -> dict[str, An
 
 
 def _mac(secret: str, purpose: str, body: str) -> bytes:
-    return hmac.new(secret.encode(), purpose.encode() + b"\x00" + body.encode(), hashlib.sha256).digest()
+    # A key of its own, derived from the service secret (which also encrypts stored passwords).
+    key = hmac.new(secret.encode(), b"outreach/signing/v1", hashlib.sha256).digest()
+    return hmac.new(key, purpose.encode() + b"\x00" + body.encode(), hashlib.sha256).digest()
 
 
 def _check_inputs(secret: str, purpose: str) -> None:

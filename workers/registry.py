@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import usage_flush
+from workers import oauth_purge, usage_flush
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -20,8 +20,15 @@ def _usage() -> Worker:
     )
 
 
+def _oauth_purge() -> Worker:
+    return Worker(
+        "oauth-purge", oauth_purge.tick, interval_s=3600.0, max_backoff_s=3600.0, sleep_after_work=True
+    )
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
+    "oauth-purge": _oauth_purge,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

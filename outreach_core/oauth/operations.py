@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import re
 import secrets
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from outreach_core.api_keys.rules import hash_secret
 from outreach_core.auth.operations import ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, authenticate_api_key
-from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, system_scope, unscoped
+from outreach_core.context import (
+    SystemContext,
+    WorkspaceContext,
+    as_workspace,
+    scoped,
+    system_scope,
+    unscoped,
+)
 from outreach_core.db.tables import members, oauth_clients, oauth_codes, oauth_grants, oauth_tokens, users
 from outreach_core.errors import BadRequest, Forbidden, InvalidInput, NotFound
 from outreach_core.ids import new_id
@@ -91,7 +98,7 @@ def check_code_challenge(code_challenge: str) -> None:
 def _join_scopes(scopes: list[str] | None) -> str:
     joined = " ".join(sorted(set(scopes or [])))
     if len(joined) > MAX_SCOPE_LENGTH:
-        raise InvalidInput.field("scope", f"the requested scopes must total at most {MAX_SCOPE_LENGTH} characters")
+        raise InvalidInput.field("scope", f"the scopes must total at most {MAX_SCOPE_LENGTH} characters")
     return joined
 
 
@@ -121,7 +128,7 @@ async def register_client(ctx: SystemContext, info: dict[str, Any]) -> None:
     if not isinstance(redirect_uris, list) or not 1 <= len(redirect_uris) <= MAX_REDIRECT_URIS:
         raise InvalidInput.field("redirect_uris", f"give 1 to {MAX_REDIRECT_URIS} redirect URIs")
     for i, redirect_uri in enumerate(redirect_uris):
-        problem = "must be a string" if not isinstance(redirect_uri, str) else check_redirect_uri(redirect_uri)
+        problem = check_redirect_uri(redirect_uri) if isinstance(redirect_uri, str) else "must be a string"
         if problem:
             raise InvalidInput.field(f"redirect_uris[{i}]", f"redirect URI {problem}")
     await ctx.conn.execute(
@@ -222,7 +229,9 @@ async def _active_grant(ctx: WorkspaceContext, client_id: str, joined_scopes: st
     return grant_id
 
 
-async def load_authorization_code(ctx: SystemContext, client_id: str, code: str) -> AuthorizationCodeRecord | None:
+async def load_authorization_code(
+    ctx: SystemContext, client_id: str, code: str
+) -> AuthorizationCodeRecord | None:
     """The code if it is unused, unexpired, issued to `client_id` and its grant is still connected."""
     c = system_scope(oauth_codes)
     row = (
@@ -287,7 +296,8 @@ async def exchange_authorization_code(ctx: SystemContext, client_id: str, code: 
     ).one_or_none()
     if row is None:
         raise InvalidGrant("The app was disconnected, or the person is no longer a member of the workspace.")
-    return await _issue_pair(ctx, row.workspace_id, row.grant_id, client_id, _split_scopes(row.scopes), row.resource)
+    scopes = _split_scopes(row.scopes)
+    return await _issue_pair(ctx, row.workspace_id, row.grant_id, client_id, scopes, row.resource)
 
 
 async def detect_code_replay(ctx: SystemContext, client_id: str, code: str) -> bool:
@@ -311,7 +321,12 @@ async def detect_code_replay(ctx: SystemContext, client_id: str, code: str) -> b
 
 
 async def _issue_pair(
-    ctx: SystemContext, workspace_id: str, grant_id: str, client_id: str, scopes: list[str], resource: str | None
+    ctx: SystemContext,
+    workspace_id: str,
+    grant_id: str,
+    client_id: str,
+    scopes: list[str],
+    resource: str | None,
 ) -> IssuedTokens:
     access = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
     refresh = REFRESH_TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -353,7 +368,9 @@ async def load_refresh_token(ctx: SystemContext, client_id: str, token: str) -> 
     t = system_scope(oauth_tokens)
     row = (
         await ctx.conn.execute(
-            t.select(t.c.grant_id, t.c.client_id, t.c.scopes, t.c.resource, t.c.expires_at, oauth_grants.c.user_id)
+            t.select(
+                t.c.grant_id, t.c.client_id, t.c.scopes, t.c.resource, t.c.expires_at, oauth_grants.c.user_id
+            )
             .join(oauth_grants, oauth_grants.c.id == t.c.grant_id)
             .where(
                 t.c.token_hash == hash_secret(token),
@@ -457,11 +474,22 @@ async def revoke_token(ctx: SystemContext, token: str) -> None:
         await _revoke_grant_tokens(ctx, grant_id)
 
 
-async def _revoke_grant_tokens(ctx: SystemContext, grant_id: str, when: datetime | None = None) -> None:
+async def _revoke_grant_tokens(ctx: SystemContext, grant_id: str) -> None:
     t = system_scope(oauth_tokens)
     await ctx.conn.execute(
-        t.update().where(t.c.grant_id == grant_id, t.c.revoked_at.is_(None)).values(revoked_at=when or ctx.now)
+        t.update().where(t.c.grant_id == grant_id, t.c.revoked_at.is_(None)).values(revoked_at=ctx.now)
     )
+
+
+async def purge_expired_oauth(ctx: SystemContext, *, keep: timedelta = timedelta(days=1)) -> int:
+    """Housekeeping for a worker: delete codes and tokens that expired more than `keep` ago (revoked ones
+    are kept until then, so the reuse of a rotated refresh token is still recognised). Returns rows deleted.
+    Grants are never deleted: a disconnected grant is the record of the connection."""
+    cutoff = ctx.now - keep
+    c, t = system_scope(oauth_codes), system_scope(oauth_tokens)
+    codes = await ctx.conn.execute(c.delete().where(c.c.expires_at < cutoff))
+    tokens = await ctx.conn.execute(t.delete().where(t.c.expires_at < cutoff))
+    return int(codes.rowcount or 0) + int(tokens.rowcount or 0)
 
 
 # --- connected apps (workspace) ---------------------------------------------------------------------------
@@ -478,8 +506,13 @@ async def list_connected_apps(ctx: WorkspaceContext) -> list[ConnectedApp]:
     rows = (
         await ctx.conn.execute(
             g.select(
-                g.c.id, g.c.user_id, g.c.client_id, g.c.created_at, g.c.last_used_at,
-                oauth_clients.c.name.label("client_name"), oauth_clients.c.uri.label("client_uri"),
+                g.c.id,
+                g.c.user_id,
+                g.c.client_id,
+                g.c.created_at,
+                g.c.last_used_at,
+                oauth_clients.c.name.label("client_name"),
+                oauth_clients.c.uri.label("client_uri"),
                 users.c.name.label("user_name"),
             )
             .join(oauth_clients, oauth_clients.c.id == g.c.client_id)
@@ -522,8 +555,26 @@ async def disconnect_app(ctx: WorkspaceContext, id: str) -> Ok:
         )
     await ctx.conn.execute(g.update().where(g.c.id == id).values(revoked_at=ctx.now))
     t = scoped(ctx, oauth_tokens)
-    await ctx.conn.execute(t.update().where(t.c.grant_id == id, t.c.revoked_at.is_(None)).values(revoked_at=ctx.now))
+    await ctx.conn.execute(
+        t.update().where(t.c.grant_id == id, t.c.revoked_at.is_(None)).values(revoked_at=ctx.now)
+    )
     return Ok()
+
+
+async def revoke_member_grants(ctx: WorkspaceContext, user_id: str) -> int:
+    """Disconnect every app `user_id` connected to this workspace (for member removal). Returns how many.
+
+    No permission check: the caller (removing a member) has already checked its own."""
+    g = scoped(ctx, oauth_grants)
+    live = g.select(g.c.id).where(g.c.user_id == user_id, g.c.revoked_at.is_(None))
+    grant_ids = list((await ctx.conn.execute(live)).scalars())
+    if grant_ids:
+        await ctx.conn.execute(g.update().where(g.c.id.in_(grant_ids)).values(revoked_at=ctx.now))
+        t = scoped(ctx, oauth_tokens)
+        await ctx.conn.execute(
+            t.update().where(t.c.grant_id.in_(grant_ids), t.c.revoked_at.is_(None)).values(revoked_at=ctx.now)
+        )
+    return len(grant_ids)
 
 
 async def describe_connected_app(ctx: WorkspaceContext, id: str) -> str | None:

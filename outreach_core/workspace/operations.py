@@ -22,6 +22,7 @@ from outreach_core.context import (
 from outreach_core.db.tables import invitations, members, users, workspaces
 from outreach_core.errors import Conflict, InvalidInput, NotFound
 from outreach_core.ids import new_id
+from outreach_core.oauth.operations import revoke_member_grants
 from outreach_core.wire import Ok
 from outreach_core.workspace.schemas import (
     CreateInvitationIn,
@@ -150,6 +151,7 @@ async def remove_member(ctx: WorkspaceContext, id: str) -> Ok:
         await _ensure_another_owner(ctx, id)
     m = scoped(ctx, members)
     await ctx.conn.execute(m.delete().where(m.c.id == id))
+    await revoke_member_grants(ctx, target.user_id)
     return Ok()
 
 

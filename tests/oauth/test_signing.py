@@ -1,0 +1,67 @@
+"""Signed, expiring, purpose-bound tokens (pure)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from outreach_core.signing import InvalidSignature, SignatureExpired, sign, verify
+
+SECRET = "a-test-secret"
+NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)
+PAYLOAD = {"client_id": "c1", "scopes": ["a", "b"], "state": None, "explicit": True, "text": "ünïcode"}
+
+
+def test_round_trip() -> None:
+    token = sign(SECRET, "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    assert verify(SECRET, "consent", token, NOW) == PAYLOAD
+    assert set(token) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")
+
+
+def test_expired_token_is_refused() -> None:
+    token = sign(SECRET, "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    assert verify(SECRET, "consent", token, NOW + timedelta(minutes=9, seconds=59)) == PAYLOAD
+    with pytest.raises(SignatureExpired):
+        verify(SECRET, "consent", token, NOW + timedelta(minutes=10))
+
+
+def test_other_purpose_or_secret_is_refused() -> None:
+    token = sign(SECRET, "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    with pytest.raises(InvalidSignature) as wrong_purpose:
+        verify(SECRET, "unsubscribe", token, NOW)
+    assert not isinstance(wrong_purpose.value, SignatureExpired)
+    with pytest.raises(InvalidSignature):
+        verify("another-secret", "consent", token, NOW)
+
+
+def test_tampering_is_refused() -> None:
+    token = sign(SECRET, "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    body, mac = token.split(".")
+    document = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    document["d"]["client_id"] = "attacker"
+    forged_body = base64.urlsafe_b64encode(json.dumps(document).encode()).decode().rstrip("=")
+    flipped_mac = ("A" if mac[0] != "A" else "B") + mac[1:]
+    for bad in (
+        f"{forged_body}.{mac}",
+        f"{body}.{flipped_mac}",
+        f"{body}.{mac}x",
+        f"{body}!.{mac}",
+        body,
+        "",
+        f"{body}.{mac}.{mac}",
+        "x" * 20_000,
+    ):
+        with pytest.raises(InvalidSignature):
+            verify(SECRET, "consent", bad, NOW)
+
+
+def test_refuses_misuse() -> None:
+    with pytest.raises(ValueError):
+        sign(SECRET, "consent", PAYLOAD, datetime(2026, 1, 1))  # naive
+    with pytest.raises(ValueError):
+        sign("", "consent", PAYLOAD, NOW)
+    with pytest.raises(ValueError):
+        sign(SECRET, "", PAYLOAD, NOW)
