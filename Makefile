@@ -29,4 +29,4 @@ test: venv
 lint: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
-	$(BIN)/mypy outreach_core
+	$(BIN)/mypy

@@ -116,7 +116,7 @@ def _model_fields(model: type[BaseModel] | None) -> dict[str, FieldInfo]:
 
 
 def _parameter(name: str, field: FieldInfo) -> inspect.Parameter:
-    annotation: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]  # type: ignore[misc]
+    annotation: Any = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
     default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 

@@ -33,12 +33,12 @@ def build_mcp_http(runtime: Runtime) -> OutreachMCP:
         http_principal_source(),
         auth_server_provider=OutreachOAuthProvider(runtime),
         auth=AuthSettings(
-            issuer_url=settings.public_url,  # type: ignore[arg-type]
-            resource_server_url=settings.mcp_resource_url,  # type: ignore[arg-type]
+            issuer_url=settings.public_url,
+            resource_server_url=settings.mcp_resource_url,
             validate_token_resource=True,
             client_registration_options=ClientRegistrationOptions(enabled=True),
             revocation_options=RevocationOptions(enabled=True),
-            service_documentation_url=f"{settings.public_url}/api/v1/openapi.json",  # type: ignore[arg-type]
+            service_documentation_url=f"{settings.public_url}/api/v1/openapi.json",
         ),
     )
 

@@ -42,6 +42,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quiet_logs() -> None:
+    """Request logs go to stderr at WARNING during tests; failures still show them."""
+    from http_api.logging import configure_logging
+
+    configure_logging("WARNING", json=False)
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     if PG_URL:
