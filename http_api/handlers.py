@@ -5,6 +5,7 @@ No queries and no business rules live here.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any, get_origin
@@ -14,7 +15,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from outreach_core.auth.operations import authenticate_api_key
-from outreach_core.context import Principal
 from outreach_core.errors import (
     BadRequest,
     OutreachError,
@@ -23,7 +23,7 @@ from outreach_core.errors import (
     invalid_input_from_pydantic,
 )
 from outreach_core.interface import Endpoint
-from outreach_core.runtime import Runtime
+from outreach_core.runtime import Authenticate, Runtime
 from outreach_core.wire import dump
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -48,9 +48,11 @@ def bearer_token(request: Request) -> str:
     return token.strip()
 
 
-async def authenticate(runtime: Runtime, request: Request) -> Principal:
-    """REST accepts workspace API keys (OAuth tokens are bound to the MCP resource; see docs/oauth.md)."""
-    return await runtime.system_read(authenticate_api_key, bearer_token(request))
+def authenticator(request: Request) -> Authenticate:
+    """REST accepts workspace API keys (OAuth tokens are bound to the MCP resource; see docs/oauth.md).
+
+    The key is checked inside the operation's own transaction."""
+    return functools.partial(authenticate_api_key, token=bearer_token(request))
 
 
 def _query_input(model: type[BaseModel], request: Request) -> dict[str, Any]:
@@ -86,13 +88,17 @@ def make_handler(runtime: Runtime, endpoint: Endpoint, *, public: bool = False) 
             if public:
                 result = await runtime.system_read(endpoint.operation, **kwargs)
             else:
-                principal = await authenticate(runtime, request)
-                if endpoint.query is not None:
-                    kwargs["query"] = _validate(endpoint.query, _query_input(endpoint.query, request))
-                if endpoint.body is not None:
-                    kwargs["body"] = _validate(endpoint.body, await _body_input(request))
+                caller = authenticator(request)
+                try:
+                    if endpoint.query is not None:
+                        kwargs["query"] = _validate(endpoint.query, _query_input(endpoint.query, request))
+                    if endpoint.body is not None:
+                        kwargs["body"] = _validate(endpoint.body, await _body_input(request))
+                except OutreachError:
+                    await runtime.system_read(caller)  # a bad credential is reported before bad input
+                    raise
                 call = runtime.read if endpoint.read_only else runtime.execute
-                result = await call(principal, endpoint.operation, **kwargs)
+                result = await call(caller, endpoint.operation, **kwargs)
         except OutreachError as err:
             return error_response(err)
         return JSONResponse(dump(result, endpoint.response), status_code=endpoint.status)

@@ -9,6 +9,7 @@ Two ways to find out who is calling:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -19,7 +20,7 @@ from outreach_core.auth.operations import authenticate_api_key
 from outreach_core.context import Principal
 from outreach_core.errors import Unauthorized
 from outreach_core.interface import Endpoint, all_endpoints
-from outreach_core.runtime import Runtime
+from outreach_core.runtime import Caller, Runtime
 
 INSTRUCTIONS = """\
 Tools of a cold-email outreach workspace: leads, lists, labels, campaigns, mailboxes, domains, analytics and
@@ -38,17 +39,19 @@ def principal_from_request(ctx: Context[Any, Any]) -> Principal:
 
 
 def http_principal_source() -> PrincipalSource:
-    async def source(ctx: Context[Any, Any]) -> Principal:
+    async def source(ctx: Context[Any, Any]) -> Caller:
         return principal_from_request(ctx)
 
     return source
 
 
-def api_key_principal_source(runtime: Runtime, api_key: str) -> PrincipalSource:
-    """For stdio sessions: the key is checked on every call (revoked or expired keys stop at once)."""
+def api_key_principal_source(api_key: str) -> PrincipalSource:
+    """For stdio sessions: the key is checked on every call, inside the call's own transaction (revoked or
+    expired keys stop at once)."""
+    authenticate: Caller = functools.partial(authenticate_api_key, token=api_key)
 
-    async def source(ctx: Context[Any, Any]) -> Principal:
-        return await runtime.system_read(authenticate_api_key, api_key)
+    async def source(ctx: Context[Any, Any]) -> Caller:
+        return authenticate
 
     return source
 

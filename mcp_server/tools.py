@@ -29,7 +29,6 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from outreach_core.context import Principal
 from outreach_core.errors import (
     ConfirmationRequired,
     Declined,
@@ -40,12 +39,13 @@ from outreach_core.errors import (
 )
 from outreach_core.ids import new_id
 from outreach_core.interface import Endpoint
-from outreach_core.runtime import Runtime
+from outreach_core.runtime import Caller, Runtime
 from outreach_core.wire import dump
 
 log = logging.getLogger("outreach.mcp")
 
-PrincipalSource = Callable[[Context[Any, Any]], Awaitable[Principal]]
+PrincipalSource = Callable[[Context[Any, Any]], Awaitable[Caller]]
+"""Who calls a tool: a verified `Principal`, or an authenticator run inside the operation's transaction."""
 RAW_ARGUMENTS: ContextVar[dict[str, Any]] = ContextVar("outreach_raw_tool_arguments")
 CONFIRM_ARG = "confirm"
 
@@ -155,14 +155,14 @@ def register_endpoint_tool(
         try:
             if endpoint.confirm is not None and not _accepted(confirmation):
                 raise Declined("The person did not confirm; nothing was changed.")
-            principal = await principal_source(ctx)
+            caller = await principal_source(ctx)
             kwargs: dict[str, Any] = {p: raw[p] for p in endpoint.path_params}
             if endpoint.query is not None:
                 kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
             if endpoint.body is not None:
                 kwargs["body"] = endpoint.body.model_validate(_subset(raw, body_fields))
             call = runtime.read if endpoint.read_only else runtime.execute
-            result = await call(principal, endpoint.operation, **kwargs)
+            result = await call(caller, endpoint.operation, **kwargs)
         except ValidationError as exc:
             return error_result(invalid_input_from_pydantic(exc.errors()))
         except OutreachError as exc:
@@ -253,8 +253,8 @@ def _confirmation_resolver(
         raw = RAW_ARGUMENTS.get({})
         if raw.get(CONFIRM_ARG) is True:
             return ConfirmAnswer(confirm=True)  # the framework injects a plain value as an accepted outcome
-        principal = await principal_source(ctx)
-        impact = await runtime.read(principal, describe, raw)
+        caller = await principal_source(ctx)
+        impact = await runtime.read(caller, describe, raw)
         if not _can_elicit(ctx):
             raise ToolError("confirmation required") from ConfirmationRequired(
                 f"{impact} This needs the person's confirmation, and this client cannot ask for it. "

@@ -204,7 +204,7 @@ def mcp() -> None:
         from outreach_core.auth.operations import authenticate_api_key
 
         await runtime.system_read(authenticate_api_key, api_key)  # fail fast on a bad key
-        server = build_mcp(runtime, api_key_principal_source(runtime, api_key))
+        server = build_mcp(runtime, api_key_principal_source(api_key))
         await server.run_stdio_async()
 
     _run(work)

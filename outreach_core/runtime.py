@@ -21,6 +21,9 @@ from outreach_core.usage import UsageTracker
 
 P = ParamSpec("P")
 R = TypeVar("R")
+Authenticate = Callable[[SystemContext], Awaitable[Principal]]
+"""Turns a credential into a `Principal` inside the operation's own transaction (one round trip fewer)."""
+Caller = Principal | Authenticate
 
 _SERIALIZATION_RETRIES = 3
 
@@ -37,25 +40,28 @@ class Runtime:
 
     async def execute(
         self,
-        principal: Principal,
+        caller: Caller,
         op: Callable[Concatenate[WorkspaceContext, P], Awaitable[R]],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
-        """Run `op(ctx, *args, **kwargs)` for `principal` in one read-write transaction."""
-        return await self._run(lambda conn: self._workspace_ctx(conn, principal), op, False, args, kwargs)
+        """Run `op(ctx, *args, **kwargs)` for `caller` in one read-write transaction.
+
+        `caller` is a `Principal`, or a function that authenticates a credential; it then runs first, inside
+        the same transaction, so an authenticated request costs one transaction, not two."""
+        return await self._run(self._for(caller), op, False, args, kwargs)
 
     async def read(
         self,
-        principal: Principal,
+        caller: Caller,
         op: Callable[Concatenate[WorkspaceContext, P], Awaitable[R]],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
         """Like `execute`, for operations that only read (no write lock is taken on SQLite)."""
-        return await self._run(lambda conn: self._workspace_ctx(conn, principal), op, True, args, kwargs)
+        return await self._run(self._for(caller), op, True, args, kwargs)
 
     async def system(
         self,
@@ -81,7 +87,16 @@ class Runtime:
 
     # ----------------------------------------------------------------------------------------------------
 
-    def _system_ctx(self, conn: AsyncConnection) -> SystemContext:
+    def _for(self, caller: Caller) -> Callable[[AsyncConnection], Awaitable[WorkspaceContext]]:
+        async def make(conn: AsyncConnection) -> WorkspaceContext:
+            principal = (
+                caller if isinstance(caller, Principal) else await caller(await self._system_ctx(conn))
+            )
+            return self._workspace_ctx(conn, principal)
+
+        return make
+
+    async def _system_ctx(self, conn: AsyncConnection) -> SystemContext:
         return SystemContext(
             conn=conn, settings=self.settings, ports=self.ports, now=self.ports.clock.now(), usage=self.usage
         )
@@ -98,7 +113,7 @@ class Runtime:
 
     async def _run(
         self,
-        make_ctx: Callable[[AsyncConnection], Any],
+        make_ctx: Callable[[AsyncConnection], Awaitable[Any]],
         fn: Callable[..., Awaitable[R]],
         read_only: bool,
         args: Any,
@@ -112,7 +127,7 @@ class Runtime:
                     if self.is_sqlite:
                         await conn.execution_options(sqlite_begin="DEFERRED" if read_only else "IMMEDIATE")
                     async with conn.begin():
-                        return await fn(make_ctx(conn), *args, **kwargs)
+                        return await fn(await make_ctx(conn), *args, **kwargs)
             except DBAPIError as exc:
                 if attempt < _SERIALIZATION_RETRIES and _is_retryable(exc):
                     continue

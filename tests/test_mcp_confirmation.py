@@ -30,7 +30,7 @@ async def test_accepted_confirmation_runs_the_tool(runtime: Any, make_workspace:
         asked.append(params.message)
         return ElicitResult(action="accept", content={"confirm": True})
 
-    server = build_mcp(runtime, api_key_principal_source(runtime, ws.api_key))
+    server = build_mcp(runtime, api_key_principal_source(ws.api_key))
     async with Client(server, elicitation_callback=accept) as client:
         key_id = await _new_key(client, "to revoke")
         result = await client.call_tool("revoke_api_key", {"id": key_id})
@@ -46,7 +46,7 @@ async def test_declined_confirmation_changes_nothing(runtime: Any, make_workspac
     async def decline(_ctx: Any, _params: ElicitRequestParams) -> ElicitResult:
         return ElicitResult(action="decline")
 
-    server = build_mcp(runtime, api_key_principal_source(runtime, ws.api_key))
+    server = build_mcp(runtime, api_key_principal_source(ws.api_key))
     async with Client(server, elicitation_callback=decline) as client:
         key_id = await _new_key(client, "keep me")
         result = await client.call_tool("revoke_api_key", {"id": key_id})
@@ -59,7 +59,7 @@ async def test_client_without_elicitation_must_pass_confirm(
     runtime: Any, make_workspace: MakeWorkspace
 ) -> None:
     ws = await make_workspace()
-    server = build_mcp(runtime, api_key_principal_source(runtime, ws.api_key))
+    server = build_mcp(runtime, api_key_principal_source(ws.api_key))
     async with Client(server) as client:
         key_id = await _new_key(client, "needs confirm")
         refused = await client.call_tool("revoke_api_key", {"id": key_id})
@@ -79,7 +79,7 @@ async def test_confirmation_of_another_workspaces_id_is_not_found(
 ) -> None:
     mine, theirs = await make_workspace(), await make_workspace()
     their_key = {k.id for k in await runtime.read(await theirs.principal(), list_api_keys)}.pop()
-    server = build_mcp(runtime, api_key_principal_source(runtime, mine.api_key))
+    server = build_mcp(runtime, api_key_principal_source(mine.api_key))
     async with Client(server) as client:
         result = await client.call_tool("revoke_api_key", {"id": their_key, "confirm": True})
     assert result.is_error and result.structured_content["error"]["code"] == "not_found"
@@ -88,7 +88,7 @@ async def test_confirmation_of_another_workspaces_id_is_not_found(
 
 async def test_tool_annotations_follow_the_catalogue(runtime: Any, make_workspace: MakeWorkspace) -> None:
     ws = await make_workspace()
-    server = build_mcp(runtime, api_key_principal_source(runtime, ws.api_key))
+    server = build_mcp(runtime, api_key_principal_source(ws.api_key))
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["get_me"].annotations.read_only_hint is True
