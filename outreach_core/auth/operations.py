@@ -7,6 +7,8 @@ flushed in batches (`outreach_core.usage`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from outreach_core.api_keys.rules import hash_secret, looks_like_api_key
 from outreach_core.context import Principal, SystemContext, system_scope
 from outreach_core.db.tables import api_keys, members, oauth_grants, oauth_tokens
@@ -14,6 +16,18 @@ from outreach_core.errors import Unauthorized
 
 ACCESS_TOKEN_PREFIX = "oat_"
 REFRESH_TOKEN_PREFIX = "ort_"
+
+
+def grant_of(grant_id: Any) -> tuple[Any, Any]:
+    """Join arguments: the OAuth grant a code or token belongs to."""
+    return oauth_grants, oauth_grants.c.id == grant_id
+
+
+def membership_of_grant() -> tuple[Any, Any]:
+    """Join arguments: the current membership of the person who granted (none once they are removed)."""
+    return members, (members.c.workspace_id == oauth_grants.c.workspace_id) & (
+        members.c.user_id == oauth_grants.c.user_id
+    )
 
 
 def _refuse(reason: str) -> Unauthorized:
@@ -69,12 +83,8 @@ async def authenticate_oauth(ctx: SystemContext, token: str, resource: str) -> P
                 oauth_grants.c.user_id,
                 members.c.role,
             )
-            .join(oauth_grants, oauth_grants.c.id == t.c.grant_id)
-            .join(
-                members,
-                (members.c.workspace_id == oauth_grants.c.workspace_id)
-                & (members.c.user_id == oauth_grants.c.user_id),
-            )
+            .join(*grant_of(t.c.grant_id))
+            .join(*membership_of_grant())
             .where(t.c.token_hash == hash_secret(token), t.c.kind == "access")
         )
     ).one_or_none()

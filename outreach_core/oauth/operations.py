@@ -18,7 +18,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from outreach_core.api_keys.rules import hash_secret
-from outreach_core.auth.operations import ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX, authenticate_api_key
+from outreach_core.auth.operations import (
+    ACCESS_TOKEN_PREFIX,
+    REFRESH_TOKEN_PREFIX,
+    authenticate_api_key,
+    grant_of,
+    membership_of_grant,
+)
 from outreach_core.context import (
     SystemContext,
     WorkspaceContext,
@@ -285,12 +291,8 @@ async def exchange_authorization_code(ctx: SystemContext, client_id: str, code: 
     row = (
         await ctx.conn.execute(
             c.select(c.c.workspace_id, c.c.grant_id, c.c.scopes, c.c.resource)
-            .join(oauth_grants, oauth_grants.c.id == c.c.grant_id)
-            .join(
-                members,
-                (members.c.workspace_id == oauth_grants.c.workspace_id)
-                & (members.c.user_id == oauth_grants.c.user_id),
-            )
+            .join(*grant_of(c.c.grant_id))
+            .join(*membership_of_grant())
             .where(c.c.code_hash == code_hash, oauth_grants.c.revoked_at.is_(None))
         )
     ).one_or_none()
@@ -421,12 +423,8 @@ async def exchange_refresh_token(
     row = (
         await ctx.conn.execute(
             t.select(t.c.workspace_id, t.c.grant_id, t.c.scopes, t.c.resource)
-            .join(oauth_grants, oauth_grants.c.id == t.c.grant_id)
-            .join(
-                members,
-                (members.c.workspace_id == oauth_grants.c.workspace_id)
-                & (members.c.user_id == oauth_grants.c.user_id),
-            )
+            .join(*grant_of(t.c.grant_id))
+            .join(*membership_of_grant())
             .where(t.c.token_hash == token_hash, oauth_grants.c.revoked_at.is_(None))
         )
     ).one_or_none()
