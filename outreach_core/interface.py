@@ -59,7 +59,12 @@ class Endpoint:
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of every domain, in a stable order."""
     from outreach_core.api_keys.interface import ENDPOINTS as api_keys
+    from outreach_core.labels.interface import ENDPOINTS as labels
+    from outreach_core.leads.interface import ENDPOINTS as leads
+    from outreach_core.lists.interface import ENDPOINTS as lists
     from outreach_core.oauth.interface import ENDPOINTS as oauth
+    from outreach_core.suppressions.interface import ENDPOINTS as suppressions
+    from outreach_core.verification.interface import ENDPOINTS as verification
     from outreach_core.workspace.interface import ENDPOINTS as workspace
 
-    return [*workspace, *api_keys, *oauth]
+    return [*workspace, *api_keys, *oauth, *leads, *verification, *lists, *labels, *suppressions]

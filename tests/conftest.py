@@ -11,7 +11,7 @@ import itertools
 import os
 import socket
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +28,11 @@ from sqlalchemy import text
 from outreach_core.auth.operations import authenticate_api_key
 from outreach_core.context import Principal
 from outreach_core.db.migrate import migrate
+from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from outreach_core.workspace.operations import add_member, init_workspace
+from tests.dns_server import DnsServer
 
 PG_URL = os.environ.get("OUTREACH_TEST_DATABASE_URL")
 _counter = itertools.count(1)
@@ -189,6 +191,27 @@ def mcp_session(live_server: str) -> Callable[..., Any]:
                 yield client
 
     return open_session
+
+
+@pytest.fixture(scope="session")
+def dns_server() -> Iterator[DnsServer]:
+    """A real authoritative DNS server on loopback UDP; tests add the records they need."""
+    server = DnsServer(free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def dns_runtime(runtime: Runtime, dns_server: DnsServer) -> Runtime:
+    """The session runtime's database with a DNS port pointed at `dns_server` (as OUTREACH_DNS_NAMESERVERS)."""
+    from outreach_app.adapters import DnspythonResolver
+
+    return Runtime(
+        runtime.settings.model_copy(update={"dns_nameservers": dns_server.nameservers}),
+        engine=runtime.engine,
+        ports=Ports(dns=DnspythonResolver(dns_server.nameservers, timeout_s=1.0)),
+    )
 
 
 @pytest.fixture(scope="session")

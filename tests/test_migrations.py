@@ -18,8 +18,15 @@ async def test_migrated_schema_matches_tables(runtime: Runtime) -> None:
         return list(compare_metadata(ctx, metadata))
 
     async with runtime.engine.connect() as conn:
-        differences = await conn.run_sync(diff)
+        differences = [d for d in await conn.run_sync(diff) if not _is_search_index(d)]
     assert differences == []
+
+
+def _is_search_index(diff: Any) -> bool:
+    """The lead search index (FTS5 / pg_trgm) is created by raw DDL in migration 0002 on purpose."""
+    obj = diff[1] if isinstance(diff, tuple) and len(diff) > 1 else None
+    name = getattr(obj, "name", "") or ""
+    return name.startswith("leads_fts") or name == "ix_leads_search_trgm"
 
 
 async def test_sqlite_runs_in_wal_with_foreign_keys(runtime: Runtime) -> None:

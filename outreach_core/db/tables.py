@@ -11,6 +11,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -171,6 +172,183 @@ oauth_tokens = Table(
     Index("ix_oauth_tokens_grant_id", "grant_id"),
 )
 
+# --- leads -----------------------------------------------------------------------------------------------
+
+leads = Table(
+    "leads",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("email", String(320), nullable=False),  # normalized (see leads/rules.py)
+    Column("domain", String(253), nullable=False),  # the part after @, for MX/ESP and company matching
+    Column("first_name", String(200), nullable=True),
+    Column("last_name", String(200), nullable=True),
+    Column("sort_name", String(401), nullable=False, server_default=""),  # lower(first last), for sort=name
+    Column("company", String(300), nullable=True),
+    Column("title", String(300), nullable=True),
+    Column("website", String(2000), nullable=True),
+    Column("phone", String(64), nullable=True),
+    Column("linkedin", String(2000), nullable=True),
+    Column("country", String(2), nullable=True),
+    Column("country_source", String(8), nullable=True),  # timezone | phone | email | website
+    Column("timezone", String(64), nullable=True),
+    Column("custom", JsonType, nullable=False),
+    Column("search_text", Text, nullable=False, server_default=""),  # lower(email name company), search index
+    Column("esp", String(12), nullable=False, server_default="unknown"),
+    Column("mx_host", String(253), nullable=True),
+    Column("verify_status", String(12), nullable=False, server_default="unknown"),
+    Column("verify_reason", String(200), nullable=True),
+    Column("verify_api", Boolean, nullable=False, server_default="0"),  # queued to also use the verifier API
+    Column("verified_at", UtcDateTime, nullable=True),
+    Column("status", String(16), nullable=False, server_default="active"),
+    Column("won_at", UtcDateTime, nullable=True),
+    Column("won_value", Float, nullable=True),
+    Column("won_campaign_id", ID, nullable=True),
+    Column("import_id", ID, nullable=True),
+    Column("enriched_at", UtcDateTime, nullable=True),  # null = enrichment (ESP, country) still to do
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=True),
+    UniqueConstraint("workspace_id", "email"),
+    Index("ix_leads_ws_created", "workspace_id", "created_at", "id"),
+    Index("ix_leads_ws_email", "workspace_id", "email", "id"),
+    Index("ix_leads_ws_sort_name", "workspace_id", "sort_name", "id"),
+    Index("ix_leads_ws_company", "workspace_id", "company", "id"),
+    Index("ix_leads_ws_status", "workspace_id", "status", "created_at", "id"),
+    Index("ix_leads_ws_verify", "workspace_id", "verify_status", "created_at", "id"),
+    Index("ix_leads_ws_esp", "workspace_id", "esp", "created_at", "id"),
+    Index("ix_leads_ws_domain", "workspace_id", "domain"),
+    Index("ix_leads_pending_enrichment", "enriched_at", "workspace_id"),
+    Index("ix_leads_import", "import_id"),
+)
+
+lists = Table(
+    "lists",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("name", String(120), nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("workspace_id", "name"),
+)
+
+list_leads = Table(
+    "list_leads",
+    metadata,
+    Column("list_id", ID, ForeignKey("lists.id", ondelete="CASCADE"), primary_key=True),
+    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), primary_key=True),
+    _ws_fk(),
+    Column("added_at", UtcDateTime, nullable=False),
+    Index("ix_list_leads_lead", "lead_id"),
+    Index("ix_list_leads_list_added", "list_id", "added_at", "lead_id"),
+)
+
+labels = Table(
+    "labels",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("name", String(60), nullable=False),
+    Column("type", String(8), nullable=False, server_default="neutral"),  # positive|negative|neutral|warning
+    Column("color", String(7), nullable=True),
+    # triggers that need no campaign (see labels/schemas.py LabelTriggers)
+    Column("triggers", JsonType, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("workspace_id", "name"),
+)
+
+lead_labels = Table(
+    "lead_labels",
+    metadata,
+    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), primary_key=True),
+    Column("label_id", ID, ForeignKey("labels.id", ondelete="CASCADE"), primary_key=True),
+    _ws_fk(),
+    Column("labeled_at", UtcDateTime, nullable=False),
+    Index("ix_lead_labels_label", "label_id", "lead_id"),
+)
+
+label_timers = Table(
+    "label_timers",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column(
+        "label_id", ID, ForeignKey("labels.id", ondelete="CASCADE"), nullable=False
+    ),  # the label that set it
+    Column("action", String(8), nullable=False),  # remove | apply
+    Column("target_label_id", ID, ForeignKey("labels.id", ondelete="CASCADE"), nullable=True),
+    Column("due_at", UtcDateTime, nullable=False),
+    Index("ix_label_timers_due", "due_at"),
+    Index("ix_label_timers_lead_label", "lead_id", "label_id"),
+)
+
+suppressions = Table(
+    "suppressions",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("kind", String(8), nullable=False),  # email | domain
+    Column("value", String(320), nullable=False),  # normalized address or domain
+    Column("reason", String(200), nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("workspace_id", "value"),
+    Index("ix_suppressions_ws_created", "workspace_id", "created_at", "id"),
+)
+
+lead_imports = Table(
+    "lead_imports",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("file_name", String(300), nullable=True),
+    Column("list_id", ID, ForeignKey("lists.id", ondelete="SET NULL"), nullable=True),
+    Column("status", String(10), nullable=False),  # importing | enriching | done | failed
+    Column("verify", Boolean, nullable=False),
+    Column("existing", String(6), nullable=False),  # skip | update
+    Column("rows", Integer, nullable=False, server_default="0"),
+    Column("created", Integer, nullable=False, server_default="0"),
+    Column("updated", Integer, nullable=False, server_default="0"),
+    Column("skipped", Integer, nullable=False, server_default="0"),
+    Column("duplicates", Integer, nullable=False, server_default="0"),
+    Column("suppressed", Integer, nullable=False, server_default="0"),
+    Column("invalid", Integer, nullable=False, server_default="0"),
+    Column("undeliverable", Integer, nullable=False, server_default="0"),
+    Column("client_invalid", Integer, nullable=False, server_default="0"),
+    Column("client_duplicates", Integer, nullable=False, server_default="0"),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("finished_at", UtcDateTime, nullable=True),
+    Column("enriched_at", UtcDateTime, nullable=True),
+    Index("ix_lead_imports_ws_created", "workspace_id", "created_at"),
+    Index("ix_lead_imports_status", "status"),
+)
+
+import_chunks = Table(
+    "import_chunks",
+    metadata,
+    Column("import_id", ID, ForeignKey("lead_imports.id", ondelete="CASCADE"), primary_key=True),
+    Column("chunk_hash", String(64), primary_key=True),  # sha256 of the canonical chunk: retries are no-ops
+    _ws_fk(),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+import_seen = Table(
+    "import_seen",
+    metadata,
+    Column("import_id", ID, ForeignKey("lead_imports.id", ondelete="CASCADE"), primary_key=True),
+    Column("email", String(320), primary_key=True),  # every valid address of the import so far: duplicates
+    _ws_fk(),
+)
+
+domain_cache = Table(
+    "domain_cache",
+    metadata,
+    Column("domain", String(253), primary_key=True),
+    Column("esp", String(12), nullable=False),
+    Column("mx_host", String(253), nullable=True),
+    Column("has_mx", Boolean, nullable=False),
+    Column("checked_at", UtcDateTime, nullable=False),
+)
+
 # --- outbox ----------------------------------------------------------------------------------------------
 
 outbox = Table(
@@ -189,7 +367,17 @@ outbox = Table(
 __all__ = [
     "Text",
     "api_keys",
+    "domain_cache",
+    "import_chunks",
+    "import_seen",
     "invitations",
+    "label_timers",
+    "labels",
+    "lead_imports",
+    "lead_labels",
+    "leads",
+    "list_leads",
+    "lists",
     "members",
     "metadata",
     "oauth_clients",
@@ -197,6 +385,7 @@ __all__ = [
     "oauth_grants",
     "oauth_tokens",
     "outbox",
+    "suppressions",
     "users",
     "workspaces",
 ]

@@ -1,0 +1,70 @@
+"""Pure rules for leads: address normalisation and the derived search/sort columns."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import email_validator
+
+# The fast path: plain ASCII addresses as they appear in lead lists. Anything else goes through
+# email-validator (IDN domains, unicode local parts, quoted strings are refused there or normalised).
+_ASCII_EMAIL = re.compile(
+    r"^(?P<local>[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*)"
+    r"@(?P<domain>(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})$"
+)
+MAX_EMAIL = 254
+
+
+def normalize_email(raw: Any) -> tuple[str, str] | None:
+    """`(address, domain)` in canonical form, or None when `raw` is not a usable email address.
+
+    Canonical form: surrounding whitespace and a `mailto:` prefix removed, the whole address lower-cased
+    (providers treat local parts case-insensitively in practice, and deduplication needs one spelling),
+    internationalised domains in their IDNA (punycode) form. Display names and quoted local parts are not
+    accepted: a lead list cell should hold an address, nothing else.
+    """
+    if not isinstance(raw, str):
+        return None
+    value = raw.strip()
+    if value[:7].lower() == "mailto:":
+        value = value[7:]
+    value = value.lower()
+    if not value or len(value) > MAX_EMAIL:
+        return None
+    match = _ASCII_EMAIL.match(value)
+    if match is not None:
+        local, domain = match.group("local"), match.group("domain")
+        if len(local) > 64 or any(len(label) > 63 for label in domain.split(".")):
+            return None
+        return value, domain
+    if value.isascii():
+        return None
+    try:
+        info = email_validator.validate_email(value, check_deliverability=False, allow_quoted_local=False)
+    except email_validator.EmailNotValidError:
+        return None
+    domain = info.ascii_domain
+    address = f"{info.local_part.lower()}@{domain}"
+    return (address, domain) if len(address) <= MAX_EMAIL else None
+
+
+def normalize_domain(raw: str) -> str | None:
+    """A bare domain for the suppression list (`@example.com`, `example.com.`, upper case all accepted)."""
+    value = raw.strip().lower().lstrip("@").rstrip(".")
+    try:
+        value = value.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+    if re.fullmatch(r"(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9-]{2,63}", value) is None:
+        return None
+    return value
+
+
+def sort_name(first: str | None, last: str | None) -> str:
+    return " ".join(p for p in (first, last) if p).strip().lower()[:401]
+
+
+def search_text(email: str, first: str | None, last: str | None, company: str | None) -> str:
+    """What `search` matches: email, first and last name, company, lower-cased."""
+    return " ".join(p for p in (email, first, last, company) if p).lower()

@@ -1,0 +1,59 @@
+"""A small authoritative DNS server on loopback (dnslib), answering from records the test sets."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Any
+
+from dnslib import QTYPE, RR, DNSRecord
+from dnslib.server import BaseResolver, DNSLogger, DNSServer
+
+
+class _Zone(BaseResolver):  # type: ignore[misc]
+    def __init__(self) -> None:
+        self.records: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.queries: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    def resolve(self, request: DNSRecord, handler: Any) -> DNSRecord:
+        reply = request.reply()
+        qname = str(request.q.qname).rstrip(".").lower()
+        qtype = QTYPE[request.q.qtype]
+        with self.lock:
+            self.queries.append((qname, qtype))
+            answers = list(self.records.get((qname, qtype), []))
+            exists = any(name == qname for name, _ in self.records)
+        for text in answers:
+            reply.add_answer(*RR.fromZone(f"{qname}. 60 IN {qtype} {text}"))
+        if not answers and not exists:
+            reply.header.rcode = 3  # NXDOMAIN
+        return reply
+
+
+class DnsServer:
+    """`add("example.com", "MX", "10 mx.example.com.")`; `nameservers` goes into OUTREACH_DNS_NAMESERVERS."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.zone = _Zone()
+        quiet = DNSLogger(log="-request,-reply,-truncated,-error,-recv,-send,-data", logf=lambda _: None)
+        self._server = DNSServer(self.zone, port=port, address="127.0.0.1", logger=quiet)
+
+    @property
+    def nameservers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def add(self, name: str, rdtype: str, *values: str) -> None:
+        with self.zone.lock:
+            self.zone.records[(name.rstrip(".").lower(), rdtype)].extend(values)
+
+    def queries_for(self, name: str) -> int:
+        with self.zone.lock:
+            return sum(1 for q, _ in self.zone.queries if q == name.lower())
+
+    def start(self) -> None:
+        self._server.start_thread()
+
+    def stop(self) -> None:
+        self._server.stop()
