@@ -204,7 +204,7 @@ def dns_server() -> Iterator[DnsServer]:
 
 @pytest.fixture(scope="session")
 def dns_runtime(runtime: Runtime, dns_server: DnsServer) -> Runtime:
-    """The session runtime's database with a DNS port pointed at `dns_server` (as OUTREACH_DNS_NAMESERVERS)."""
+    """The session database with a DNS port pointed at `dns_server` (as OUTREACH_DNS_NAMESERVERS)."""
     from outreach_app.adapters import DnspythonResolver
 
     return Runtime(
