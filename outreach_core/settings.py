@@ -29,6 +29,11 @@ class Settings(BaseSettings):
     ai_api_key: str | None = None
     ai_base_url: str | None = None
 
+    # Email verifier API (optional; without it only local checks run). See docs/verification.md.
+    verifier_url: str | None = None
+    verifier_api_key: str | None = None
+    verifier_timeout_s: float = Field(default=10.0, gt=0, le=120)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

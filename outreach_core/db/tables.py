@@ -20,6 +20,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    column,
+    table,
 )
 
 from outreach_core.db.types import JsonType, UtcDateTime
@@ -339,6 +341,10 @@ import_seen = Table(
     _ws_fk(),
 )
 
+# The SQLite trigram index over `leads.search_text` (created by migration 0002; PostgreSQL uses pg_trgm).
+# A lightweight clause, not part of `metadata`: its rows are lead rowids, always joined to scoped leads.
+leads_fts = table("leads_fts", column("rowid"), column("leads_fts"))
+
 domain_cache = Table(
     "domain_cache",
     metadata,
@@ -376,6 +382,7 @@ __all__ = [
     "lead_imports",
     "lead_labels",
     "leads",
+    "leads_fts",
     "list_leads",
     "lists",
     "members",

@@ -1,0 +1,92 @@
+"""Selecting leads: the filters of `list_leads` and the lead target object, as set-based SQL.
+
+Everything here returns SQL conditions or sub-selects of lead ids, never id lists in Python, so an action
+on "all leads" or "this filter" runs as one statement whatever the number of leads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, exists, literal_column, not_, true
+
+from outreach_core.context import WorkspaceContext, scoped, unscoped
+from outreach_core.db.tables import lead_labels, leads, leads_fts, list_leads
+from outreach_core.leads.schemas import LeadFilter, LeadTarget
+
+MIN_TRIGRAM = 3
+NO_LABEL = "none"
+
+
+def search_condition(ctx: WorkspaceContext, term: str) -> ColumnElement[bool]:
+    """Substring match over email, name and company (case-insensitive), served by the search index.
+
+    SQLite: the trigram FTS5 table `leads_fts` for terms of 3+ characters; PostgreSQL: `ILIKE` served by the
+    pg_trgm GIN index. Shorter terms fall back to `LIKE` within the workspace's leads.
+    """
+    needle = term.strip().lower()
+    if not needle:
+        return true()
+    if ctx.conn.dialect.name == "sqlite" and len(needle) >= MIN_TRIGRAM:
+        phrase = '"' + needle.replace('"', '""') + '"'
+        fts = unscoped(leads_fts)  # type: ignore[arg-type]
+        matching = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(phrase))
+        found: ColumnElement[bool] = literal_column("leads.rowid").in_(matching)
+        return found
+    pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if ctx.conn.dialect.name == "postgresql":
+        return leads.c.search_text.ilike(pattern, escape="\\")
+    return leads.c.search_text.like(pattern, escape="\\")
+
+
+def filter_conditions(ctx: WorkspaceContext, f: LeadFilter) -> list[ColumnElement[bool]]:
+    """SQL conditions on `leads` for a lead filter (the workspace condition comes from `scoped`)."""
+    conditions: list[ColumnElement[bool]] = []
+    if f.search:
+        conditions.append(search_condition(ctx, f.search))
+    if f.list_id:
+        ll = scoped(ctx, list_leads)
+        conditions.append(
+            exists(
+                ll.select(list_leads.c.lead_id).where(
+                    list_leads.c.list_id == f.list_id, list_leads.c.lead_id == leads.c.id
+                )
+            )
+        )
+    if f.label_id:
+        ll = scoped(ctx, lead_labels)
+        if f.label_id == NO_LABEL:
+            conditions.append(
+                not_(exists(ll.select(lead_labels.c.lead_id).where(lead_labels.c.lead_id == leads.c.id)))
+            )
+        else:
+            conditions.append(
+                exists(
+                    ll.select(lead_labels.c.lead_id).where(
+                        lead_labels.c.label_id == f.label_id, lead_labels.c.lead_id == leads.c.id
+                    )
+                )
+            )
+    if f.status:
+        conditions.append(leads.c.status.in_(f.status))
+    if f.verify:
+        conditions.append(leads.c.verify_status.in_(f.verify))
+    if f.esp:
+        conditions.append(leads.c.esp.in_(f.esp))
+    return conditions
+
+
+def target_ids(ctx: WorkspaceContext, target: LeadTarget) -> Select[Any]:
+    """A sub-select of the ids of the workspace's leads that `target` names.
+
+    Ids of other workspaces, or that do not exist, simply select nothing.
+    """
+    lead_table = scoped(ctx, leads)
+    stmt = lead_table.select(leads.c.id)
+    if target.ids is not None:
+        return stmt.where(leads.c.id.in_(target.ids))
+    if target.list_id is not None:
+        return stmt.where(*filter_conditions(ctx, LeadFilter(list_id=target.list_id)))
+    if target.filter is not None:
+        return stmt.where(and_(true(), *filter_conditions(ctx, target.filter)))
+    return stmt
