@@ -22,9 +22,9 @@ from outreach_core.errors import (
     Unauthorized,
     invalid_input_from_pydantic,
 )
-from outreach_core.interface import Endpoint
+from outreach_core.interface import Endpoint, path_arguments
 from outreach_core.runtime import Authenticate, Runtime
-from outreach_core.wire import dump
+from outreach_core.wire import FROM_STRINGS, dump
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -84,14 +84,15 @@ def make_handler(runtime: Runtime, endpoint: Endpoint, *, public: bool = False) 
 
     async def handle(request: Request) -> Response:
         try:
-            kwargs: dict[str, Any] = {p: request.path_params[p] for p in endpoint.path_params}
+            kwargs: dict[str, Any] = path_arguments(endpoint, request.path_params)
             if public:
                 result = await runtime.system_read(endpoint.operation, **kwargs)
             else:
                 caller = authenticator(request)
                 try:
                     if endpoint.query is not None:
-                        kwargs["query"] = _validate(endpoint.query, _query_input(endpoint.query, request))
+                        query = _query_input(endpoint.query, request)
+                        kwargs["query"] = _validate(endpoint.query, query, from_strings=True)
                     if endpoint.body is not None:
                         kwargs["body"] = _validate(endpoint.body, await _body_input(request))
                 except OutreachError:
@@ -107,8 +108,8 @@ def make_handler(runtime: Runtime, endpoint: Endpoint, *, public: bool = False) 
     return handle
 
 
-def _validate(model: type[BaseModel], data: Any) -> BaseModel:
+def _validate(model: type[BaseModel], data: Any, *, from_strings: bool = False) -> BaseModel:
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={FROM_STRINGS: from_strings})
     except ValidationError as exc:
         raise invalid_input_from_pydantic(exc.errors()) from exc

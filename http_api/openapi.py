@@ -92,11 +92,36 @@ _ERROR_NAMES: dict[int, str] = {
 }
 
 
+NO_NUL = "^[^\\u0000]*$"
+"""Text may not contain NUL characters (PostgreSQL cannot store them; the models refuse them)."""
+
+
 class _SchemaGenerator(GenerateJsonSchema):
-    """Pydantic's generator without per-field titles (they only repeat the property name)."""
+    """Pydantic's generator without per-field titles (they only repeat the property name), and with the
+    service-wide "no NUL characters" rule on every string that has no pattern of its own."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def dict_schema(self, schema: Any) -> JsonSchemaValue:
+        """Key rules as `propertyNames` (pydantic puts a key pattern in `patternProperties`, which would let a
+        key that breaks it through as an "additional" property)."""
+        generated = super().dict_schema(schema)
+        patterns = generated.get("patternProperties")
+        if self.mode == "validation" and isinstance(patterns, dict) and list(patterns) == [NO_NUL]:
+            generated["additionalProperties"] = patterns[NO_NUL]
+            del generated["patternProperties"]
+            generated.setdefault("propertyNames", {})["pattern"] = NO_NUL
+        return generated
+
+    def str_schema(self, schema: Any) -> JsonSchemaValue:
+        generated = super().str_schema(schema)
+        if self.mode == "validation":  # a rule on input; responses may quote what was sent
+            if "pattern" in generated:
+                generated["not"] = {"pattern": "\\u0000"}
+            else:
+                generated["pattern"] = NO_NUL
+        return generated
 
 
 def build_openapi(
@@ -150,7 +175,12 @@ def build_openapi(
             operation["security"] = []
 
         parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "minLength": 1, "pattern": NO_NUL},
+            }
             for name in ep.path_params
         ]
         if ep.query is not None:

@@ -38,7 +38,7 @@ from outreach_core.errors import (
     invalid_input_from_pydantic,
 )
 from outreach_core.ids import new_id
-from outreach_core.interface import Endpoint
+from outreach_core.interface import Endpoint, path_arguments
 from outreach_core.runtime import Caller, Runtime
 from outreach_core.wire import dump
 
@@ -156,7 +156,7 @@ def register_endpoint_tool(
             if endpoint.confirm is not None and not _accepted(confirmation):
                 raise Declined("The person did not confirm; nothing was changed.")
             caller = await principal_source(ctx)
-            kwargs: dict[str, Any] = {p: raw[p] for p in endpoint.path_params}
+            kwargs: dict[str, Any] = path_arguments(endpoint, raw)
             if endpoint.query is not None:
                 kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
             if endpoint.body is not None:

@@ -26,8 +26,18 @@ app.add_typer(member_app, name="member")
 T = TypeVar("T")
 
 
+def build_runtime(settings: Settings | None = None) -> Runtime:
+    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API."""
+    from outreach_app.adapters import DnspythonResolver, HttpxClient
+    from outreach_core.ports import Ports
+
+    settings = settings or Settings()
+    ports = Ports(dns=DnspythonResolver(settings.dns_nameservers), http=HttpxClient.from_settings(settings))
+    return Runtime(settings, ports=ports)
+
+
 def _runtime() -> Runtime:
-    return Runtime(Settings())
+    return build_runtime()
 
 
 def _run(work: Callable[[Runtime], Awaitable[T]], *, migrate_first: bool = True) -> T:
@@ -150,7 +160,7 @@ def serve(
     async def main() -> None:
         from outreach_core.db.migrate import migrate
 
-        runtime = Runtime(settings)
+        runtime = build_runtime(settings)
         await migrate(runtime.engine)
         app_ = build_app(runtime, run_workers_in_process=not no_workers)
         config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")

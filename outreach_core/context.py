@@ -114,10 +114,15 @@ class Scoped:
     def delete(self) -> Delete:
         return delete(self.table).where(self._owner)
 
-    def insert(self, rows: list[dict[str, Any]] | dict[str, Any]) -> Insert:
-        """INSERT with `workspace_id` set on every row (any value the caller put there is overwritten)."""
-        batch = [rows] if isinstance(rows, dict) else rows
-        return insert(self.table).values([{**r, "workspace_id": self.workspace_id} for r in batch])
+    def insert(self, row: dict[str, Any]) -> Insert:
+        """INSERT of one row with `workspace_id` set (any value the caller put there is overwritten)."""
+        return insert(self.table).values({**row, "workspace_id": self.workspace_id})
+
+    def insert_many(self, rows: list[dict[str, Any]]) -> tuple[Insert, list[dict[str, Any]]]:
+        """`(statement, parameters)` for an executemany INSERT of many rows, `workspace_id` set on each:
+        `await conn.execute(*scoped(ctx, t).insert_many(rows))`. (A multi-row VALUES statement would hit
+        SQLite's limit on bound parameters for large batches.)"""
+        return insert(self.table), [{**r, "workspace_id": self.workspace_id} for r in rows]
 
 
 def scope_column(table: Table) -> Any:
@@ -153,8 +158,11 @@ class Unscoped:
     def delete(self) -> Delete:
         return delete(self.table)
 
-    def insert(self, rows: list[dict[str, Any]] | dict[str, Any]) -> Insert:
-        return insert(self.table).values(rows)
+    def insert(self, row: dict[str, Any]) -> Insert:
+        return insert(self.table).values(row)
+
+    def insert_many(self, rows: list[dict[str, Any]]) -> tuple[Insert, list[dict[str, Any]]]:
+        return insert(self.table), rows
 
 
 def unscoped(table: Table) -> Unscoped:

@@ -18,6 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from outreach_core.context import WorkspaceContext
+from outreach_core.errors import InvalidInput
+from outreach_core.wire import contains_nul
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 Describe = Callable[[WorkspaceContext, dict[str, Any]], Awaitable[str]]
@@ -54,6 +56,15 @@ class Endpoint:
     @property
     def summary(self) -> str:
         return self.doc.splitlines()[0]
+
+
+def path_arguments(endpoint: Endpoint, values: Any) -> dict[str, Any]:
+    """The path parameters of `endpoint` from `values`, refusing text PostgreSQL could not store."""
+    arguments = {p: values[p] for p in endpoint.path_params}
+    for name, value in arguments.items():
+        if contains_nul(value):
+            raise InvalidInput.field(name, "text must not contain NUL (\\u0000) characters")
+    return arguments
 
 
 def all_endpoints() -> list[Endpoint]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -12,7 +13,10 @@ from pydantic import (
     PlainSerializer,
     StringConstraints,
     TypeAdapter,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -40,8 +44,43 @@ EmailAddress = Annotated[
 OpenAPI document and the server agree exactly on what is accepted."""
 
 
+def contains_nul(value: Any) -> bool:
+    """True when a string anywhere in `value` holds a NUL character (PostgreSQL cannot store one)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
+FROM_STRINGS = "from_strings"
+"""Validation context flag for input that arrives as text (query strings), where "true" means true."""
+
+
+def _admits_bool(annotation: Any) -> bool:
+    if annotation is bool or annotation is Any:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _admits_bool(get_args(annotation)[0])
+    if origin is Literal:
+        return any(isinstance(a, bool) for a in get_args(annotation))
+    if origin in (Union, UnionType):
+        return any(_admits_bool(a) for a in get_args(annotation))
+    return origin is not None and origin not in (list, dict, tuple, set) and not isinstance(origin, type)
+
+
+def _is_bool(annotation: Any) -> bool:
+    if annotation is bool:
+        return True
+    args = get_args(annotation)
+    return bool(args) and all(a is bool or a is type(None) for a in args) and bool in args
+
+
 class WireModel(BaseModel):
-    """camelCase on the wire, snake_case in Python, unknown fields rejected."""
+    """camelCase on the wire, snake_case in Python, unknown fields rejected, no NUL characters in text."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -51,6 +90,38 @@ class WireModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul_and_real_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        if contains_nul(value):
+            raise ValueError("text must not contain NUL (\\u0000) characters")
+        from_strings = bool(info.context and info.context.get(FROM_STRINGS))
+        field = cls.model_fields.get(info.field_name) if info.field_name else None
+        if not from_strings and value is not None and field is not None:
+            # JSON input is taken at its type: no 0/1 for booleans, no true/false for numbers.
+            if isinstance(value, bool) and not _admits_bool(field.annotation):
+                raise ValueError("Input should be a number, not a boolean")
+            if not isinstance(value, bool) and _is_bool(field.annotation):
+                raise ValueError("Input should be a boolean (true or false)")
+        return value
+
+
+class ExactlyOne(WireModel):
+    """An object that must carry exactly one of its (optional) fields, none of them null.
+
+    Subclasses declare fields as `X | SkipJsonSchema[None] = None`, so the JSON schema shows them as
+    non-nullable with `minProperties`/`maxProperties` 1: the document and the server agree."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Self:
+        given = self.model_fields_set
+        if len(given) != 1 or any(getattr(self, k) is None for k in given):
+            names = " or ".join(f.alias or n for n, f in type(self).model_fields.items())
+            raise ValueError(f"give exactly one of {names}")
+        return self
 
 
 class Ok(WireModel):

@@ -44,7 +44,9 @@ async def call_mcp(client: Client, tool: str, args: dict[str, Any]) -> tuple[boo
 _ID = re.compile(r"\b[a-z]{2,4}_[0-9a-z]{26}\b")
 _KEY = re.compile(r"\bosk_[A-Za-z0-9]{43}\b")
 _START = re.compile(r"\bosk_[A-Za-z0-9]{6}\b")
-_PERSON = re.compile(r"\b(?:member|owner)\d+-\d+@example\.com|\b(?:Member|Owner) \d+")
+_PERSON = re.compile(
+    r"\b(?:member|owner)\d+-\d+@example\.com|\b(?:Member|Owner) \d+|\bp\d+@parity\.test|\bparity-\d+\b"
+)
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 

@@ -32,6 +32,9 @@ SYSTEM_SCOPE_ALLOWED = {
     "workspace/operations.py",
     "api_keys/usage.py",
     "oauth/operations.py",
+    "labels/timers.py",
+    "verification/operations.py",
+    "enrichment/operations.py",
 }
 
 

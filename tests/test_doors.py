@@ -76,6 +76,193 @@ async def disconnect_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[
     return [{"id": "grant_missing", "confirm": True}]
 
 
+async def _lead(http: httpx.AsyncClient, ws: WorkspaceHandle) -> str:
+    body = {"email": f"p{next(_unique)}@parity.test", "company": "Parity"}
+    return str((await http.post("/api/v1/leads", headers=ws.headers, json=body)).json()["id"])
+
+
+async def list_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    await _lead(http, ws)
+    return [{}, {"search": "parity", "sort": "email", "dir": "asc"}, {"pageSize": 5}, {"status": ["won"]}]
+
+
+async def lead_stats_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{}, {"listId": "list_missing"}]
+
+
+async def get_lead_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _lead(http, ws)}, {"id": "lead_missing"}]
+
+
+async def create_lead_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"email": f"p{next(_unique)}@parity.test", "custom": {"k": 1}}, {"email": "bad"}]
+
+
+async def update_lead_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _lead(http, ws), "title": "CEO", "status": "interested"}, {"id": "lead_missing"}]
+
+
+async def mark_won_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _lead(http, ws), "value": 99.5}, {"id": "lead_missing"}]
+
+
+async def delete_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"target": {"ids": [await _lead(http, ws)]}, "confirm": True}, {"target": {}, "confirm": True}]
+
+
+async def import_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    rows = [{"email": f"p{next(_unique)}@parity.test"}, {"email": "bad"}]
+    return [
+        {"fileName": "parity.csv", "rows": rows, "confirm": True},
+        {"importId": "imp_missing", "rows": [], "confirm": True},
+    ]
+
+
+async def get_import_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    body = {"rows": [{"email": f"p{next(_unique)}@parity.test"}], "final": True}
+    imported = (await http.post("/api/v1/leads/import", headers=ws.headers, json=body)).json()
+    return [{"id": imported["id"]}, {"id": "imp_missing"}]
+
+
+async def verify_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    from tests.verification.helpers import add_leads
+
+    [lead] = await add_leads(ws, [f"p{next(_unique)}@parity.test"], verify_status="unknown")
+    return [
+        {"target": {"ids": [lead, "lead_missing"]}},
+        {"target": {"filter": {"verify": ["verifying"]}}},
+        {"target": {"all": True}},
+        {"target": {}},
+    ]
+
+
+# --- lists, labels, suppressions -------------------------------------------------------------------------
+
+
+async def _row_lead(ws: WorkspaceHandle) -> str:
+    from tests.lists.helpers import add_leads
+
+    return (await add_leads(ws, f"p{next(_unique)}@parity.test"))[0]
+
+
+def _parity_name() -> str:
+    return f"parity-{next(_unique)}"
+
+
+async def _list(http: httpx.AsyncClient, ws: WorkspaceHandle) -> str:
+    created = await http.post("/api/v1/lists", headers=ws.headers, json={"name": _parity_name()})
+    return str(created.json()["id"])
+
+
+async def _label(http: httpx.AsyncClient, ws: WorkspaceHandle, **fields: Any) -> str:
+    body = {"name": _parity_name(), **fields}
+    return str((await http.post("/api/v1/labels", headers=ws.headers, json=body)).json()["id"])
+
+
+async def list_lists_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    list_id = await _list(http, ws)
+    body = {"target": {"ids": [await _row_lead(ws)]}, "listId": list_id}
+    await http.post("/api/v1/leads/lists/add", headers=ws.headers, json=body)
+    return [{}]
+
+
+async def create_list_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"name": _parity_name()}, {"name": ""}, {"name": "x" * 121}]
+
+
+async def update_list_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _list(http, ws), "name": _parity_name()}, {"id": "list_missing", "name": "x"}]
+
+
+async def delete_list_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _list(http, ws), "confirm": True}, {"id": "list_missing", "confirm": True}]
+
+
+async def add_to_list_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    list_id, lead = await _list(http, ws), await _row_lead(ws)
+    return [
+        {"target": {"ids": [lead, "lead_missing"]}, "listId": list_id},
+        {"target": {"all": True}, "listId": "list_missing"},
+        {"target": {}, "listId": list_id},
+    ]
+
+
+async def remove_from_list_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    list_id, lead = await _list(http, ws), await _row_lead(ws)
+    body = {"target": {"ids": [lead]}, "listId": list_id}
+    await http.post("/api/v1/leads/lists/add", headers=ws.headers, json=body)
+    return [body, {"target": {"all": True}, "listId": "list_missing"}]
+
+
+async def list_labels_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    label = await _label(http, ws, type="positive", triggers={"removeAfterDays": 3})
+    body = {"target": {"ids": [await _row_lead(ws)]}, "labelId": label}
+    await http.post("/api/v1/leads/labels/add", headers=ws.headers, json=body)
+    return [{}]
+
+
+async def create_label_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [
+        {"name": _parity_name(), "type": "warning", "color": "#ABCDEF", "triggers": {"suppress": True}},
+        {"name": _parity_name(), "triggers": {"moveToListId": await _list(http, ws), "removeAfterDays": 9}},
+        {"name": "x", "color": "red"},
+        {"name": "y", "triggers": {"moveToListId": "list_missing"}},
+    ]
+
+
+async def update_label_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    label = await _label(http, ws, color="#000000")
+    return [
+        {"id": label, "name": _parity_name(), "color": None, "triggers": {"suppress": True}},
+        {"id": label, "triggers": {"applyLabel": {"labelId": label, "afterDays": 2}}},
+        {"id": "lbl_missing", "type": "negative"},
+    ]
+
+
+async def delete_label_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _label(http, ws), "confirm": True}, {"id": "lbl_missing", "confirm": True}]
+
+
+async def label_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    label = await _label(http, ws, triggers={"suppress": True})
+    return [
+        {"target": {"ids": [await _row_lead(ws)]}, "labelId": label},
+        {"target": {"all": True}, "labelId": "lbl_missing"},
+        {"target": {"ids": []}, "labelId": label},
+    ]
+
+
+async def unlabel_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    label = await _label(http, ws)
+    body = {"target": {"ids": [await _row_lead(ws)]}, "labelId": label}
+    await http.post("/api/v1/leads/labels/add", headers=ws.headers, json=body)
+    return [body, {"target": {"all": True}, "labelId": "lbl_missing"}]
+
+
+async def list_suppressions_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    body = {"entries": [f"p{next(_unique)}@parity.test"], "reason": "parity"}
+    await http.post("/api/v1/suppressions", headers=ws.headers, json=body)
+    return [{}, {"search": "parity", "pageSize": 10}, {"page": 0}]
+
+
+async def add_suppressions_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    n = next(_unique)
+    return [
+        {"entries": [f"p{n}@parity.test", f"parity-{n}.test", "not valid"], "reason": "parity"},
+        {"entries": []},
+    ]
+
+
+async def remove_suppressions_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    entry = f"parity-{next(_unique)}.test"
+    await http.post("/api/v1/suppressions", headers=ws.headers, json={"entries": [entry]})
+    return [{"entries": [entry, "nothing.test"]}, {"entries": []}]
+
+
+async def suppress_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"target": {"ids": [await _row_lead(ws)]}, "reason": "parity"}, {"target": {}}]
+
+
 PARITY_CASES: dict[str, Prepare] = {
     "get_me": no_args,
     "list_members": no_args,
@@ -90,6 +277,33 @@ PARITY_CASES: dict[str, Prepare] = {
     "revoke_api_key": revoke_key_args,
     "list_connected_apps": no_args,
     "disconnect_app": disconnect_args,
+    "list_leads": list_leads_args,
+    "get_lead_stats": lead_stats_args,
+    "get_lead": get_lead_args,
+    "create_lead": create_lead_args,
+    "update_lead": update_lead_args,
+    "mark_won": mark_won_args,
+    "delete_leads": delete_leads_args,
+    "import_leads": import_args,
+    "get_import": get_import_args,
+    "list_imports": no_args,
+    "verify_leads": verify_leads_args,
+    "list_lists": list_lists_args,
+    "create_list": create_list_args,
+    "update_list": update_list_args,
+    "delete_list": delete_list_args,
+    "add_leads_to_list": add_to_list_args,
+    "remove_leads_from_list": remove_from_list_args,
+    "list_labels": list_labels_args,
+    "create_label": create_label_args,
+    "update_label": update_label_args,
+    "delete_label": delete_label_args,
+    "label_leads": label_leads_args,
+    "unlabel_leads": unlabel_leads_args,
+    "list_suppressions": list_suppressions_args,
+    "add_suppressions": add_suppressions_args,
+    "remove_suppressions": remove_suppressions_args,
+    "suppress_leads": suppress_leads_args,
 }
 
 
@@ -132,11 +346,20 @@ async def test_workspaces_cannot_reach_each_other(
     their_key = await _new_key(http, theirs, "theirs")
     their_invite = await _invitation(http, theirs, "their-invite@example.com")
     their_member_id = await _member_id(http, theirs, their_member.user_id)
+    their_list, their_label = await _list(http, theirs), await _label(http, theirs)
     attempts = [
         ("revoke_api_key", {"id": their_key["id"], "confirm": True}),
         ("delete_invitation", {"id": their_invite}),
         ("update_member", {"id": their_member_id, "role": "owner"}),
         ("remove_member", {"id": their_member_id, "confirm": True}),
+        ("update_list", {"id": their_list, "name": "hijacked"}),
+        ("delete_list", {"id": their_list, "confirm": True}),
+        ("add_leads_to_list", {"target": {"all": True}, "listId": their_list}),
+        ("remove_leads_from_list", {"target": {"all": True}, "listId": their_list}),
+        ("update_label", {"id": their_label, "name": "hijacked"}),
+        ("delete_label", {"id": their_label, "confirm": True}),
+        ("label_leads", {"target": {"all": True}, "labelId": their_label}),
+        ("unlabel_leads", {"target": {"all": True}, "labelId": their_label}),
     ]
     async with mcp_session(mine.api_key) as client:
         for tool, args in attempts:
@@ -145,7 +368,7 @@ async def test_workspaces_cannot_reach_each_other(
             is_error, mcp_body = await call_mcp(client, tool, args)
             assert is_error and mcp_body["error"]["code"] == "not_found", (tool, mcp_body)
 
-        for tool in ("list_api_keys", "list_members"):
+        for tool in ("list_api_keys", "list_members", "list_lists", "list_labels"):
             _, rest_view = await call_rest(http, mine.headers, tool, {})
             _, mcp_view = await call_mcp(client, tool, {})
             text = str(rest_view) + str(mcp_view)
@@ -153,6 +376,8 @@ async def test_workspaces_cannot_reach_each_other(
                 their_key["id"] not in text
                 and their_member.user_id not in text
                 and theirs.user_id not in text
+                and their_list not in text
+                and their_label not in text
             )
 
     # their things are untouched
@@ -162,3 +387,7 @@ async def test_workspaces_cannot_reach_each_other(
     assert (await http.get("/api/v1/me", headers=their_member.headers)).json()["role"] == "member"
     invites = (await http.get("/api/v1/members", headers=theirs.headers)).json()["invitations"]
     assert [i["id"] for i in invites] == [their_invite]
+    their_lists = (await http.get("/api/v1/lists", headers=theirs.headers)).json()["lists"]
+    their_labels = (await http.get("/api/v1/labels", headers=theirs.headers)).json()["labels"]
+    assert [x["id"] for x in their_lists] == [their_list] and their_lists[0]["name"] != "hijacked"
+    assert [x["id"] for x in their_labels] == [their_label] and their_labels[0]["name"] != "hijacked"

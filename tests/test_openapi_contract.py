@@ -14,6 +14,7 @@ import schemathesis
 import uvicorn
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from outreach_app.asgi import build_app
 from outreach_core.runtime import Runtime
@@ -70,6 +71,12 @@ def fuzz_schema(fuzz_target: tuple[str, str]) -> Any:
     return schemathesis.openapi.from_url(f"{url}/api/v1/openapi.json")
 
 
+SEMANTIC_VALIDATION = {"POST /leads", "PATCH /leads/{id}"}
+"""Operations that refuse some schema-valid input by meaning, with 422: an address that is not a usable
+email (the schema cannot express the normaliser's rules), a country that is not recognised. Every other
+check still applies to them."""
+
+
 def _cases() -> list[Any]:
     """Every operation with positive data, and with negative data where it takes any input."""
     from http_api.app import api_endpoints
@@ -91,9 +98,11 @@ def test_operation_honours_the_document(
     operation = fuzz_schema.find_operation_by_label(label)
     assert operation is not None, f"{label} is missing from the OpenAPI document"
 
+    excluded = [positive_data_acceptance] if label in SEMANTIC_VALIDATION else []
+
     @given(operation.as_strategy(generation_mode=mode))
     @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     def run(case: schemathesis.Case) -> None:
-        case.call_and_validate(headers={"Authorization": f"Bearer {key}"})
+        case.call_and_validate(headers={"Authorization": f"Bearer {key}"}, excluded_checks=excluded)
 
     run()

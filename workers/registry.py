@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import oauth_purge, usage_flush
+from workers import enrich, label_timers, oauth_purge, usage_flush, verify
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -26,9 +26,27 @@ def _oauth_purge() -> Worker:
     )
 
 
+def _enrich() -> Worker:
+    # A tick that enriched a batch runs again at once (a large import drains quickly); idle polls every 2 s.
+    return Worker("enrich", enrich.tick, interval_s=2.0, max_backoff_s=60.0)
+
+
+def _label_timers() -> Worker:
+    # Due timers are checked every 30 s; a tick that ran some runs again at once until none are due.
+    return Worker("label-timers", label_timers.tick, interval_s=30.0, max_backoff_s=300.0)
+
+
+def _verify() -> Worker:
+    # A tick that verified a batch runs again at once (a large queue drains quickly); idle polls every 2 s.
+    return Worker("verify", verify.tick, interval_s=2.0, max_backoff_s=60.0)
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
+    "enrich": _enrich,
+    "label-timers": _label_timers,
+    "verify": _verify,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

@@ -223,6 +223,18 @@ leads = Table(
     Index("ix_leads_import", "import_id"),
 )
 
+lead_counters = Table(
+    "lead_counters",
+    metadata,
+    # Leads per (workspace, status, verify_status, esp), kept exact by database triggers on `leads`
+    # (migration 0003), so stats and unfiltered totals never scan a million rows.
+    Column("workspace_id", ID, ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True),
+    Column("status", String(16), primary_key=True),
+    Column("verify_status", String(12), primary_key=True),
+    Column("esp", String(12), primary_key=True),
+    Column("n", BigInteger, nullable=False),
+)
+
 lists = Table(
     "lists",
     metadata,
@@ -379,6 +391,7 @@ __all__ = [
     "invitations",
     "label_timers",
     "labels",
+    "lead_counters",
     "lead_imports",
     "lead_labels",
     "leads",

@@ -1,5 +1,65 @@
 from __future__ import annotations
 
-from outreach_core.interface import Endpoint
+from typing import Any
 
-ENDPOINTS: list[Endpoint] = []
+from outreach_core.context import WorkspaceContext
+from outreach_core.interface import Endpoint
+from outreach_core.labels.operations import (
+    create_label,
+    delete_label,
+    get_label,
+    label_leads,
+    labels_applying,
+    list_labels,
+    unlabel_leads,
+    update_label,
+)
+from outreach_core.labels.schemas import CreateLabelIn, Label, Labels, UpdateLabelIn
+from outreach_core.leads.schemas import Labeled, LabelTargetIn, Removed
+from outreach_core.wire import Ok
+
+
+async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    label = await get_label(ctx, str(args.get("id")))
+    carried = f"{label.leads:,} lead{'' if label.leads == 1 else 's'}"
+    text = (
+        f"Delete the label “{label.name}”? {carried} carry it; it comes off them (the leads stay) and its "
+        "pending timers are dropped."
+    )
+    appliers = await labels_applying(ctx, label.id)
+    if appliers:
+        names = ", ".join(f"“{other.name}”" for other in appliers)
+        text += f" The apply-label trigger of {names} is switched off."
+    return text
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/labels", list_labels, Labels, tool="list_labels", read_only=True, tag="labels"),
+    Endpoint("POST", "/labels", create_label, Label, body=CreateLabelIn, tool="create_label", tag="labels"),
+    Endpoint(
+        "PATCH", "/labels/{id}", update_label, Label, body=UpdateLabelIn, tool="update_label", tag="labels"
+    ),
+    Endpoint(
+        "DELETE",
+        "/labels/{id}",
+        delete_label,
+        Ok,
+        tool="delete_label",
+        destructive=True,
+        confirm=_describe_delete,
+        tag="labels",
+    ),
+    Endpoint(
+        "POST", "/leads/labels/add", label_leads, Labeled, body=LabelTargetIn, tool="label_leads", tag="leads"
+    ),
+    Endpoint(
+        "POST",
+        "/leads/labels/remove",
+        unlabel_leads,
+        Removed,
+        body=LabelTargetIn,
+        tool="unlabel_leads",
+        destructive=True,
+        tag="leads",
+    ),
+]

@@ -1,5 +1,107 @@
 from __future__ import annotations
 
-from outreach_core.interface import Endpoint
+from typing import Any
 
-ENDPOINTS: list[Endpoint] = []
+from outreach_core.context import WorkspaceContext
+from outreach_core.interface import Endpoint
+from outreach_core.leads.imports import get_import, import_leads, list_imports
+from outreach_core.leads.operations import (
+    count_target,
+    create_lead,
+    delete_leads,
+    get_lead,
+    get_lead_stats,
+    list_leads,
+    mark_won,
+    update_lead,
+)
+from outreach_core.leads.schemas import (
+    CreateLeadIn,
+    Deleted,
+    ImportIn,
+    LeadDetail,
+    LeadImport,
+    LeadImports,
+    LeadPage,
+    LeadStats,
+    LeadStatsQuery,
+    ListLeadsQuery,
+    MarkWonIn,
+    TargetIn,
+    UpdateLeadIn,
+)
+
+
+async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    n = await count_target(ctx, TargetIn.model_validate({"target": args.get("target")}))
+    return (
+        f"Delete {n:,} lead{'s' if n != 1 else ''} for good, with their list memberships and labels? "
+        "Their addresses stay on the suppression list if they are on it."
+    )
+
+
+async def _describe_import(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    rows = len(args.get("rows") or [])
+    name = args.get("fileName") or "this file"
+    target = args.get("list") or {}
+    where = f" onto the list “{target.get('name') or target.get('id')}”" if target else ""
+    existing = "updated with the file's values" if args.get("existing") == "update" else "left as they are"
+    chunk = "the next chunk of " if args.get("importId") else ""
+    return f"Import {chunk}{rows:,} rows of {name}{where}? Leads already in the workspace are {existing}."
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/leads",
+        list_leads,
+        LeadPage,
+        query=ListLeadsQuery,
+        tool="list_leads",
+        read_only=True,
+        tag="leads",
+    ),
+    Endpoint(
+        "GET",
+        "/leads/stats",
+        get_lead_stats,
+        LeadStats,
+        query=LeadStatsQuery,
+        tool="get_lead_stats",
+        read_only=True,
+        tag="leads",
+    ),
+    Endpoint(
+        "GET", "/leads/imports", list_imports, LeadImports, tool="list_imports", read_only=True, tag="leads"
+    ),
+    Endpoint(
+        "GET", "/leads/imports/{id}", get_import, LeadImport, tool="get_import", read_only=True, tag="leads"
+    ),
+    Endpoint(
+        "POST",
+        "/leads/import",
+        import_leads,
+        LeadImport,
+        body=ImportIn,
+        tool="import_leads",
+        confirm=_describe_import,
+        tag="leads",
+    ),
+    Endpoint(
+        "POST",
+        "/leads/delete",
+        delete_leads,
+        Deleted,
+        body=TargetIn,
+        tool="delete_leads",
+        destructive=True,
+        confirm=_describe_delete,
+        tag="leads",
+    ),
+    Endpoint("POST", "/leads", create_lead, LeadDetail, body=CreateLeadIn, tool="create_lead", tag="leads"),
+    Endpoint("GET", "/leads/{id}", get_lead, LeadDetail, tool="get_lead", read_only=True, tag="leads"),
+    Endpoint(
+        "PATCH", "/leads/{id}", update_lead, LeadDetail, body=UpdateLeadIn, tool="update_lead", tag="leads"
+    ),
+    Endpoint("POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tool="mark_won", tag="leads"),
+]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import ExactlyOne, Timestamp, WireModel
 
 LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
 VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
@@ -144,20 +145,16 @@ class LeadStats(WireModel):
     )
 
 
-class LeadTarget(WireModel):
+TargetIds = Annotated[list[Id], Field(min_length=1, max_length=10_000)]
+
+
+class LeadTarget(ExactlyOne):
     """Which leads an action applies to: exactly one of `ids`, `listId`, `filter`, `all`."""
 
-    ids: list[Id] | None = Field(default=None, min_length=1, max_length=10_000)
-    list_id: Id | None = None
-    filter: LeadFilter | None = None
-    all: Literal[True] | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> LeadTarget:
-        given = [k for k in ("ids", "list_id", "filter", "all") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("give exactly one of ids, listId, filter or all")
-        return self
+    ids: TargetIds | SkipJsonSchema[None] = None
+    list_id: Id | SkipJsonSchema[None] = None
+    filter: LeadFilter | SkipJsonSchema[None] = None
+    all: Literal[True] | SkipJsonSchema[None] = None
 
 
 class TargetIn(WireModel):
@@ -213,17 +210,14 @@ class ImportRow(LeadFields):
     custom: Custom | None = None
 
 
-class ImportList(WireModel):
+ListName = Annotated[str, StringConstraints(min_length=1, max_length=120)]
+
+
+class ImportList(ExactlyOne):
     """An existing list (`id`) or a new one (`name`) that every imported lead joins."""
 
-    id: Id | None = None
-    name: str | None = Field(default=None, min_length=1, max_length=120)
-
-    @model_validator(mode="after")
-    def _one(self) -> ImportList:
-        if (self.id is None) == (self.name is None):
-            raise ValueError("give exactly one of id or name")
-        return self
+    id: Id | SkipJsonSchema[None] = None
+    name: ListName | SkipJsonSchema[None] = None
 
 
 class ImportIn(WireModel):

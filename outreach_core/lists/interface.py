@@ -1,5 +1,74 @@
 from __future__ import annotations
 
-from outreach_core.interface import Endpoint
+from typing import Any
 
-ENDPOINTS: list[Endpoint] = []
+from outreach_core.context import WorkspaceContext
+from outreach_core.interface import Endpoint
+from outreach_core.leads.schemas import Added, ListTargetIn, Removed
+from outreach_core.lists.operations import (
+    add_leads_to_list,
+    create_list,
+    delete_list,
+    get_list,
+    labels_moving_to,
+    list_lists,
+    remove_leads_from_list,
+    update_list,
+)
+from outreach_core.lists.schemas import CreateListIn, LeadList, LeadLists, UpdateListIn
+from outreach_core.wire import Ok
+
+
+def _leads(n: int) -> str:
+    return f"{n:,} lead{'' if n == 1 else 's'}"
+
+
+async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    found = await get_list(ctx, str(args.get("id")))
+    text = (
+        f"Delete the list “{found.name}”? It holds {_leads(found.leads)}; they stay in the workspace, "
+        "only their membership of this list goes."
+    )
+    movers = await labels_moving_to(ctx, found.id)
+    if movers:
+        names = ", ".join(f"“{n}”" for n in movers)
+        text += f" The move-to-list trigger of {names} is switched off."
+    return text
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/lists", list_lists, LeadLists, tool="list_lists", read_only=True, tag="lists"),
+    Endpoint("POST", "/lists", create_list, LeadList, body=CreateListIn, tool="create_list", tag="lists"),
+    Endpoint(
+        "PATCH", "/lists/{id}", update_list, LeadList, body=UpdateListIn, tool="update_list", tag="lists"
+    ),
+    Endpoint(
+        "DELETE",
+        "/lists/{id}",
+        delete_list,
+        Ok,
+        tool="delete_list",
+        destructive=True,
+        confirm=_describe_delete,
+        tag="lists",
+    ),
+    Endpoint(
+        "POST",
+        "/leads/lists/add",
+        add_leads_to_list,
+        Added,
+        body=ListTargetIn,
+        tool="add_leads_to_list",
+        tag="leads",
+    ),
+    Endpoint(
+        "POST",
+        "/leads/lists/remove",
+        remove_leads_from_list,
+        Removed,
+        body=ListTargetIn,
+        tool="remove_leads_from_list",
+        destructive=True,
+        tag="leads",
+    ),
+]

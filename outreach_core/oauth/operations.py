@@ -343,7 +343,7 @@ async def _issue_pair(
         "created_at": ctx.now,
     }
     await ctx.conn.execute(
-        system_scope(oauth_tokens).insert(
+        *system_scope(oauth_tokens).insert_many(
             [
                 {
                     **common,

@@ -1,5 +1,58 @@
 from __future__ import annotations
 
 from outreach_core.interface import Endpoint
+from outreach_core.leads.schemas import Removed, Suppressed, SuppressTargetIn
+from outreach_core.suppressions.operations import (
+    add_suppressions,
+    list_suppressions,
+    remove_suppressions,
+    suppress_leads,
+)
+from outreach_core.suppressions.schemas import (
+    AddSuppressionsIn,
+    ListSuppressionsQuery,
+    RemoveSuppressionsIn,
+    SuppressionPage,
+    SuppressionsAdded,
+)
 
-ENDPOINTS: list[Endpoint] = []
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/suppressions",
+        list_suppressions,
+        SuppressionPage,
+        query=ListSuppressionsQuery,
+        tool="list_suppressions",
+        read_only=True,
+        tag="suppressions",
+    ),
+    Endpoint(
+        "POST",
+        "/suppressions",
+        add_suppressions,
+        SuppressionsAdded,
+        body=AddSuppressionsIn,
+        tool="add_suppressions",
+        tag="suppressions",
+    ),
+    Endpoint(
+        "POST",
+        "/suppressions/remove",
+        remove_suppressions,
+        Removed,
+        body=RemoveSuppressionsIn,
+        tool="remove_suppressions",
+        destructive=True,
+        tag="suppressions",
+    ),
+    Endpoint(
+        "POST",
+        "/leads/suppress",
+        suppress_leads,
+        Suppressed,
+        body=SuppressTargetIn,
+        tool="suppress_leads",
+        tag="leads",
+    ),
+]

@@ -1,5 +1,17 @@
 from __future__ import annotations
 
 from outreach_core.interface import Endpoint
+from outreach_core.leads.schemas import TargetIn, VerifyQueued
+from outreach_core.verification.operations import verify_leads
 
-ENDPOINTS: list[Endpoint] = []
+ENDPOINTS: list[Endpoint] = [
+    Endpoint(
+        "POST",
+        "/leads/verify",
+        verify_leads,
+        VerifyQueued,
+        body=TargetIn,
+        tool="verify_leads",
+        tag="leads",
+    ),
+]

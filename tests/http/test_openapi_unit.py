@@ -234,12 +234,15 @@ def test_query_parameters_from_the_query_model() -> None:
     assert params["ids"]["schema"]["type"] == "array"
     assert (params["ids"]["style"], params["ids"]["explode"]) == ("form", True)
     assert params["status"]["required"] is False
-    assert params["status"]["schema"] == {"type": "array", "items": {"type": "string"}}
+    assert params["status"]["schema"] == {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[^\\u0000]*$"},
+    }
     assert (params["status"]["style"], params["status"]["explode"]) == ("form", True)
     assert params["pageSize"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}
     assert params["pageSize"]["description"] == "Rows per page."
     assert "style" not in params["pageSize"]
-    assert params["search"]["schema"] == {"type": "string", "maxLength": 200}
+    assert params["search"]["schema"] == {"type": "string", "maxLength": 200, "pattern": "^[^\\u0000]*$"}
     assert "Filters" not in doc["components"]["schemas"]  # spread into parameters, not referenced
     assert "422" in op["responses"] and "404" in op["responses"] and "400" not in op["responses"]
 

@@ -1,0 +1,362 @@
+"""Leads: list and search, stats, the single lead, marking won, deleting."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import func
+
+from outreach_core.billing.rules import PLANS, is_active
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import labels, lead_counters, lead_imports, lead_labels, leads, lists, workspaces
+from outreach_core.db.tables import list_leads as list_memberships
+from outreach_core.enrichment.rules import normalize_country
+from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from outreach_core.ids import new_id
+from outreach_core.leads.rules import normalize_email, search_text, sort_name
+from outreach_core.leads.schemas import (
+    ESPS,
+    LEAD_STATUSES,
+    VERIFY_STATUSES,
+    CreateLeadIn,
+    Deleted,
+    LabelRef,
+    Lead,
+    LeadDetail,
+    LeadPage,
+    LeadStats,
+    LeadStatsQuery,
+    ListLeadsQuery,
+    ListRef,
+    MarkWonIn,
+    TargetIn,
+    UpdateLeadIn,
+)
+from outreach_core.leads.targets import filter_conditions, target_ids
+from outreach_core.outbox import record_event
+
+_LIST_COLUMNS = (
+    leads.c.id,
+    leads.c.email,
+    leads.c.first_name,
+    leads.c.last_name,
+    leads.c.company,
+    leads.c.title,
+    leads.c.country,
+    leads.c.timezone,
+    leads.c.esp,
+    leads.c.mx_host,
+    leads.c.verify_status,
+    leads.c.verify_reason,
+    leads.c.status,
+    leads.c.created_at,
+)
+_SORT_COLUMNS = {
+    "createdAt": leads.c.created_at,
+    "email": leads.c.email,
+    "name": leads.c.sort_name,
+    "company": leads.c.company,
+}
+
+
+async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
+    """Page through the workspace's leads, newest first by default.
+
+    Filters combine: `search` (part of the email, name or company), `listId`, `labelId` (or `none` for leads
+    without labels), and any of `status`, `verify`, `esp`. Sort by createdAt, email, name or company in
+    either direction. `total` counts every match, not just this page.
+    """
+    where = filter_conditions(ctx, query)
+    lead_table = scoped(ctx, leads)
+    if query.search or query.list_id or query.label_id:
+        total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
+    else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
+        total = await _counted(ctx, query)
+    sort = _SORT_COLUMNS[query.sort]
+    order = (sort.asc(), leads.c.id.asc()) if query.dir == "asc" else (sort.desc(), leads.c.id.desc())
+    rows = (
+        await ctx.conn.execute(
+            lead_table.select(*_LIST_COLUMNS)
+            .where(*where)
+            .order_by(*order)
+            .limit(query.page_size)
+            .offset((query.page - 1) * query.page_size)
+        )
+    ).all()
+    labels_by_lead = await _labels_of(ctx, [r.id for r in rows])
+    return LeadPage(
+        leads=[_lead(r, labels_by_lead.get(r.id, [])) for r in rows],
+        total=total,
+        page=query.page,
+        page_size=query.page_size,
+    )
+
+
+async def get_lead_stats(ctx: WorkspaceContext, query: LeadStatsQuery) -> LeadStats:
+    """Counts of the workspace's leads (or of one list) by status, verification result and email provider,
+    and whether an import is still being processed. One grouped scan."""
+    lead_table = scoped(ctx, leads)
+    stmt = lead_table.select(leads.c.status, leads.c.verify_status, leads.c.esp, func.count().label("n"))
+    if query.list_id:
+        stmt = stmt.where(*filter_conditions(ctx, _list_filter(query.list_id)))
+    grouped = (
+        await ctx.conn.execute(stmt.group_by(leads.c.status, leads.c.verify_status, leads.c.esp))
+    ).all()
+    status = dict.fromkeys(LEAD_STATUSES, 0)
+    verify = dict.fromkeys(VERIFY_STATUSES, 0)
+    esp = dict.fromkeys(ESPS, 0)
+    for row in grouped:
+        status[row.status] = status.get(row.status, 0) + row.n
+        verify[row.verify_status] = verify.get(row.verify_status, 0) + row.n
+        esp[row.esp] = esp.get(row.esp, 0) + row.n
+    imports = scoped(ctx, lead_imports)
+    importing = (
+        await ctx.conn.execute(
+            imports.select(lead_imports.c.id)
+            .where(lead_imports.c.status.in_(("importing", "enriching")))
+            .limit(1)
+        )
+    ).first() is not None
+    return LeadStats(
+        total=sum(status.values()),
+        status=status,
+        verify=verify,
+        esp=esp,
+        importing=importing,
+        verifier_enabled=bool(ctx.settings.verifier_url),
+    )
+
+
+async def get_lead(ctx: WorkspaceContext, id: str) -> LeadDetail:
+    """One lead with every field, its labels and its lists."""
+    row = (await ctx.conn.execute(scoped(ctx, leads).select().where(leads.c.id == id))).one_or_none()
+    if row is None:
+        raise NotFound("lead", id)
+    labels_by_lead = await _labels_of(ctx, [id])
+    ll = scoped(ctx, list_memberships)
+    list_rows = (
+        await ctx.conn.execute(
+            ll.select(lists.c.id, lists.c.name)
+            .join(lists, lists.c.id == list_memberships.c.list_id)
+            .where(list_memberships.c.lead_id == id)
+            .order_by(lists.c.name)
+        )
+    ).all()
+    base = _lead(row, labels_by_lead.get(id, []))
+    return LeadDetail(
+        **base.model_dump(by_alias=False),
+        country_source=row.country_source,
+        website=row.website,
+        phone=row.phone,
+        linkedin=row.linkedin,
+        custom=row.custom or {},
+        lists=[ListRef(id=r.id, name=r.name) for r in list_rows],
+        verified_at=row.verified_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
+    """Add one lead. The address is normalised (trimmed, lower-cased); an address already in the workspace or
+    on the suppression list is refused with 409. `listId` puts the lead on that list. ESP, mail server and
+    country are filled in by a background worker shortly after."""
+    normalized = normalize_email(body.email)
+    if normalized is None:
+        raise InvalidInput.field("email", "not a valid email address")
+    email, domain = normalized
+    lead_table = scoped(ctx, leads)
+    existing = (await ctx.conn.execute(lead_table.select(leads.c.id).where(leads.c.email == email))).first()
+    if existing is not None:
+        raise Conflict("A lead with this address already exists.", {"id": existing.id, "email": email})
+    from outreach_core.suppressions.operations import suppressed_emails
+
+    if await suppressed_emails(ctx, [(email, domain)]):
+        raise Conflict("This address is on the suppression list.", {"email": email, "reason": "suppressed"})
+    await ensure_contacts_room(ctx, 1)
+    list_id = None
+    if body.list_id is not None:
+        from outreach_core.lists.operations import resolve_import_list
+
+        list_id, _ = await resolve_import_list(ctx, body.list_id, None)
+    lead_id = new_id("lead")
+    fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
+    fields["country"] = _country(body.country)
+    await ctx.conn.execute(
+        lead_table.insert(
+            {
+                "id": lead_id,
+                "email": email,
+                "domain": domain,
+                **fields,
+                "custom": body.custom,
+                "sort_name": sort_name(body.first_name, body.last_name),
+                "search_text": search_text(email, body.first_name, body.last_name, body.company),
+                "created_at": ctx.now,
+                "updated_at": ctx.now,
+            }
+        )
+    )
+    if list_id is not None:
+        from outreach_core.lists.operations import add_to_list
+
+        await add_to_list(ctx, list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
+    return await get_lead(ctx, lead_id)
+
+
+async def update_lead(ctx: WorkspaceContext, id: str, body: UpdateLeadIn) -> LeadDetail:
+    """Change a lead's fields; fields left out stay as they are, `null` clears one. `status` may be set to
+    any lead status (see docs/leads.md for what each means). The address cannot change."""
+    lead_table = scoped(ctx, leads)
+    row = (await ctx.conn.execute(lead_table.select().where(leads.c.id == id))).one_or_none()
+    if row is None:
+        raise NotFound("lead", id)
+    values: dict[str, Any] = {k: getattr(body, k) for k in body.model_fields_set}
+    if "custom" in values and values["custom"] is None:
+        values["custom"] = {}
+    if "country" in values:
+        values["country"] = _country(values["country"])
+        values["country_source"] = None  # the person's own value; enrichment keeps it
+    if values:
+        merged = {**row._mapping, **values}
+        values["sort_name"] = sort_name(merged["first_name"], merged["last_name"])
+        values["search_text"] = search_text(
+            row.email, merged["first_name"], merged["last_name"], merged["company"]
+        )
+        if {"phone", "website", "country", "timezone"} & values.keys():
+            values["enriched_at"] = None  # re-derive country/timezone from the new facts
+        values["updated_at"] = ctx.now
+        await ctx.conn.execute(lead_table.update().where(leads.c.id == id).values(**values))
+    return await get_lead(ctx, id)
+
+
+async def mark_won(ctx: WorkspaceContext, id: str, body: MarkWonIn) -> LeadDetail:
+    """Record that the lead became a customer: status `won`, with an optional deal value and the campaign that
+    won it. Counts toward the won rate and sends the `lead.won` webhook."""
+    lead_table = scoped(ctx, leads)
+    row = (await ctx.conn.execute(lead_table.select(leads.c.email).where(leads.c.id == id))).one_or_none()
+    if row is None:
+        raise NotFound("lead", id)
+    await ctx.conn.execute(
+        lead_table.update()
+        .where(leads.c.id == id)
+        .values(
+            status="won",
+            won_at=ctx.now,
+            won_value=body.value,
+            won_campaign_id=body.campaign_id,
+            updated_at=ctx.now,
+        )
+    )
+    await record_event(
+        ctx,
+        "lead.won",
+        {"leadId": id, "email": row.email, "value": body.value, "campaignId": body.campaign_id},
+    )
+    return await get_lead(ctx, id)
+
+
+async def delete_leads(ctx: WorkspaceContext, body: TargetIn) -> Deleted:
+    """Delete leads for good, with their list memberships and labels. Their addresses stay on the suppression
+    list if they were there. Target: exactly one of `ids`, `listId`, `filter` (the list_leads filters) or
+    `all: true`."""
+    lead_table = scoped(ctx, leads)
+    result = await ctx.conn.execute(lead_table.delete().where(leads.c.id.in_(target_ids(ctx, body.target))))
+    return Deleted(deleted=result.rowcount)
+
+
+async def count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
+    """How many leads a target selects (for confirmations)."""
+    lead_table = scoped(ctx, leads)
+    stmt = lead_table.select(func.count()).where(leads.c.id.in_(target_ids(ctx, body.target)))
+    return int((await ctx.conn.execute(stmt)).scalar_one())
+
+
+async def ensure_contacts_room(ctx: WorkspaceContext, adding: int) -> None:
+    """Refuse with 429 `quota_exceeded` when `adding` new leads would pass the plan's contacts limit.
+
+    Without an active plan no limit applies to single leads (importing needs a plan anyway)."""
+    ws = scoped(ctx, workspaces)
+    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
+    if not is_active(plan_row.plan, plan_row.plan_status):
+        return
+    limit = PLANS[plan_row.plan].contacts
+    current = await _counted(ctx, None)
+    if current + adding > limit:
+        raise QuotaExceeded(
+            f"The {PLANS[plan_row.plan].name} plan allows {limit:,} contacts; the workspace has {current:,} "
+            f"and this would add {adding:,}. Delete leads or change plan.",
+            {"limit": limit, "current": current, "adding": adding},
+        )
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+
+
+def _country(value: str | None) -> str | None:
+    """An ISO 3166 alpha-2 code from a code or an English name; 422 when given but not recognised."""
+    if value is None or not value.strip():
+        return None
+    code = normalize_country(value)
+    if code is None:
+        raise InvalidInput.field("country", "not a recognised country (use an ISO code such as DE or a name)")
+    return code
+
+
+async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
+    """Leads of the workspace matching status/verify/esp filters, from `lead_counters` (no scan)."""
+    counters = scoped(ctx, lead_counters)
+    stmt = counters.select(func.coalesce(func.sum(lead_counters.c.n), 0))
+    if query is not None:
+        if query.status:
+            stmt = stmt.where(lead_counters.c.status.in_(query.status))
+        if query.verify:
+            stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
+        if query.esp:
+            stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
+    return int((await ctx.conn.execute(stmt)).scalar_one())
+
+
+def _list_filter(list_id: str) -> Any:
+    from outreach_core.leads.schemas import LeadFilter
+
+    return LeadFilter(list_id=list_id)
+
+
+def _lead(row: Any, lead_labels_: list[LabelRef]) -> Lead:
+    return Lead(
+        id=row.id,
+        email=row.email,
+        first_name=row.first_name,
+        last_name=row.last_name,
+        company=row.company,
+        title=row.title,
+        country=row.country,
+        timezone=row.timezone,
+        esp=row.esp,
+        mx_host=row.mx_host,
+        verify_status=row.verify_status,
+        verify_reason=row.verify_reason,
+        status=row.status,
+        labels=lead_labels_,
+        created_at=row.created_at,
+    )
+
+
+async def _labels_of(ctx: WorkspaceContext, lead_ids: list[str]) -> dict[str, list[LabelRef]]:
+    """Labels of a page of leads, in one query."""
+    if not lead_ids:
+        return {}
+    ll = scoped(ctx, lead_labels)
+    rows = (
+        await ctx.conn.execute(
+            ll.select(lead_labels.c.lead_id, labels.c.id, labels.c.name)
+            .join(labels, labels.c.id == lead_labels.c.label_id)
+            .where(lead_labels.c.lead_id.in_(lead_ids))
+            .order_by(labels.c.name)
+        )
+    ).all()
+    grouped: dict[str, list[LabelRef]] = defaultdict(list)
+    for r in rows:
+        grouped[r.lead_id].append(LabelRef(id=r.id, name=r.name))
+    return grouped

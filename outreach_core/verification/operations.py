@@ -1,0 +1,265 @@
+"""Lead verification: queueing (`verify_leads`) and the worker's steps (claim, ask the API, record).
+
+The worker (`workers/verify.py`) runs one batch as three short transactions with the network I/O between
+them, never inside one:
+
+1. `claim_leads_to_verify` picks due `verifying` leads across workspaces (`FOR UPDATE SKIP LOCKED` on
+   PostgreSQL; SQLite serialises writers) and stamps each with a claim marker in `verify_reason`;
+2. mail-server lookups (`enrichment.mx_for_domains`, one per domain, cached) and verifier API calls
+   (`ask_verifier`) run outside any transaction;
+3. `record_verification` writes every result with one `executemany`, only where the lead still carries
+   this worker's marker (a lead re-queued or re-claimed meanwhile is left to its new owner), and adds the
+   newly undeliverable leads to their import's counter.
+
+See `docs/verification.md` for statuses, reasons, the verifier API protocol and multi-worker safety.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, bindparam, func, literal, not_, or_
+
+from outreach_core.billing.operations import require_active_plan
+from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.db.tables import lead_imports, leads, workspaces
+from outreach_core.enrichment.operations import finish_imports
+from outreach_core.leads.schemas import TargetIn, VerifyQueued
+from outreach_core.leads.targets import target_ids
+from outreach_core.ports import HttpClient
+from outreach_core.settings import Settings
+from outreach_core.verification.rules import (
+    MARKER_PREFIX,
+    ApiFailure,
+    Retry,
+    Verdict,
+    api_request_body,
+    api_request_headers,
+    claim_marker,
+    due_bound,
+    parse_api_answer,
+    previous_attempts,
+    verifier_enabled,
+)
+
+API_CONCURRENCY = 16
+"""Verifier API calls in flight at once, per worker."""
+MIN_LEASE = timedelta(minutes=5)
+
+
+async def verify_leads(ctx: WorkspaceContext, body: TargetIn) -> VerifyQueued:
+    """Queue the targeted leads for email verification; results arrive in the background.
+
+    `target` picks the leads: exactly one of `{"ids": [...]}`, `{"listId": "..."}`,
+    `{"filter": {<list_leads filters>}}` or `{"all": true}`. Each picked lead becomes `verifying` at once;
+    a worker then checks the syntax, the domain's mail server (MX), disposable domains and role accounts
+    (info@, sales@ ...), and, when `api` is true, asks the configured verifier API, which can also detect
+    catch-all domains. Poll `list_leads` (filter `verify`) or `get_lead` for `verifyStatus` (valid, risky,
+    invalid, catch_all, unknown) and `verifyReason`. Leads already verifying are queued again.
+
+    Returns `queued` (leads now verifying) and `api` (false when only local checks run because no verifier
+    API is configured). Needs an active plan.
+    """
+    await require_active_plan(ctx)
+    api = verifier_enabled(ctx.settings.verifier_url)
+    lead_table = scoped(ctx, leads)
+    result = await ctx.conn.execute(
+        lead_table.update()
+        .where(leads.c.id.in_(target_ids(ctx, body.target)))
+        .values(verify_status="verifying", verify_reason=None, verify_api=api)
+    )
+    return VerifyQueued(queued=max(result.rowcount, 0), api=api)
+
+
+# --- the worker's steps -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimedLead:
+    """A `verifying` lead a worker has claimed; `marker` is the claim it must still hold to write."""
+
+    id: str
+    email: str
+    import_id: str | None
+    use_api: bool
+    first_time: bool  # never verified before: an invalid result counts as undeliverable for its import
+    attempt: int
+    marker: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    lead: ClaimedLead
+    result: Verdict | Retry
+
+
+def claim_lease(settings: Settings, batch: int) -> timedelta:
+    """How long a claim keeps other workers away: well above the time a batch's I/O can take."""
+    rounds = math.ceil(batch / API_CONCURRENCY)
+    return max(MIN_LEASE, timedelta(seconds=60 + 2 * rounds * (settings.verifier_timeout_s + 1)))
+
+
+def _due(ctx: SystemContext) -> ColumnElement[bool]:
+    """`verifying` leads no worker holds: never claimed, or their claim or retry time is up."""
+    reason: Any = leads.c.verify_reason
+    bound: Any = literal(due_bound(ctx.now))
+    if ctx.conn.dialect.name == "postgresql":  # byte order, whatever the database's collation
+        reason, bound = reason.collate("C"), bound.collate("C")
+    return or_(
+        leads.c.verify_reason.is_(None),
+        not_(leads.c.verify_reason.startswith(MARKER_PREFIX, autoescape=True)),
+        reason < bound,
+    )
+
+
+def _due_leads(ctx: SystemContext, *columns: Any) -> Any:
+    """SELECT `columns` of the due `verifying` leads of every workspace.
+
+    Reaching leads workspace by workspace keeps the `(workspace_id, verify_status, ...)` index in use, so an
+    idle poll costs one index probe per workspace, not a scan of every lead. On SQLite, `id || ''` stops the
+    planner from turning the join around (scanning leads, probing workspaces by primary key)."""
+    workspace_id: Any = workspaces.c.id
+    if ctx.conn.dialect.name == "sqlite":
+        workspace_id = workspace_id.concat("")
+    source = workspaces.join(
+        leads, and_(leads.c.workspace_id == workspace_id, leads.c.verify_status == "verifying")
+    )
+    return system_scope(leads).select(*columns).select_from(source).where(_due(ctx))
+
+
+async def any_due(ctx: SystemContext) -> bool:
+    """Read-only: is any lead of any workspace due for verification? (The idle poll, without a write lock.)"""
+    return (await ctx.conn.execute(_due_leads(ctx, leads.c.id).limit(1))).first() is not None
+
+
+async def claim_leads_to_verify(ctx: SystemContext, limit: int) -> list[ClaimedLead]:
+    """Claim up to `limit` due `verifying` leads of any workspace for this worker.
+
+    Each claimed lead gets the marker "checking; next try after <now + lease> (attempt n)" in its reason,
+    in this same short transaction. Rows locked by another worker's claim are skipped (PostgreSQL), and a
+    claim whose worker died expires after the lease, counting as a spent attempt.
+    """
+    lead_table = system_scope(leads)
+    columns = (
+        leads.c.id,
+        leads.c.email,
+        leads.c.import_id,
+        leads.c.verify_api,
+        leads.c.verify_reason,
+        leads.c.verified_at,
+    )
+    stmt = _due_leads(ctx, *columns).limit(limit).with_for_update(skip_locked=True, of=leads)
+    rows = (await ctx.conn.execute(stmt)).all()
+    if not rows:
+        return []
+    until = ctx.now + claim_lease(ctx.settings, limit)
+    claimed = []
+    for row in rows:
+        attempt = previous_attempts(row.verify_reason) + 1
+        claimed.append(
+            ClaimedLead(
+                id=row.id,
+                email=row.email,
+                import_id=row.import_id,
+                use_api=bool(row.verify_api),
+                first_time=row.verified_at is None,
+                attempt=attempt,
+                marker=claim_marker(until, attempt),
+            )
+        )
+    await ctx.conn.execute(
+        lead_table.update()
+        .where(leads.c.id == bindparam("b_id"))
+        .values(verify_reason=bindparam("b_marker")),
+        [{"b_id": c.id, "b_marker": c.marker} for c in claimed],
+    )
+    return claimed
+
+
+async def ask_verifier(settings: Settings, http: HttpClient, email: str) -> Verdict | ApiFailure:
+    """One verifier API call (protocol in `docs/verification.md`): its verdict, or why there is none."""
+    if not settings.verifier_url:
+        raise ValueError("no verifier API is configured")
+    status, body = await http.post_json(
+        settings.verifier_url,
+        api_request_body(email),
+        api_request_headers(settings.verifier_api_key),
+        settings.verifier_timeout_s,
+    )
+    return parse_api_answer(status, body)
+
+
+async def record_verification(ctx: SystemContext, outcomes: list[Outcome]) -> None:
+    """Write a batch's outcomes in this one transaction.
+
+    Final verdicts set status, reason and `verified_at`; retries only replace the marker. Both apply only
+    where the lead is still `verifying` with this worker's claim marker. Leads of an import whose first
+    verification made them invalid are added to `lead_imports.undeliverable`, counted from what was
+    actually written, and imports whose last lead was verified become `done` (`finish_imports`).
+    """
+    lead_table = system_scope(leads)
+    still_ours = and_(
+        leads.c.id == bindparam("b_id"),
+        leads.c.verify_status == "verifying",
+        leads.c.verify_reason == bindparam("b_marker"),
+    )
+    finals = [(o.lead, o.result) for o in outcomes if isinstance(o.result, Verdict)]
+    retries = [(o.lead, o.result) for o in outcomes if isinstance(o.result, Retry)]
+    if finals:
+        await ctx.conn.execute(
+            lead_table.update()
+            .where(still_ours)
+            .values(
+                verify_status=bindparam("b_status"),
+                verify_reason=bindparam("b_reason"),
+                verified_at=bindparam("b_at"),
+            ),
+            [
+                {
+                    "b_id": lead.id,
+                    "b_marker": lead.marker,
+                    "b_status": verdict.status,
+                    "b_reason": verdict.reason,
+                    "b_at": ctx.now,
+                }
+                for lead, verdict in finals
+            ],
+        )
+    if retries:
+        await ctx.conn.execute(
+            lead_table.update().where(still_ours).values(verify_reason=bindparam("b_reason")),
+            [{"b_id": lead.id, "b_marker": lead.marker, "b_reason": retry.reason} for lead, retry in retries],
+        )
+    undeliverable = [
+        lead
+        for lead, verdict in finals
+        if verdict.status == "invalid" and lead.import_id is not None and lead.first_time
+    ]
+    if undeliverable:
+        await _count_undeliverable(ctx, undeliverable)
+    if any(o.lead.import_id is not None for o in outcomes):
+        await finish_imports(ctx)
+
+
+async def _count_undeliverable(ctx: SystemContext, candidates: list[ClaimedLead]) -> None:
+    """`undeliverable += n` for each import, n = its candidates this transaction actually made invalid."""
+    written_now = (
+        system_scope(leads)
+        .select(func.count())
+        .where(
+            leads.c.import_id == lead_imports.c.id,
+            leads.c.id.in_([lead.id for lead in candidates]),
+            leads.c.verify_status == "invalid",
+            leads.c.verified_at == ctx.now,
+        )
+        .scalar_subquery()
+    )
+    imports = system_scope(lead_imports)
+    await ctx.conn.execute(
+        imports.update()
+        .where(lead_imports.c.id.in_(sorted({str(lead.import_id) for lead in candidates})))
+        .values(undeliverable=lead_imports.c.undeliverable + written_now)
+    )

@@ -1,0 +1,402 @@
+"""Enrichment against the session database and a real DNS server on loopback (tests/dns_server.py).
+
+Every test uses domains of its own (`unique_domain`): the domain cache is global and the DNS server and the
+database live for the whole session. `enrich_pending` is called for the test's workspace only, so leads that
+other tests leave waiting are not resolved against this test's records.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from outreach_app.adapters import DnspythonResolver
+from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.db.migrate import migrate
+from outreach_core.enrichment.operations import DomainInfo, enrich_pending, mx_for_domains
+from outreach_core.ports import FixedClock, Ports
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from outreach_core.workspace.operations import init_workspace
+from tests.conftest import MakeWorkspace, WorkspaceHandle
+from tests.dns_server import DnsServer
+from tests.enrichment.helpers import (
+    add_import,
+    add_leads,
+    cache_row,
+    import_row,
+    lead_rows,
+    unique_domain,
+    update_leads,
+)
+from workers import enrich as enrich_worker
+from workers.registry import ALL_WORKERS
+
+
+async def enrich(runtime: Runtime, ws: WorkspaceHandle, **kwargs: Any) -> int:
+    return await runtime.system(enrich_pending, workspace_id=ws.workspace_id, **kwargs)
+
+
+@pytest.fixture
+def silent_dns() -> Iterator[str]:
+    """A UDP port that receives DNS queries and never answers (`host:port`)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
+def runtime_with(base: Runtime, **ports: Any) -> Runtime:
+    """The session database with other ports (the engine is shared: never dispose it)."""
+    return Runtime(base.settings, engine=base.engine, ports=Ports(**ports))
+
+
+# --- email provider and mail server -------------------------------------------------------------------------
+
+
+async def test_each_provider_is_detected_from_mx_records(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    cases: list[tuple[str, list[str], str | None]] = [
+        ("google", ["5 alt1.aspmx.l.google.com.", "1 aspmx.l.google.com."], "aspmx.l.google.com"),
+        ("microsoft", ["0 {label}.mail.protection.outlook.com."], "{label}.mail.protection.outlook.com"),
+        ("yahoo", ["1 mta5.am0.yahoodns.net.", "1 mta6.am0.yahoodns.net."], "mta5.am0.yahoodns.net"),
+        ("proton", ["10 mail.protonmail.ch.", "20 mailsec.protonmail.ch."], "mail.protonmail.ch"),
+        ("icloud", ["10 mx01.mail.icloud.com.", "10 mx02.mail.icloud.com."], "mx01.mail.icloud.com"),
+        ("zoho", ["10 mx.zoho.eu.", "20 mx2.zoho.eu."], "mx.zoho.eu"),
+        ("other", ["10 mx.hosting-example.net."], "mx.hosting-example.net"),
+        # a gateway preferred over Google: mail lands at the gateway first
+        ("other", ["10 eu-smtp-inbound-1.mimecast.com.", "20 aspmx.l.google.com."], None),
+    ]
+    domains = []
+    for esp, records, _ in cases:
+        domain = unique_domain(esp)
+        label = domain.replace(".", "-")
+        dns_server.add(domain, "MX", *(r.format(label=label) for r in records))
+        domains.append(domain)
+    ids = await add_leads(ws, *({"email": f"ceo@{d}"} for d in domains))
+
+    assert await enrich(dns_runtime, ws) == len(cases)
+
+    for row, domain, (esp, _, mx_host) in zip(await lead_rows(ws, ids), domains, cases, strict=True):
+        label = domain.replace(".", "-")
+        expected_mx = (mx_host or "eu-smtp-inbound-1.mimecast.com").format(label=label)
+        assert (row.esp, row.mx_host) == (esp, expected_mx), domain
+        assert row.enriched_at is not None
+        cached = await cache_row(dns_runtime, domain)
+        assert cached is not None and (cached.esp, cached.mx_host, cached.has_mx) == (esp, expected_mx, True)
+    assert await enrich(dns_runtime, ws) == 0  # nothing left to do
+
+
+async def test_consumer_domains_need_no_dns(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    consumer = {
+        "gmail.com": "google",
+        "hotmail.co.uk": "microsoft",
+        "outlook.com": "microsoft",
+        "yahoo.fr": "yahoo",
+        "proton.me": "proton",
+        "icloud.com": "icloud",
+        "zoho.com": "zoho",
+    }
+    before = {d: dns_server.queries_for(d) for d in consumer}
+    ids = await add_leads(ws, *({"email": f"someone-{uuid_part(d)}@{d}"} for d in consumer))
+
+    await enrich(dns_runtime, ws)
+
+    rows = await lead_rows(ws, ids)
+    assert [r.esp for r in rows] == list(consumer.values())
+    assert all(r.mx_host is None and r.enriched_at is not None for r in rows)
+    assert {d: dns_server.queries_for(d) for d in consumer} == before
+    assert [await cache_row(dns_runtime, d) for d in consumer] == [None] * len(consumer)  # a table, no cache
+    answers = await dns_runtime.system(mx_for_domains, list(consumer))
+    assert answers["gmail.com"] == DomainInfo("google", None, has_mx=True)
+    assert {d: dns_server.queries_for(d) for d in consumer} == before
+
+
+def uuid_part(domain: str) -> str:
+    return domain.split(".")[0]
+
+
+async def test_one_lookup_per_domain_however_many_leads(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    first, second = unique_domain("many"), unique_domain("many")
+    dns_server.add(first, "MX", "1 aspmx.l.google.com.")
+    dns_server.add(second, "MX", "0 x.mail.protection.outlook.com.")
+    ids = await add_leads(
+        ws,
+        *({"email": f"person{i}@{first}"} for i in range(200)),
+        *({"email": f"p{i}@{second}"} for i in range(30)),
+    )
+
+    assert await enrich(dns_runtime, ws) == 230
+    assert dns_server.queries_for(first) == 1
+    assert dns_server.queries_for(second) == 1
+    rows = await lead_rows(ws, ids)
+    assert {r.esp for r in rows[:200]} == {"google"} and {r.esp for r in rows[200:]} == {"microsoft"}
+
+    # A later batch on the same domains is answered by the cache.
+    more = await add_leads(ws, *({"email": f"late{i}@{first}"} for i in range(50)))
+    assert await enrich(dns_runtime, ws) == 50
+    assert dns_server.queries_for(first) == 1
+    assert {(r.esp, r.mx_host) for r in await lead_rows(ws, more)} == {("google", "aspmx.l.google.com")}
+
+
+async def test_limit_takes_a_batch_at_a_time(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    domain = unique_domain("batch")
+    dns_server.add(domain, "MX", "10 mx.zoho.com.")
+    await add_leads(ws, *({"email": f"b{i}@{domain}"} for i in range(25)))
+    assert [await enrich(dns_runtime, ws, limit=10) for _ in range(4)] == [10, 10, 5, 0]
+    assert dns_server.queries_for(domain) == 1
+
+
+async def test_cache_expires(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    clock = FixedClock(datetime.now(UTC))
+    rt = runtime_with(dns_runtime, clock=clock, dns=dns_runtime.ports.dns)
+    with_mx, without = unique_domain("ttl"), unique_domain("ttl-nx")
+    dns_server.add(with_mx, "MX", "10 mx.example-host.net.")
+
+    async def round_trip() -> None:
+        await add_leads(ws, {"email": f"a{clock.now().timestamp()}@{with_mx}"})
+        await add_leads(ws, {"email": f"b{clock.now().timestamp()}@{without}"})
+        await enrich(rt, ws)
+
+    await round_trip()
+    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (1, 1)
+    clock.advance(hours=23)  # both still fresh
+    await round_trip()
+    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (1, 1)
+    clock.advance(hours=2)  # "no mail servers" is trusted for a day
+    await round_trip()
+    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (1, 2)
+    clock.advance(days=6)  # mail servers are trusted for a week
+    await round_trip()
+    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (2, 3)
+
+
+async def test_domains_without_mail_servers_are_unknown(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    nxdomain, a_only, null_mx = unique_domain("nx"), unique_domain("a-only"), unique_domain("null-mx")
+    dns_server.add(a_only, "A", "192.0.2.1")
+    dns_server.add(null_mx, "MX", "0 .")
+    ids = await add_leads(ws, *({"email": f"x@{d}"} for d in (nxdomain, a_only, null_mx)))
+
+    await enrich(dns_runtime, ws)
+
+    for row, domain in zip(await lead_rows(ws, ids), (nxdomain, a_only, null_mx), strict=True):
+        assert (row.esp, row.mx_host) == ("unknown", None)
+        assert row.enriched_at is not None
+        cached = await cache_row(dns_runtime, domain)
+        assert cached is not None and (cached.has_mx, cached.esp, cached.mx_host) == (False, "unknown", None)
+    answers = await dns_runtime.system(mx_for_domains, [nxdomain])
+    assert answers[nxdomain] == DomainInfo("unknown", None, has_mx=False, lookup_failed=False)
+
+
+async def test_a_dns_server_that_does_not_answer(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, silent_dns: str
+) -> None:
+    ws = await make_workspace()
+    rt = runtime_with(dns_runtime, dns=DnspythonResolver(silent_dns, timeout_s=0.2))
+    fresh, known = unique_domain("timeout"), unique_domain("timeout-known")
+    ids = await add_leads(
+        ws,
+        {"email": f"new@{fresh}"},
+        # re-enrichment of a lead whose provider was found earlier: a failed lookup does not erase it
+        {"email": f"old@{known}", "esp": "google", "mx_host": "aspmx.l.google.com"},
+    )
+
+    assert await enrich(rt, ws) == 2
+
+    new, old = await lead_rows(ws, ids)
+    assert (new.esp, new.mx_host) == ("unknown", None) and new.enriched_at is not None
+    assert (old.esp, old.mx_host) == ("google", "aspmx.l.google.com") and old.enriched_at is not None
+    assert await cache_row(rt, fresh) is None  # not cached as "no mail servers": the next lead asks again
+    answers = await rt.system(mx_for_domains, [fresh])
+    assert answers[fresh] == DomainInfo("unknown", None, has_mx=False, lookup_failed=True)
+
+
+async def test_without_a_dns_port_lookups_fail_loudly(
+    make_workspace: MakeWorkspace, runtime: Runtime, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    domain = unique_domain("no-port")
+    dns_server.add(domain, "MX", "10 mx.zoho.com.")
+    ids = await add_leads(ws, {"email": f"a@{domain}"}, {"email": "someone@gmail.com"})
+    with pytest.raises(RuntimeError, match="no DNS resolver"):
+        await enrich(runtime_with(runtime), ws)
+    assert all(r.enriched_at is None for r in await lead_rows(ws, ids))  # rolled back, still waiting
+    assert await enrich(dns_runtime, ws) == 2
+
+
+async def test_mx_for_domains_keys_answers_as_given_and_uses_the_cache(
+    dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    domain, missing = unique_domain("verify"), unique_domain("verify-nx")
+    dns_server.add(domain, "MX", "20 mx2.zoho.eu.", "10 mx.zoho.eu.")
+    spelled = domain.upper() + "."
+
+    answers = await dns_runtime.system(mx_for_domains, [spelled, domain, missing, "gmail.com"])
+
+    assert set(answers) == {spelled, domain, missing, "gmail.com"}
+    assert answers[spelled] == answers[domain] == DomainInfo("zoho", "mx.zoho.eu", has_mx=True)
+    assert answers[missing] == DomainInfo("unknown", None, has_mx=False)
+    assert dns_server.queries_for(domain) == 1 and dns_server.queries_for(missing) == 1
+    await dns_runtime.system(mx_for_domains, [domain, missing])
+    assert dns_server.queries_for(domain) == 1 and dns_server.queries_for(missing) == 1
+
+
+# --- country and timezone ---------------------------------------------------------------------------------
+
+
+async def test_country_and_timezone_are_derived_and_given_values_kept(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime
+) -> None:
+    ws = await make_workspace()
+    cases: list[tuple[dict[str, Any], tuple[str | None, str | None, str | None]]] = [
+        # (lead facts, (country, countrySource, timezone) after enrichment)
+        ({"tld": "de"}, ("DE", "email", "Europe/Berlin")),
+        ({"phone": "+33 6 12 34 56 78"}, ("FR", "phone", "Europe/Paris")),
+        ({"phone": "+1 212 555 0123"}, ("US", "phone", "America/New_York")),
+        ({"timezone": "europe/berlin", "tld": "fr"}, ("DE", "timezone", "Europe/Berlin")),
+        ({"timezone": "EST"}, ("US", "timezone", "America/New_York")),
+        ({"website": "https://www.acme.it/chi-siamo"}, ("IT", "website", "Europe/Rome")),
+        ({"phone": "+44 20 7946 0958", "tld": "de", "website": "acme.fr"}, ("GB", "phone", "Europe/London")),
+        # a country the user gave is kept (re-spelled), whatever else the lead says
+        ({"country": "de", "phone": "+33 6 12 34 56 78", "tld": "fr"}, ("DE", None, "Europe/Berlin")),
+        ({"country": "US", "tld": "de"}, ("US", None, None)),
+        # a country inferred earlier is inferred again from today's facts
+        ({"country": "DE", "country_source": "email", "tld": "fr"}, ("FR", "email", "Europe/Paris")),
+        # a timezone the user gave is kept even when it is not a zone we know
+        ({"timezone": "Mars/Olympus", "tld": "de"}, ("DE", "email", "Mars/Olympus")),
+        ({"timezone": "Asia/Tokyo", "country": "DE"}, ("DE", None, "Asia/Tokyo")),
+        ({}, (None, None, None)),
+    ]
+    rows = []
+    for facts, _ in cases:
+        tld = facts.pop("tld", "com")
+        rows.append({"email": f"lead@{unique_domain('geo', tld)}", **facts})
+    ids = await add_leads(ws, *rows)
+
+    await enrich(dns_runtime, ws)
+
+    got = [(r.country, r.country_source, r.timezone) for r in await lead_rows(ws, ids)]
+    assert got == [expected for _, expected in cases]
+
+
+# --- imports ----------------------------------------------------------------------------------------------
+
+
+async def test_imports_finish_when_enriched_and_verified(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    domain = unique_domain("imp")
+    dns_server.add(domain, "MX", "10 mx.zoho.com.")
+    plain = await add_import(ws, status="enriching", verify=False)
+    verified = await add_import(ws, status="enriching", verify=True)
+    still_importing = await add_import(ws, status="importing", verify=False)
+    empty = await add_import(ws, status="enriching", verify=False)
+    now = datetime.now(UTC)
+    await add_leads(ws, *({"email": f"p{i}@{domain}", "import_id": plain} for i in range(3)))
+    verifying = await add_leads(
+        ws,
+        {"email": f"v1@{domain}", "import_id": verified, "verify_status": "verifying"},
+        {"email": f"v2@{domain}", "import_id": verified, "verify_status": "valid"},
+    )
+    await add_leads(ws, {"email": f"i@{domain}", "import_id": still_importing, "enriched_at": now})
+
+    assert await enrich(dns_runtime, ws) == 5 + 2  # five leads; `plain` and `empty` are done
+
+    done = await import_row(ws, plain)
+    assert done.status == "done" and done.enriched_at is not None and done.finished_at is not None
+    assert (await import_row(ws, empty)).status == "done"
+    waiting = await import_row(ws, verified)
+    assert (waiting.status, waiting.finished_at) == ("enriching", None)
+    assert waiting.enriched_at is not None  # enrichment is over; verification is not
+    untouched = await import_row(ws, still_importing)
+    assert (untouched.status, untouched.enriched_at, untouched.finished_at) == ("importing", None, None)
+
+    await update_leads(ws, verifying[:1], verify_status="valid")
+    assert await enrich(dns_runtime, ws) == 1
+    assert (await import_row(ws, verified)).status == "done"
+    assert (await import_row(ws, verified)).enriched_at == waiting.enriched_at
+    assert await enrich(dns_runtime, ws) == 0
+
+
+async def test_an_import_waits_for_its_last_lead(
+    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
+) -> None:
+    ws = await make_workspace()
+    domain = unique_domain("imp-batch")
+    dns_server.add(domain, "MX", "10 mx.zoho.com.")
+    imp = await add_import(ws, status="enriching", verify=False)
+    await add_leads(ws, *({"email": f"l{i}@{domain}", "import_id": imp} for i in range(5)))
+    assert await enrich(dns_runtime, ws, limit=3) == 3
+    assert (await import_row(ws, imp)).status == "enriching"
+    assert await enrich(dns_runtime, ws, limit=3) == 2 + 1
+    assert (await import_row(ws, imp)).status == "done"
+
+
+# --- the worker -------------------------------------------------------------------------------------------
+
+
+async def test_worker_tick_enriches_across_workspaces(
+    tmp_path: Path, settings: Settings, dns_server: DnsServer
+) -> None:
+    """On a database of its own: a tick takes every workspace's waiting leads, which would include leads
+    other tests leave behind on the session database."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'enrich-worker.db'}"
+    rt = Runtime(
+        settings.model_copy(update={"database_url": url}),
+        ports=Ports(dns=DnspythonResolver(dns_server.nameservers, timeout_s=1.0)),
+    )
+    await migrate(rt.engine)
+    try:
+        handles = []
+        for n in range(2):
+            email = f"tick{n}-{os.getpid()}@example.com"
+            made = await rt.system(
+                init_workspace, email=email, name="Tick", workspace=f"T{n}", slug=f"tick-{n}", plan="growth"
+            )
+            await rt.system_read(authenticate_api_key, made.apiKey)
+            handles.append(
+                WorkspaceHandle(rt, made.apiKey, made.workspaceId, made.userId, made.slug, "owner", email)
+            )
+        domain = unique_domain("tick")
+        dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+        first = await add_leads(handles[0], *({"email": f"u{i}@{domain}"} for i in range(3)))
+        second = await add_leads(handles[1], {"email": f"u@{domain}"}, {"email": "x@gmail.com"})
+
+        assert await enrich_worker.tick(rt) == 5
+        assert await enrich_worker.tick(rt) == 0
+        assert dns_server.queries_for(domain) == 1
+        assert [r.esp for r in await lead_rows(handles[0], first)] == ["zoho"] * 3
+        assert [r.esp for r in await lead_rows(handles[1], second)] == ["zoho", "google"]
+    finally:
+        await rt.dispose()
+
+
+def test_the_enrich_worker_is_registered() -> None:
+    worker = ALL_WORKERS["enrich"]()
+    assert worker.name == "enrich" and worker.tick is enrich_worker.tick and worker.interval_s == 2.0

@@ -1,0 +1,211 @@
+"""Chunked import: exact counters on hand-built data, retries, limits and refusals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import MakeWorkspace
+from tests.leads.helpers import create, emails, import_chunk, listing, suppress
+
+COUNTERS = ("rows", "created", "updated", "skipped", "duplicates", "suppressed", "invalid")
+
+
+def counters(imp: dict[str, Any]) -> dict[str, int]:
+    return {k: imp[k] for k in COUNTERS}
+
+
+def balanced(imp: dict[str, Any]) -> bool:
+    return imp["rows"] == sum(imp[k] for k in COUNTERS if k != "rows")
+
+
+async def test_counters_are_exact_across_chunks_and_retries(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    await create(http, ws, "already@acme.io", company="Old Co")
+    await suppress(http, ws, "blocked@acme.io", "spam.example")
+    chunk1 = [
+        {"email": "one@acme.io", "firstName": "One"},
+        {"email": " ONE@acme.io "},  # duplicate within the chunk
+        {"email": "two@acme.io", "company": "Two Co"},
+        {"email": "not-an-address"},  # invalid
+        {"email": None},  # invalid
+        {"email": "blocked@acme.io"},  # suppressed address
+        {"email": "x@spam.example"},  # suppressed domain
+        {"email": "already@acme.io", "company": "New Co"},  # existing: skipped
+        {"email": "three@acme.io"},
+    ]
+    first = await import_chunk(http, ws, fileName="leads.csv", rows=chunk1, list={"name": "Conference"})
+    assert first.status_code == 200, first.text
+    imp = first.json()
+    assert imp["status"] == "importing" and imp["fileName"] == "leads.csv" and imp["listName"] == "Conference"
+    assert counters(imp) == {
+        "rows": 9,
+        "created": 3,
+        "updated": 0,
+        "skipped": 1,
+        "duplicates": 1,
+        "suppressed": 2,
+        "invalid": 2,
+    }
+
+    chunk2 = [
+        {"email": "two@acme.io"},  # duplicate of an earlier chunk
+        {"email": "blocked@acme.io"},  # duplicate of an earlier chunk (was suppressed there)
+        {"email": "four@acme.io", "lastName": "Four"},
+        {"email": "@bad"},
+    ]
+    body2 = {"importId": imp["id"], "rows": chunk2, "clientInvalid": 3, "clientDuplicates": 2, "final": True}
+    second = (await import_chunk(http, ws, **body2)).json()
+    expected = {
+        "rows": 9 + 4 + 5,
+        "created": 4,
+        "updated": 0,
+        "skipped": 1,
+        "duplicates": 1 + 2 + 2,
+        "suppressed": 2,
+        "invalid": 2 + 1 + 3,
+    }
+    assert counters(second) == expected and balanced(second)
+    assert second["status"] in ("enriching", "done")
+
+    retried = (await import_chunk(http, ws, **body2)).json()  # a client retry of the last chunk
+    assert counters(retried) == expected
+    retried_first = (
+        await import_chunk(
+            http, ws, importId=imp["id"], fileName="leads.csv", rows=chunk1, list={"name": "Conference"}
+        )
+    ).json()
+    assert counters(retried_first) == expected
+
+    stored = await emails(http, ws, sort="email", dir="asc")
+    assert stored == ["already@acme.io", "four@acme.io", "one@acme.io", "three@acme.io", "two@acme.io"]
+    assert (await listing(http, ws, search="old co"))["total"] == 1  # skipped lead untouched
+    in_list = await emails(http, ws, listId=imp["listId"], sort="email", dir="asc")
+    assert in_list == ["already@acme.io", "four@acme.io", "one@acme.io", "three@acme.io", "two@acme.io"]
+    fetched = (await http.get(f"/api/v1/leads/imports/{imp['id']}", headers=ws.headers)).json()
+    assert counters(fetched) == expected
+    listed = (await http.get("/api/v1/leads/imports", headers=ws.headers)).json()["imports"]
+    assert [i["id"] for i in listed] == [imp["id"]]
+
+    late = await import_chunk(http, ws, importId=imp["id"], rows=[{"email": "late@acme.io"}])
+    assert late.status_code == 409 and late.json()["error"]["code"] == "invalid_state"
+
+
+async def test_existing_update_fills_in_new_values(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    lead = await create(http, ws, "keep@acme.io", firstName="Kim", company="Old", custom={"a": 1})
+    imp = (
+        await import_chunk(
+            http,
+            ws,
+            existing="update",
+            final=True,
+            rows=[{"email": "KEEP@acme.io", "company": "New", "firstName": "  ", "custom": {"b": 2}}],
+        )
+    ).json()
+    assert counters(imp) == {
+        "rows": 1,
+        "created": 0,
+        "updated": 1,
+        "skipped": 0,
+        "duplicates": 0,
+        "suppressed": 0,
+        "invalid": 0,
+    }
+    after = (await http.get(f"/api/v1/leads/{lead['id']}", headers=ws.headers)).json()
+    assert after["company"] == "New" and after["firstName"] == "Kim" and after["custom"] == {"a": 1, "b": 2}
+    assert await emails(http, ws, search="new") == ["keep@acme.io"]
+
+
+async def test_refusals_keep_what_was_imported(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    imp = (await import_chunk(http, ws, rows=[{"email": f"r{i}@acme.io"} for i in range(10)])).json()
+    too_many = await import_chunk(
+        http, ws, importId=imp["id"], rows=[{"email": f"x{i}@acme.io"} for i in range(5001)]
+    )
+    assert too_many.status_code == 413 and too_many.json()["error"]["code"] == "payload_too_large"
+    bad_row = await import_chunk(
+        http, ws, importId=imp["id"], rows=[{"email": "ok@acme.io", "title": "x" * 301}]
+    )
+    assert bad_row.status_code == 422
+    assert bad_row.json()["error"]["details"]["fields"][0]["path"] == "rows.0.title"
+    unknown = await import_chunk(http, ws, importId="imp_missing", rows=[{"email": "u@acme.io"}])
+    assert unknown.status_code == 404
+    unknown_list = await import_chunk(http, ws, rows=[{"email": "u@acme.io"}], list={"id": "list_missing"})
+    assert unknown_list.status_code == 404
+    assert (await listing(http, ws))["total"] == 10
+    fetched = (await http.get(f"/api/v1/leads/imports/{imp['id']}", headers=ws.headers)).json()
+    assert fetched["created"] == 10 and fetched["rows"] == 10
+
+
+async def test_import_needs_an_active_plan(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace(plan=None)
+    response = await import_chunk(http, ws, rows=[{"email": "p@acme.io"}])
+    assert response.status_code == 402 and response.json()["error"]["code"] == "plan_required"
+    assert (await listing(http, ws))["total"] == 0
+
+
+async def test_contacts_limit_refuses_the_chunk_that_would_pass_it(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace(plan="starter")  # 2,000 contacts
+    first = (await import_chunk(http, ws, rows=[{"email": f"c{i}@acme.io"} for i in range(1995)])).json()
+    over = await import_chunk(
+        http, ws, importId=first["id"], rows=[{"email": f"d{i}@acme.io"} for i in range(6)]
+    )
+    assert over.status_code == 429 and over.json()["error"]["code"] == "quota_exceeded"
+    assert over.json()["error"]["details"] == {"limit": 2000, "current": 1995, "adding": 6}
+    fits = await import_chunk(
+        http, ws, importId=first["id"], rows=[{"email": f"d{i}@acme.io"} for i in range(5)]
+    )
+    assert fits.status_code == 200 and fits.json()["created"] == 2000
+    assert (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()["total"] == 2000
+
+
+@pytest.mark.parametrize("field", ["clientInvalid", "clientDuplicates"])
+async def test_client_counts_are_validated(
+    field: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    response = await import_chunk(http, ws, rows=[], **{field: -1})
+    assert response.status_code == 422
+
+
+async def test_final_chunk_starts_background_work(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    imp = (await import_chunk(http, ws, rows=[{"email": "bg@acme.io"}], final=True)).json()
+    assert imp["status"] == "enriching" and imp["finishedAt"] is None
+    assert (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()["importing"] is True
+
+
+async def test_import_is_done_once_every_lead_is_enriched(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_runtime: Any, dns_server: Any
+) -> None:
+    from outreach_core.enrichment.operations import enrich_pending
+
+    ws = await make_workspace()
+    dns_server.add("importco.example", "MX", "10 aspmx.l.google.com.")
+    rows = [{"email": f"e{i}@importco.example", "phone": "+49 30 1234567"} for i in range(20)] + [
+        {"email": "ann@outlook.com"}
+    ]
+    imp = (await import_chunk(http, ws, rows=rows, final=True)).json()
+    assert imp["status"] == "enriching" and imp["enrichedAt"] is None
+    await dns_runtime.system(enrich_pending, workspace_id=ws.workspace_id)
+    done = (await http.get(f"/api/v1/leads/imports/{imp['id']}", headers=ws.headers)).json()
+    assert done["status"] == "done" and done["enrichedAt"] and done["finishedAt"]
+    assert dns_server.queries_for("importco.example") == 1  # one lookup for twenty leads
+    leads = {lead["email"]: lead for lead in (await listing(http, ws, pageSize=50))["leads"]}
+    assert leads["e0@importco.example"]["esp"] == "google" and leads["e0@importco.example"]["country"] == "DE"
+    assert leads["ann@outlook.com"]["esp"] == "microsoft"
+    stats = (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()
+    assert stats["importing"] is False and stats["esp"]["google"] == 20 and stats["esp"]["microsoft"] == 1

@@ -1,0 +1,357 @@
+"""The single lead, listing, filters, sorts, stats and deletion, over real HTTP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import outbox
+from tests.conftest import MakeWorkspace
+from tests.leads.helpers import create, emails, listing, suppress
+
+
+async def test_create_normalises_and_returns_every_field(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    lead = await create(
+        http,
+        ws,
+        "  Ann.Lee@Example.COM ",
+        firstName="Ann",
+        lastName="Lee",
+        company="Acme",
+        title="CTO",
+        website="https://acme.example",
+        phone="+49 30 1234567",
+        linkedin="https://linkedin.com/in/ann",
+        country="DE",
+        timezone="Europe/Berlin",
+        custom={"plan": "pro", "seats": 12},
+    )
+    assert lead["email"] == "ann.lee@example.com"
+    assert (
+        lead["firstName"] == "Ann"
+        and lead["company"] == "Acme"
+        and lead["custom"] == {"plan": "pro", "seats": 12}
+    )
+    assert lead["status"] == "active" and lead["verifyStatus"] == "unknown" and lead["esp"] == "unknown"
+    assert lead["labels"] == [] and lead["lists"] == [] and lead["createdAt"].endswith("Z")
+    expected = {
+        "id",
+        "email",
+        "firstName",
+        "lastName",
+        "company",
+        "title",
+        "country",
+        "timezone",
+        "esp",
+        "mxHost",
+        "verifyStatus",
+        "verifyReason",
+        "status",
+        "labels",
+        "createdAt",
+        "countrySource",
+        "website",
+        "phone",
+        "linkedin",
+        "custom",
+        "lists",
+        "verifiedAt",
+        "updatedAt",
+    }
+    assert set(lead) == expected
+    fetched = (await http.get(f"/api/v1/leads/{lead['id']}", headers=ws.headers)).json()
+    assert fetched == lead
+
+
+@pytest.mark.parametrize("bad", ["", "nope", "a@b", "ann@@x.com", "Ann <ann@x.com>"])
+async def test_create_refuses_invalid_addresses(
+    bad: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    response = await http.post("/api/v1/leads", headers=ws.headers, json={"email": bad})
+    assert response.status_code == 422 and response.json()["error"]["details"]["fields"][0]["path"] == "email"
+    assert (await listing(http, ws))["total"] == 0
+
+
+async def test_create_refuses_duplicates_and_suppressed(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    first = await create(http, ws, "dup@example.com")
+    again = await http.post("/api/v1/leads", headers=ws.headers, json={"email": "DUP@example.com"})
+    assert again.status_code == 409 and again.json()["error"]["details"]["id"] == first["id"]
+    await suppress(http, ws, "blocked.example")
+    blocked = await http.post("/api/v1/leads", headers=ws.headers, json={"email": "x@blocked.example"})
+    assert blocked.status_code == 409 and blocked.json()["error"]["details"]["reason"] == "suppressed"
+    assert (await listing(http, ws))["total"] == 1
+
+
+async def test_update_is_partial_and_null_clears(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    lead = await create(http, ws, "upd@example.com", firstName="Ann", company="Acme", title="CTO")
+    patched = await http.patch(
+        f"/api/v1/leads/{lead['id']}",
+        headers=ws.headers,
+        json={"company": "Beta", "title": None, "status": "interested"},
+    )
+    assert patched.status_code == 200
+    body = patched.json()
+    assert body["company"] == "Beta" and body["title"] is None and body["firstName"] == "Ann"
+    assert body["status"] == "interested" and body["updatedAt"] >= lead["updatedAt"]
+    assert await emails(http, ws, search="beta") == ["upd@example.com"]  # search follows the new company
+    assert await emails(http, ws, search="acme") == []
+    email_change = await http.patch(
+        f"/api/v1/leads/{lead['id']}", headers=ws.headers, json={"email": "x@y.com"}
+    )
+    assert email_change.status_code == 422
+    bad_status = await http.patch(f"/api/v1/leads/{lead['id']}", headers=ws.headers, json={"status": "gone"})
+    assert bad_status.status_code == 422
+
+
+async def test_mark_won_sets_status_and_records_the_event(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    lead = await create(http, ws, "won@example.com")
+    won = await http.post(
+        f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"value": 1200.5, "campaignId": "cmp_x"}
+    )
+    assert won.status_code == 200 and won.json()["status"] == "won"
+
+    async def events(ctx: WorkspaceContext) -> list[Any]:
+        o = scoped(ctx, outbox)
+        return [dict(r._mapping) for r in (await ctx.conn.execute(o.select())).all()]
+
+    recorded = await ws.runtime.read(await ws.principal(), events)
+    assert [e["kind"] for e in recorded] == ["lead.won"]
+    assert recorded[0]["payload"]["data"] == {
+        "leadId": lead["id"],
+        "email": "won@example.com",
+        "value": 1200.5,
+        "campaignId": "cmp_x",
+    }
+    negative = await http.post(f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"value": -1})
+    assert negative.status_code == 422
+    missing = await http.post("/api/v1/leads/lead_missing/won", headers=ws.headers, json={})
+    assert missing.status_code == 404
+
+
+async def _people(http: httpx.AsyncClient, ws: Any) -> dict[str, dict[str, Any]]:
+    people = [
+        ("ann@alpha.io", "Ann", "Zed", "Zeta Corp"),
+        ("bob@beta.io", "Bob", "Young", "Alpha Inc"),
+        ("cid@gamma.io", "Cid", "Xu", "Mid Co"),
+        ("dee@delta.io", None, None, None),
+    ]
+    return {e: await create(http, ws, e, firstName=f, lastName=last, company=c) for e, f, last, c in people}
+
+
+async def test_filters_and_search(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace()
+    people = await _people(http, ws)
+    assert await emails(http, ws, search="alpha") == ["bob@beta.io", "ann@alpha.io"]  # company and email
+    assert await emails(http, ws, search="YOUNG") == ["bob@beta.io"]
+    assert await emails(http, ws, search="xu") == ["cid@gamma.io"]  # short terms work too
+    assert await emails(http, ws, search="nobody") == []
+    assert await emails(http, ws, search="50%_") == []
+    await http.patch(
+        f"/api/v1/leads/{people['cid@gamma.io']['id']}", headers=ws.headers, json={"status": "replied"}
+    )
+    assert await emails(http, ws, status="replied") == ["cid@gamma.io"]
+    assert sorted(await emails(http, ws, status=["replied", "active"])) == sorted(people)
+    assert await emails(http, ws, verify="valid") == []
+    assert len(await emails(http, ws, esp="unknown")) == 4
+    assert len(await emails(http, ws, labelId="none")) == 4
+    for params in (
+        {"pageSize": 5},
+        {"pageSize": 201},
+        {"page": 0},
+        {"page": 100_001},
+        {"search": "x" * 201},
+        {"sort": "title"},
+        {"dir": "up"},
+        {"status": "gone"},
+        {"unknown": "1"},
+    ):
+        response = await http.get("/api/v1/leads", headers=ws.headers, params=params)
+        assert response.status_code == 422, params
+
+
+@pytest.mark.parametrize(
+    ("sort", "ascending"),
+    [
+        ("email", ["ann@alpha.io", "bob@beta.io", "cid@gamma.io", "dee@delta.io"]),
+        ("name", ["dee@delta.io", "ann@alpha.io", "bob@beta.io", "cid@gamma.io"]),
+        ("company", None),
+        ("createdAt", ["ann@alpha.io", "bob@beta.io", "cid@gamma.io", "dee@delta.io"]),
+    ],
+)
+async def test_sorts_in_both_directions(
+    sort: str, ascending: list[str] | None, http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    await _people(http, ws)
+    up = await emails(http, ws, sort=sort, dir="asc")
+    down = await emails(http, ws, sort=sort, dir="desc")
+    if ascending is not None:
+        assert up == ascending
+    else:  # NULL company sorts first or last depending on the engine; the named ones keep their order
+        assert [e for e in up if e != "dee@delta.io"] == ["bob@beta.io", "cid@gamma.io", "ann@alpha.io"]
+    assert down == list(reversed(up))
+
+
+async def test_paging_and_total(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace()
+    for i in range(25):
+        await create(http, ws, f"p{i:02d}@example.com")
+    first = await listing(http, ws, pageSize=10, sort="email", dir="asc")
+    third = await listing(http, ws, pageSize=10, page=3, sort="email", dir="asc")
+    beyond = await listing(http, ws, pageSize=10, page=100_000)
+    assert first["total"] == third["total"] == beyond["total"] == 25
+    assert [lead["email"] for lead in first["leads"]] == [f"p{i:02d}@example.com" for i in range(10)]
+    assert [lead["email"] for lead in third["leads"]] == [f"p{i:02d}@example.com" for i in range(20, 25)]
+    assert beyond["leads"] == [] and first["page"] == 1 and first["pageSize"] == 10
+
+
+async def test_stats_count_every_dimension(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace()
+    people = await _people(http, ws)
+    await http.post(f"/api/v1/leads/{people['ann@alpha.io']['id']}/won", headers=ws.headers, json={})
+    stats = (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()
+    assert stats["total"] == 4
+    assert stats["status"] == {
+        "active": 3,
+        "replied": 0,
+        "interested": 0,
+        "won": 1,
+        "bounced": 0,
+        "unsubscribed": 0,
+        "suppressed": 0,
+    }
+    assert stats["verify"]["unknown"] == 4 and sum(stats["verify"].values()) == 4
+    assert stats["esp"]["unknown"] == 4 and set(stats["esp"]) == {
+        "google",
+        "microsoft",
+        "yahoo",
+        "proton",
+        "icloud",
+        "zoho",
+        "other",
+        "unknown",
+    }
+    assert stats["importing"] is False and stats["verifierEnabled"] is False
+
+
+async def test_delete_by_ids_and_filter(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace()
+    people = await _people(http, ws)
+    await suppress(http, ws, "ann@alpha.io")
+    by_ids = await http.post(
+        "/api/v1/leads/delete",
+        headers=ws.headers,
+        json={"target": {"ids": [people["ann@alpha.io"]["id"], "lead_missing"]}},
+    )
+    assert by_ids.status_code == 200 and by_ids.json() == {"deleted": 1}
+    by_filter = await http.post(
+        "/api/v1/leads/delete", headers=ws.headers, json={"target": {"filter": {"search": "io"}}}
+    )
+    assert by_filter.json() == {"deleted": 3}
+    assert (await listing(http, ws))["total"] == 0
+    kept = (await http.get("/api/v1/suppressions", headers=ws.headers, params={"search": "ann@"})).json()
+    assert [s["value"] for s in kept["suppressions"]] == ["ann@alpha.io"]  # suppressions stay
+    for target in ({}, {"ids": []}, {"ids": ["a"], "all": True}, {"all": False}):
+        refused = await http.post("/api/v1/leads/delete", headers=ws.headers, json={"target": target})
+        assert refused.status_code == 422, target
+
+
+async def test_leads_of_another_workspace_are_out_of_reach(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    mine, theirs = await make_workspace(), await make_workspace()
+    their = await create(http, theirs, "secret@theirs.io", company="Theirs")
+    lead_id = their["id"]
+    assert (await http.get(f"/api/v1/leads/{lead_id}", headers=mine.headers)).status_code == 404
+    assert (
+        await http.patch(f"/api/v1/leads/{lead_id}", headers=mine.headers, json={"company": "X"})
+    ).status_code == 404
+    assert (await http.post(f"/api/v1/leads/{lead_id}/won", headers=mine.headers, json={})).status_code == 404
+    deleted = await http.post(
+        "/api/v1/leads/delete", headers=mine.headers, json={"target": {"ids": [lead_id]}}
+    )
+    assert deleted.json() == {"deleted": 0}
+    wiped = await http.post("/api/v1/leads/delete", headers=mine.headers, json={"target": {"all": True}})
+    assert wiped.json() == {"deleted": 0}
+    assert await emails(http, mine, search="secret") == []
+    assert (await http.get("/api/v1/leads/stats", headers=mine.headers)).json()["total"] == 0
+    assert (await http.get(f"/api/v1/leads/{lead_id}", headers=theirs.headers)).json()["company"] == "Theirs"
+
+
+async def test_trigger_counters_agree_with_a_full_count(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Stats come from trigger-maintained counters; after every kind of change they equal a real count."""
+    from sqlalchemy import func
+
+    from outreach_core.context import scoped
+    from outreach_core.db.tables import leads
+
+    ws = await make_workspace()
+    people = await _people(http, ws)
+    await http.post(
+        "/api/v1/leads/import",
+        headers=ws.headers,
+        json={"rows": [{"email": f"c{i}@acme.io"} for i in range(30)]},
+    )
+    await http.patch(
+        f"/api/v1/leads/{people['bob@beta.io']['id']}", headers=ws.headers, json={"status": "replied"}
+    )
+    await http.post(f"/api/v1/leads/{people['cid@gamma.io']['id']}/won", headers=ws.headers, json={})
+    await http.post("/api/v1/leads/delete", headers=ws.headers, json={"target": {"filter": {"search": "c1"}}})
+    await suppress(http, ws, "dee@delta.io")
+
+    async def real(ctx: WorkspaceContext) -> dict[str, int]:
+        t = scoped(ctx, leads)
+        rows = (await ctx.conn.execute(t.select(leads.c.status, func.count()).group_by(leads.c.status))).all()
+        return {status: n for status, n in rows}
+
+    truth = await ws.runtime.read(await ws.principal(), real)
+    stats = (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()
+    assert {k: v for k, v in stats["status"].items() if v} == truth
+    assert stats["total"] == sum(truth.values()) == (await listing(http, ws))["total"]
+    assert (await listing(http, ws, status="replied"))["total"] == truth.get("replied", 0) == 1
+
+
+async def test_countries_are_stored_as_iso_codes(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    lead = await create(http, ws, "de@acme.io", country="Germany")
+    assert lead["country"] == "DE" and lead["countrySource"] is None
+    narnia = await http.post(
+        "/api/v1/leads", headers=ws.headers, json={"email": "n@acme.io", "country": "Narnia"}
+    )
+    assert narnia.status_code == 422 and narnia.json()["error"]["details"]["fields"][0]["path"] == "country"
+    patched = await http.patch(f"/api/v1/leads/{lead['id']}", headers=ws.headers, json={"country": "fr"})
+    assert patched.json()["country"] == "FR"
+    imp = await http.post(
+        "/api/v1/leads/import",
+        headers=ws.headers,
+        json={
+            "rows": [
+                {"email": "uk@acme.io", "country": "United Kingdom"},
+                {"email": "x@acme.io", "country": "Narnia"},
+            ]
+        },
+    )
+    assert imp.json()["created"] == 2
+    by_email = {lead["email"]: lead for lead in (await listing(http, ws, pageSize=50))["leads"]}
+    assert by_email["uk@acme.io"]["country"] == "GB" and by_email["x@acme.io"]["country"] is None
