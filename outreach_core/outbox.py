@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from sqlalchemy import Select, String, func, literal
+
+from outreach_core.bulk import insert_from_select, row_ids
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import outbox
+from outreach_core.db.tables import leads, outbox
+from outreach_core.db.types import UtcDateTime
 from outreach_core.ids import new_id
 
 EventKind = Literal[
@@ -35,3 +39,34 @@ async def record_event(ctx: WorkspaceContext, kind: EventKind, data: dict[str, A
         )
     )
     return event_id
+
+
+async def record_lead_events(
+    ctx: WorkspaceContext, kind: EventKind, lead_ids: Select[Any], extra: dict[str, str | None]
+) -> int:
+    """One event per lead in the sub-select `lead_ids`, built and inserted in one statement (no id lists in
+    Python): `data` is `{leadId, email, **extra}`. Returns how many events were written."""
+    build = func.jsonb_build_object if ctx.conn.dialect.name == "postgresql" else func.json_object
+    event_id = row_ids("evt", leads.c.id)
+    data_pairs: list[Any] = [literal("leadId"), leads.c.id, literal("email"), leads.c.email]
+    for key, value in extra.items():
+        data_pairs += [literal(key), literal(value, String)]
+    payload = build(
+        literal("id"),
+        event_id,
+        literal("type"),
+        literal(kind),
+        literal("createdAt"),
+        literal(ctx.now.isoformat()),
+        literal("data"),
+        build(*data_pairs),
+    )
+    source = (
+        scoped(ctx, leads)
+        .select(event_id, literal(kind, String), payload, literal(ctx.now, UtcDateTime))
+        .where(leads.c.id.in_(lead_ids))
+    )
+    result = await ctx.conn.execute(
+        insert_from_select(ctx, outbox, ["id", "kind", "payload", "created_at"], source)
+    )
+    return int(result.rowcount)

@@ -83,6 +83,11 @@ class Runtime:
         return await self._run(self._system_ctx, fn, True, args, kwargs)
 
     async def dispose(self) -> None:
+        """Close the database pool and any adapter that holds connections (the HTTP client)."""
+        for port in (self.ports.http, self.ports.dns):
+            close = getattr(port, "aclose", None)
+            if close is not None:
+                await close()
         await self.engine.dispose()
 
     # ----------------------------------------------------------------------------------------------------

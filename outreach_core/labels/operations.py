@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Select, String, exists, func, literal
 
+from outreach_core.bulk import insert_from_select, row_ids
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import label_timers, labels, lead_labels, leads, list_leads
 from outreach_core.db.types import UtcDateTime
@@ -29,8 +30,8 @@ from outreach_core.labels.schemas import (
 )
 from outreach_core.leads.schemas import Labeled, LabelTargetIn, Removed
 from outreach_core.leads.targets import target_ids
-from outreach_core.lists.bulk import insert_from_select, row_ids
 from outreach_core.lists.operations import add_to_list, get_list
+from outreach_core.outbox import record_lead_events
 from outreach_core.suppressions.operations import suppress_lead_ids
 from outreach_core.wire import Ok
 
@@ -208,6 +209,12 @@ async def put_label_on(ctx: WorkspaceContext, label: LabelRow, lead_ids: Select[
     )
     labeled = int(result.rowcount)
     if labeled:
+        stamped = (
+            scoped(ctx, lead_labels)
+            .select(lead_labels.c.lead_id)
+            .where(lead_labels.c.label_id == label.id, lead_labels.c.labeled_at == ctx.now)
+        )
+        await record_lead_events(ctx, "lead.labeled", stamped, {"labelId": label.id, "label": label.name})
         await _run_triggers(ctx, label)
     return labeled
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func
@@ -95,14 +96,27 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
 
 async def get_lead_stats(ctx: WorkspaceContext, query: LeadStatsQuery) -> LeadStats:
     """Counts of the workspace's leads (or of one list) by status, verification result and email provider,
-    and whether an import is still being processed. One grouped scan."""
-    lead_table = scoped(ctx, leads)
-    stmt = lead_table.select(leads.c.status, leads.c.verify_status, leads.c.esp, func.count().label("n"))
+    and whether an import is still being processed.
+
+    The whole workspace is read from the trigger-kept `lead_counters` (no scan); a list is one grouped scan
+    of its members."""
+    grouped: Sequence[Any]
     if query.list_id:
+        lead_table = scoped(ctx, leads)
+        stmt = lead_table.select(leads.c.status, leads.c.verify_status, leads.c.esp, func.count().label("n"))
         stmt = stmt.where(*filter_conditions(ctx, _list_filter(query.list_id)))
-    grouped = (
-        await ctx.conn.execute(stmt.group_by(leads.c.status, leads.c.verify_status, leads.c.esp))
-    ).all()
+        grouped = (
+            await ctx.conn.execute(stmt.group_by(leads.c.status, leads.c.verify_status, leads.c.esp))
+        ).all()
+    else:
+        counters = scoped(ctx, lead_counters)
+        columns = (
+            lead_counters.c.status,
+            lead_counters.c.verify_status,
+            lead_counters.c.esp,
+            lead_counters.c.n,
+        )
+        grouped = (await ctx.conn.execute(counters.select(*columns).where(lead_counters.c.n > 0))).all()
     status = dict.fromkeys(LEAD_STATUSES, 0)
     verify = dict.fromkeys(VERIFY_STATUSES, 0)
     esp = dict.fromkeys(ESPS, 0)

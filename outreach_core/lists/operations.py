@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import Select, exists, func, literal
 
+from outreach_core.bulk import insert_from_select
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import labels, leads, list_leads, lists
 from outreach_core.db.types import UtcDateTime
@@ -14,7 +15,6 @@ from outreach_core.ids import new_id
 from outreach_core.labels.rules import without_list
 from outreach_core.leads.schemas import Added, ListTargetIn, Removed
 from outreach_core.leads.targets import target_ids
-from outreach_core.lists.bulk import insert_from_select
 from outreach_core.lists.schemas import MAX_LISTS, CreateListIn, LeadList, LeadLists, UpdateListIn
 from outreach_core.wire import Ok
 

@@ -12,13 +12,13 @@ from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, String, exists, func, literal
 
+from outreach_core.bulk import insert_from_select, row_ids
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads, suppressions
 from outreach_core.db.types import UtcDateTime
 from outreach_core.ids import new_id
 from outreach_core.leads.schemas import Removed, Suppressed, SuppressTargetIn
 from outreach_core.leads.targets import target_ids
-from outreach_core.lists.bulk import insert_from_select, row_ids
 from outreach_core.suppressions.rules import Kind, parse_entries
 from outreach_core.suppressions.schemas import (
     AddSuppressionsIn,

@@ -1,4 +1,4 @@
-"""Set-based building blocks shared by lists, labels and suppressions.
+"""Set-based building blocks: INSERT ... SELECT into workspace-owned tables, and row ids made in SQL.
 
 `insert_from_select` is `INSERT ... SELECT` on a workspace-owned table with the caller's `workspace_id`
 always supplied by this helper (never by the source query), the same guarantee `scoped(...).insert()` gives
