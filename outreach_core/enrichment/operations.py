@@ -26,6 +26,7 @@ from sqlalchemy import bindparam, not_, or_
 from sqlalchemy.dialects import postgresql, sqlite
 
 from outreach_core.context import SystemContext, system_scope
+from outreach_core.db.maintenance import refresh_lead_statistics
 from outreach_core.db.tables import domain_cache, lead_imports, leads
 from outreach_core.enrichment.rules import (
     classify_esp,
@@ -373,4 +374,7 @@ async def finish_imports(ctx: SystemContext, *, workspace_id: str | None = None)
         )
         .values(status="done", finished_at=ctx.now)
     )
-    return int(done.rowcount or 0)
+    finished = int(done.rowcount or 0)
+    if finished:
+        await refresh_lead_statistics(ctx.conn)
+    return finished
