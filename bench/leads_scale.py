@@ -12,19 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import random
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from _server import served
 
 ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 5_000
@@ -63,12 +58,6 @@ LAST = [
 ]
 WORDS = ["acme", "globex", "initech", "umbrella", "hooli", "vandelay", "stark", "wayne", "wonka", "tyrell"]
 DOMAINS = ["gmail.com", "outlook.com", "yahoo.com", "proton.me", "icloud.com", "zoho.com"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def row(i: int, rng: random.Random) -> dict[str, Any]:
@@ -114,122 +103,69 @@ def main() -> None:
     parser.add_argument("--leads", type=int, default=1_000_000)
     parser.add_argument("--samples", type=int, default=30)
     args = parser.parse_args()
-    tmp = tempfile.mkdtemp(prefix="outreach-bench-")
-    env = {**os.environ}
-    env.setdefault("OUTREACH_DATABASE_URL", f"sqlite+aiosqlite:///{tmp}/bench.db")
-    env.setdefault("OUTREACH_SECRET_KEY", "bench-secret")
-    env.update(
-        OUTREACH_RATE_LIMIT_PER_MINUTE="100000000",
-        OUTREACH_RATE_LIMIT_BURST="100000000",
-        OUTREACH_LOG_LEVEL="WARNING",
-    )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env["OUTREACH_PUBLIC_URL"] = base
-    stamp = str(int(time.time()))
-    init = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "outreach_app.cli",
-            "init",
-            "--email",
-            f"b{stamp}@example.com",
-            "--name",
-            "B",
-            "--workspace",
-            "Bench",
-            "--slug",
-            f"bench-{stamp}",
-            "--plan",
-            "agency",
-        ],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    key = json.loads(init.stdout)["apiKey"]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "outreach_app.cli", "serve", "--port", str(port), "--no-workers"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    engine = "PostgreSQL" if env["OUTREACH_DATABASE_URL"].startswith("postgresql") else "SQLite"
-    try:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=600) as http:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    http.get("/api/v1/ping").raise_for_status()
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.1)
-            rng = random.Random(7)
-            lst = http.post("/api/v1/lists", json={"name": "Bench"})
-            list_id = lst.json()["id"] if lst.status_code == 200 else None
-            import_id = None
-            started = time.perf_counter()
-            chunk_times = []
-            for first in range(0, args.leads, CHUNK):
-                rows = [row(i, rng) for i in range(first, min(first + CHUNK, args.leads))]
-                body: dict[str, Any] = {"rows": rows, "final": first + CHUNK >= args.leads}
-                if import_id:
-                    body["importId"] = import_id
-                elif list_id and args.leads <= 2 * CHUNK:
-                    body["list"] = {"id": list_id}
-                t0 = time.perf_counter()
-                response = http.post("/api/v1/leads/import", json=body)
-                chunk_times.append(time.perf_counter() - t0)
-                response.raise_for_status()
-                import_id = response.json()["id"]
-            elapsed = time.perf_counter() - started
-            result = http.get(f"/api/v1/leads/imports/{import_id}").json()
-            rate = args.leads / elapsed
-            p50_ms, p95_ms = percentile(chunk_times, 50) * 1000, percentile(chunk_times, 95) * 1000
-            print(
-                f"\n{engine}: imported {args.leads:,} leads in {elapsed:.1f} s = {rate:,.0f} rows/s "
-                f"(chunk p50 {p50_ms:.0f} ms, p95 {p95_ms:.0f} ms; created {result['created']:,})\n"
-            )
+    with (
+        served(plan="agency") as server,
+        httpx.Client(
+            base_url=server.base, headers={"Authorization": f"Bearer {server.key}"}, timeout=600
+        ) as http,
+    ):
+        engine, env = server.engine, server.env
+        rng = random.Random(7)
+        lst = http.post("/api/v1/lists", json={"name": "Bench"})
+        list_id = lst.json()["id"] if lst.status_code == 200 else None
+        import_id = None
+        started = time.perf_counter()
+        chunk_times = []
+        for first in range(0, args.leads, CHUNK):
+            rows = [row(i, rng) for i in range(first, min(first + CHUNK, args.leads))]
+            body: dict[str, Any] = {"rows": rows, "final": first + CHUNK >= args.leads}
+            if import_id:
+                body["importId"] = import_id
+            elif list_id and args.leads <= 2 * CHUNK:
+                body["list"] = {"id": list_id}
+            t0 = time.perf_counter()
+            response = http.post("/api/v1/leads/import", json=body)
+            chunk_times.append(time.perf_counter() - t0)
+            response.raise_for_status()
+            import_id = response.json()["id"]
+        elapsed = time.perf_counter() - started
+        result = http.get(f"/api/v1/leads/imports/{import_id}").json()
+        rate = args.leads / elapsed
+        p50_ms, p95_ms = percentile(chunk_times, 50) * 1000, percentile(chunk_times, 95) * 1000
+        print(
+            f"\n{engine}: imported {args.leads:,} leads in {elapsed:.1f} s = {rate:,.0f} rows/s "
+            f"(chunk p50 {p50_ms:.0f} ms, p95 {p95_ms:.0f} ms; created {result['created']:,})\n"
+        )
 
-            # What the enrich worker does when an import finishes (the benchmark runs the server without
-            # workers, so that no DNS is needed): refresh the planner statistics of `leads`.
-            asyncio.run(_refresh_statistics(env["OUTREACH_DATABASE_URL"]))
+        # What the enrich worker does when an import finishes (the benchmark runs the server without
+        # workers, so that no DNS is needed): refresh the planner statistics of `leads`.
+        asyncio.run(_refresh_statistics(env["OUTREACH_DATABASE_URL"]))
 
-            deepest = max(1, min(100_000, -(-args.leads // 10)))
-            cases: list[tuple[str, dict[str, Any]]] = [("page 1, default sort (createdAt desc)", {})]
-            for sort in ("createdAt", "email", "name", "company"):
-                for direction in ("asc", "desc"):
-                    cases.append((f"sort={sort} dir={direction}", {"sort": sort, "dir": direction}))
-            cases += [
-                ("status=active", {"status": "active"}),
-                ("status=won (none match)", {"status": "won"}),
-                ("verify=unknown", {"verify": "unknown"}),
-                ("esp=unknown", {"esp": "unknown"}),
-                ("labelId=none", {"labelId": "none"}),
-                ("search=hooli (many match)", {"search": "hooli"}),
-                ("search=ann.lee12345 (few match)", {"search": "ann.lee12345"}),
-                ("search=zz (2 chars, none)", {"search": "zz"}),
-                (f"deepest page ({deepest:,} x 10)", {"page": deepest, "pageSize": 10}),
-            ]
-            if list_id:
-                cases.append(("listId", {"listId": list_id}))
-            print("| GET /leads | p50 ms | p95 ms | total |")
-            print("|---|---:|---:|---:|")
-            for name, params in cases:
-                p50, p95, total = timed(http, "/api/v1/leads", params, args.samples)
-                print(f"| {name} | {p50:.1f} | {p95:.1f} | {total:,} |")
-            p50, p95, total = timed(http, "/api/v1/leads/stats", {}, args.samples)
-            print(f"| GET /leads/stats | {p50:.1f} | {p95:.1f} | {total:,} |")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        deepest = max(1, min(100_000, -(-args.leads // 10)))
+        cases: list[tuple[str, dict[str, Any]]] = [("page 1, default sort (createdAt desc)", {})]
+        for sort in ("createdAt", "email", "name", "company"):
+            for direction in ("asc", "desc"):
+                cases.append((f"sort={sort} dir={direction}", {"sort": sort, "dir": direction}))
+        cases += [
+            ("status=active", {"status": "active"}),
+            ("status=won (none match)", {"status": "won"}),
+            ("verify=unknown", {"verify": "unknown"}),
+            ("esp=unknown", {"esp": "unknown"}),
+            ("labelId=none", {"labelId": "none"}),
+            ("search=hooli (many match)", {"search": "hooli"}),
+            ("search=ann.lee12345 (few match)", {"search": "ann.lee12345"}),
+            ("search=zz (2 chars, none)", {"search": "zz"}),
+            (f"deepest page ({deepest:,} x 10)", {"page": deepest, "pageSize": 10}),
+        ]
+        if list_id:
+            cases.append(("listId", {"listId": list_id}))
+        print("| GET /leads | p50 ms | p95 ms | total |")
+        print("|---|---:|---:|---:|")
+        for name, params in cases:
+            p50, p95, total = timed(http, "/api/v1/leads", params, args.samples)
+            print(f"| {name} | {p50:.1f} | {p95:.1f} | {total:,} |")
+        p50, p95, total = timed(http, "/api/v1/leads/stats", {}, args.samples)
+        print(f"| GET /leads/stats | {p50:.1f} | {p95:.1f} | {total:,} |")
 
 
 if __name__ == "__main__":

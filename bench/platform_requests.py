@@ -12,41 +12,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 import httpx2
+from _server import served
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "outreach_app.cli", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
 
 
 async def measure(
@@ -118,57 +95,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
-    tmp = tempfile.mkdtemp(prefix="outreach-bench-")
-    env = {**os.environ}
-    env.setdefault("OUTREACH_DATABASE_URL", f"sqlite+aiosqlite:///{tmp}/bench.db")
-    env.setdefault("OUTREACH_SECRET_KEY", "bench-secret")
-    env.update(
-        OUTREACH_RATE_LIMIT_PER_MINUTE="100000000",
-        OUTREACH_RATE_LIMIT_BURST="100000000",
-        OUTREACH_LOG_LEVEL="WARNING",
-    )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env["OUTREACH_PUBLIC_URL"] = base
-    stamp = str(int(time.time()))
-    key = json.loads(
-        cli(
-            env,
-            "init",
-            "--email",
-            f"bench{stamp}@example.com",
-            "--name",
-            "Bench",
-            "--workspace",
-            "Bench",
-            "--slug",
-            f"bench-{stamp}",
-            "--plan",
-            "growth",
-        )
-    )["apiKey"]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "outreach_app.cli", "serve", "--port", str(port), "--no-workers"],
-        env=env,
-        cwd=ROOT,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{base}/api/v1/ping", timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        rows = asyncio.run(run(base, key, args.requests, args.concurrency))
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-    engine = "PostgreSQL" if env["OUTREACH_DATABASE_URL"].startswith("postgresql") else "SQLite"
+    with served(plan="growth") as server:
+        rows = asyncio.run(run(server.base, server.key, args.requests, args.concurrency))
     print(
-        f"\n{engine}, {args.requests} requests per row, concurrency {args.concurrency}, one server process\n"
+        f"\n{server.engine}, {args.requests} requests per row, concurrency {args.concurrency}, one server\n"
     )
     print("| request | req/s | p50 ms | p95 ms | p99 ms |")
     print("|---|---:|---:|---:|---:|")
