@@ -28,7 +28,7 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import import_chunks, import_seen, lead_imports, leads, lists
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
-from outreach_core.ids import new_id
+from outreach_core.ids import new_id, new_ids
 from outreach_core.leads.operations import ensure_contacts_room
 from outreach_core.leads.rules import normalize_email, search_text, sort_name
 from outreach_core.leads.schemas import MAX_IMPORT_ROWS, ImportIn, ImportRow, LeadImport, LeadImports
@@ -169,7 +169,9 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
         else:
             counts["skipped"] = len(existing)
     if new:
-        await ctx.conn.execute(*lead_table.insert_many([_new_lead(ctx, imp, e, *unique[e]) for e in new]))
+        ids = new_ids("lead", len(new))
+        created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
+        await ctx.conn.execute(*lead_table.insert_many(created))
         counts["created"] = len(new)
     if imp.list_id is not None and (new or existing):
         members = lead_table.select(leads.c.id).where(leads.c.email.in_(new + list(existing)))
@@ -177,11 +179,13 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
     return counts
 
 
-def _new_lead(ctx: WorkspaceContext, imp: Any, email: str, domain: str, row: ImportRow) -> dict[str, Any]:
+def _new_lead(
+    ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: ImportRow
+) -> dict[str, Any]:
     fields = {name: _clean(getattr(row, name)) for name in _FIELDS}
     fields["country"] = normalize_country(fields["country"])  # unrecognised values are dropped, not stored
     return {
-        "id": new_id("lead"),
+        "id": lead_id,
         "email": email,
         "domain": domain,
         **fields,
