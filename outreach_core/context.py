@@ -125,6 +125,28 @@ class Scoped:
         return insert(self.table), [{**r, "workspace_id": self.workspace_id} for r in rows]
 
 
+_PG_MAX_PARAMETERS = 30_000  # asyncpg refuses statements with more than 32,767 bound parameters
+
+
+async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert many rows of a workspace-owned table (`workspace_id` set on each), the fastest way per engine.
+
+    SQLite: one executemany. PostgreSQL: SQLAlchemy's "insertmanyvalues" batches (multi-row `VALUES` of up to
+    ~30,000 parameters from one cached template, chosen by asking for RETURNING), so that statement-level
+    triggers (lead counters) fire once per batch instead of once per row as under asyncpg's executemany.
+    Every row must have the same keys."""
+    if not rows:
+        return
+    stmt, params = scoped(ctx, table).insert_many(rows)
+    if ctx.conn.dialect.name != "postgresql":
+        await ctx.conn.execute(stmt, params)
+        return
+    per_statement = max(1, _PG_MAX_PARAMETERS // len(params[0]))
+    key = next(iter(table.primary_key.columns))
+    batched = stmt.returning(key).execution_options(insertmanyvalues_page_size=per_statement)
+    await ctx.conn.execute(batched, params)
+
+
 def scope_column(table: Table) -> Any:
     """The column that says which workspace a row belongs to (`workspaces.id` for the workspace itself)."""
     return table.c.id if table.name == "workspaces" else table.c.workspace_id

@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import bindparam, case, func, null
 
 from outreach_core.billing.operations import require_active_plan
-from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.context import WorkspaceContext, insert_rows, scoped
 from outreach_core.db.tables import import_chunks, import_seen, lead_imports, leads, lists
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
@@ -141,7 +141,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
     counts["duplicates"] += len(earlier)
     fresh = [e for e in emails if e not in earlier]
     if fresh:
-        await ctx.conn.execute(*seen.insert_many([{"import_id": imp.id, "email": e} for e in fresh]))
+        await insert_rows(ctx, import_seen, [{"import_id": imp.id, "email": e} for e in fresh])
 
     suppressed = await suppressed_emails(ctx, [(e, unique[e][0]) for e in fresh])
     counts["suppressed"] = len(suppressed)
@@ -171,7 +171,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
     if new:
         ids = new_ids("lead", len(new))
         created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
-        await ctx.conn.execute(*lead_table.insert_many(created))
+        await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
     if imp.list_id is not None and (new or existing):
         members = lead_table.select(leads.c.id).where(leads.c.email.in_(new + list(existing)))
