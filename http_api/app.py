@@ -13,7 +13,7 @@ from starlette.routing import Route
 from http_api.handlers import error_response, make_handler
 from http_api.logging import internal_error_handler
 from http_api.openapi import build_openapi
-from outreach_core.errors import NotFound, OutreachError
+from outreach_core.errors import MethodNotAllowed, NotFound, OutreachError
 from outreach_core.interface import Endpoint, all_endpoints
 from outreach_core.runtime import Runtime
 from outreach_core.workspace.operations import ping
@@ -50,9 +50,7 @@ async def _http_error(_: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error_response(NotFound("route"))
     if exc.status_code == 405:
-        err = OutreachError("Method not allowed on this path.", code="method_not_allowed")
-        err.status = 405  # type: ignore[misc]
-        return error_response(err)
+        return error_response(MethodNotAllowed("Method not allowed on this path."))
     return error_response(OutreachError(exc.detail or "Bad request."))
 
 

@@ -60,6 +60,11 @@ class NotFound(OutreachError):
         super().__init__(f"{what} not found", {"id": ident} if ident is not None else {})
 
 
+class MethodNotAllowed(OutreachError):
+    status = 405
+    code = "method_not_allowed"
+
+
 class Conflict(OutreachError):
     status = 409
     code = "conflict"

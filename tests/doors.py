@@ -12,6 +12,19 @@ from outreach_core.interface import Endpoint, all_endpoints
 
 ENDPOINTS: dict[str, Endpoint] = {e.tool: e for e in all_endpoints() if e.tool}
 
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A raw MCP `initialize` request, for checking how `/mcp` answers a credential."""
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
 
 def split_arguments(
     endpoint: Endpoint, args: dict[str, Any]

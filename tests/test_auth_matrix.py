@@ -10,18 +10,7 @@ import pytest
 from outreach_core.context import system_scope
 from outreach_core.db.tables import api_keys
 from tests.conftest import MakeWorkspace, WorkspaceHandle
-
-MCP_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+from tests.doors import MCP_HEADERS, MCP_INITIALIZE
 
 
 async def _credential(kind: str, http: httpx.AsyncClient, ws: WorkspaceHandle) -> dict[str, str]:
@@ -74,7 +63,7 @@ async def test_rest_refuses(kind: str, http: httpx.AsyncClient, make_workspace: 
 async def test_mcp_refuses(kind: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
     ws = await make_workspace()
     headers = await _credential(kind, http, ws)
-    response = await http.post("/mcp", headers={**MCP_HEADERS, **headers}, json=MCP_INIT)
+    response = await http.post("/mcp", headers={**MCP_HEADERS, **headers}, json=MCP_INITIALIZE)
     assert response.status_code == 401, (kind, response.text)
     assert response.headers["www-authenticate"].lower().startswith("bearer")
 
@@ -84,5 +73,5 @@ async def test_valid_key_is_accepted_on_both_doors(
 ) -> None:
     ws = await make_workspace()
     assert (await http.get("/api/v1/me", headers=ws.headers)).status_code == 200
-    response = await http.post("/mcp", headers={**MCP_HEADERS, **ws.headers}, json=MCP_INIT)
+    response = await http.post("/mcp", headers={**MCP_HEADERS, **ws.headers}, json=MCP_INITIALIZE)
     assert response.status_code == 200, response.text

@@ -30,7 +30,7 @@ from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
 from outreach_core.ids import new_id, new_ids
 from outreach_core.leads.operations import ensure_contacts_room
-from outreach_core.leads.rules import normalize_email, search_text, sort_name
+from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email
 from outreach_core.leads.schemas import MAX_IMPORT_ROWS, ImportIn, ImportRow, LeadImport, LeadImports
 from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.suppressions.operations import suppressed_emails
@@ -190,8 +190,7 @@ def _new_lead(
         "domain": domain,
         **fields,
         "custom": row.custom or {},
-        "sort_name": sort_name(fields["first_name"], fields["last_name"]),
-        "search_text": search_text(email, fields["first_name"], fields["last_name"], fields["company"]),
+        **derived_columns(email, fields["first_name"], fields["last_name"], fields["company"]),
         "verify_status": "verifying" if imp.verify else "unknown",
         "verify_api": bool(imp.verify and ctx.settings.verifier_url),
         "import_id": imp.id,
@@ -219,18 +218,14 @@ async def _update_existing(
         new = {name: _clean(getattr(row, name)) for name in _FIELDS}
         new["country"] = normalize_country(new["country"])
         merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in _FIELDS}
+        derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
         params.append(
             {
                 "lead_id": lead_id,
                 **{f"new_{name}": value for name, value in new.items()},
                 "new_custom": {**(now.custom or {}), **(row.custom or {})},
-                "new_sort_name": sort_name(merged["first_name"], merged["last_name"]),
-                "new_search_text": search_text(
-                    email, merged["first_name"], merged["last_name"], merged["company"]
-                ),
-                "reset_enrichment": any(
-                    new[n] is not None for n in ("phone", "website", "country", "timezone")
-                ),
+                **{f"new_{name}": value for name, value in derived.items()},
+                "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
             }
         )
     stmt = (

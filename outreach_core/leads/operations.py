@@ -15,7 +15,7 @@ from outreach_core.db.tables import list_leads as list_memberships
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from outreach_core.ids import new_id
-from outreach_core.leads.rules import normalize_email, search_text, sort_name
+from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email
 from outreach_core.leads.schemas import (
     ESPS,
     LEAD_STATUSES,
@@ -25,6 +25,7 @@ from outreach_core.leads.schemas import (
     LabelRef,
     Lead,
     LeadDetail,
+    LeadFilter,
     LeadPage,
     LeadStats,
     LeadStatsQuery,
@@ -35,7 +36,9 @@ from outreach_core.leads.schemas import (
     UpdateLeadIn,
 )
 from outreach_core.leads.targets import filter_conditions, target_ids
+from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.outbox import record_event
+from outreach_core.suppressions.operations import suppressed_emails
 
 _LIST_COLUMNS = (
     leads.c.id,
@@ -104,7 +107,7 @@ async def get_lead_stats(ctx: WorkspaceContext, query: LeadStatsQuery) -> LeadSt
     if query.list_id:
         lead_table = scoped(ctx, leads)
         stmt = lead_table.select(leads.c.status, leads.c.verify_status, leads.c.esp, func.count().label("n"))
-        stmt = stmt.where(*filter_conditions(ctx, _list_filter(query.list_id)))
+        stmt = stmt.where(*filter_conditions(ctx, LeadFilter(list_id=query.list_id)))
         grouped = (
             await ctx.conn.execute(stmt.group_by(leads.c.status, leads.c.verify_status, leads.c.esp))
         ).all()
@@ -183,15 +186,11 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
     existing = (await ctx.conn.execute(lead_table.select(leads.c.id).where(leads.c.email == email))).first()
     if existing is not None:
         raise Conflict("A lead with this address already exists.", {"id": existing.id, "email": email})
-    from outreach_core.suppressions.operations import suppressed_emails
-
     if await suppressed_emails(ctx, [(email, domain)]):
         raise Conflict("This address is on the suppression list.", {"email": email, "reason": "suppressed"})
     await ensure_contacts_room(ctx, 1)
     list_id = None
     if body.list_id is not None:
-        from outreach_core.lists.operations import resolve_import_list
-
         list_id, _ = await resolve_import_list(ctx, body.list_id, None)
     lead_id = new_id("lead")
     fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
@@ -204,16 +203,13 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
                 "domain": domain,
                 **fields,
                 "custom": body.custom,
-                "sort_name": sort_name(body.first_name, body.last_name),
-                "search_text": search_text(email, body.first_name, body.last_name, body.company),
+                **derived_columns(email, body.first_name, body.last_name, body.company),
                 "created_at": ctx.now,
                 "updated_at": ctx.now,
             }
         )
     )
     if list_id is not None:
-        from outreach_core.lists.operations import add_to_list
-
         await add_to_list(ctx, list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
     return await get_lead(ctx, lead_id)
 
@@ -233,11 +229,10 @@ async def update_lead(ctx: WorkspaceContext, id: str, body: UpdateLeadIn) -> Lea
         values["country_source"] = None  # the person's own value; enrichment keeps it
     if values:
         merged = {**row._mapping, **values}
-        values["sort_name"] = sort_name(merged["first_name"], merged["last_name"])
-        values["search_text"] = search_text(
-            row.email, merged["first_name"], merged["last_name"], merged["company"]
+        values.update(
+            derived_columns(row.email, merged["first_name"], merged["last_name"], merged["company"])
         )
-        if {"phone", "website", "country", "timezone"} & values.keys():
+        if ENRICHMENT_INPUTS & values.keys():
             values["enriched_at"] = None  # re-derive country/timezone from the new facts
         values["updated_at"] = ctx.now
         await ctx.conn.execute(lead_table.update().where(leads.c.id == id).values(**values))
@@ -329,12 +324,6 @@ async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
         if query.esp:
             stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
     return int((await ctx.conn.execute(stmt)).scalar_one())
-
-
-def _list_filter(list_id: str) -> Any:
-    from outreach_core.leads.schemas import LeadFilter
-
-    return LeadFilter(list_id=list_id)
 
 
 def _lead(row: Any, lead_labels_: list[LabelRef]) -> Lead:

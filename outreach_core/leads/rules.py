@@ -68,3 +68,12 @@ def sort_name(first: str | None, last: str | None) -> str:
 def search_text(email: str, first: str | None, last: str | None, company: str | None) -> str:
     """What `search` matches: email, first and last name, company, lower-cased."""
     return " ".join(p for p in (email, first, last, company) if p).lower()
+
+
+def derived_columns(email: str, first: str | None, last: str | None, company: str | None) -> dict[str, str]:
+    """The columns kept from a lead's own fields: `sort_name` (sort=name) and `search_text` (search)."""
+    return {"sort_name": sort_name(first, last), "search_text": search_text(email, first, last, company)}
+
+
+ENRICHMENT_INPUTS = frozenset({"phone", "website", "country", "timezone"})
+"""Fields enrichment derives country/timezone from: changing one sends the lead back to enrichment."""

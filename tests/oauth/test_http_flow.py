@@ -17,19 +17,8 @@ from mcp_server.consent import CONSENT_PURPOSE
 from outreach_core.runtime import Runtime
 from outreach_core.signing import sign
 from tests.conftest import MakeWorkspace
-from tests.oauth.helpers import McpSession, pkce_pair
-
-REDIRECT_URI = "http://127.0.0.1:9/callback"
-MCP_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+from tests.doors import MCP_INITIALIZE
+from tests.oauth.helpers import REDIRECT_URI, McpSession, pkce_pair
 
 
 async def metadata(http: httpx.AsyncClient) -> dict[str, Any]:
