@@ -529,7 +529,8 @@ sends = Table(
     Column("id", ID, primary_key=True),
     _ws_fk(),
     Column("campaign_id", ID, ForeignKey("campaigns.id", ondelete="CASCADE"), nullable=False),
-    Column("campaign_lead_id", ID, ForeignKey("campaign_leads.id", ondelete="CASCADE"), nullable=False),
+    # kept (as null) when the lead is taken out of the campaign, so analytics keep what was sent
+    Column("campaign_lead_id", ID, ForeignKey("campaign_leads.id", ondelete="SET NULL"), nullable=True),
     Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
     Column("mailbox_id", ID, ForeignKey("mailboxes.id", ondelete="SET NULL"), nullable=True),
     Column("step_id", ID, nullable=True),  # kept when the step is later deleted

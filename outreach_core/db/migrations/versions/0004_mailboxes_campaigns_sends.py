@@ -306,7 +306,7 @@ def upgrade() -> None:
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("workspace_id", sa.String(length=40), nullable=False),
         sa.Column("campaign_id", sa.String(length=40), nullable=False),
-        sa.Column("campaign_lead_id", sa.String(length=40), nullable=False),
+        sa.Column("campaign_lead_id", sa.String(length=40), nullable=True),
         sa.Column("lead_id", sa.String(length=40), nullable=False),
         sa.Column("mailbox_id", sa.String(length=40), nullable=True),
         sa.Column("step_id", sa.String(length=40), nullable=True),
@@ -329,7 +329,7 @@ def upgrade() -> None:
             ["campaign_lead_id"],
             ["campaign_leads.id"],
             name=op.f("fk_sends_campaign_lead_id_campaign_leads"),
-            ondelete="CASCADE",
+            ondelete="SET NULL",
         ),
         sa.ForeignKeyConstraint(
             ["lead_id"], ["leads.id"], name=op.f("fk_sends_lead_id_leads"), ondelete="CASCADE"
