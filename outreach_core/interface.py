@@ -70,6 +70,7 @@ def path_arguments(endpoint: Endpoint, values: Any) -> dict[str, Any]:
 def all_endpoints() -> list[Endpoint]:
     """Every endpoint of every domain, in a stable order."""
     from outreach_core.api_keys.interface import ENDPOINTS as api_keys
+    from outreach_core.campaigns.interface import ENDPOINTS as campaigns
     from outreach_core.labels.interface import ENDPOINTS as labels
     from outreach_core.leads.interface import ENDPOINTS as leads
     from outreach_core.lists.interface import ENDPOINTS as lists
@@ -78,4 +79,4 @@ def all_endpoints() -> list[Endpoint]:
     from outreach_core.verification.interface import ENDPOINTS as verification
     from outreach_core.workspace.interface import ENDPOINTS as workspace
 
-    return [*workspace, *api_keys, *oauth, *leads, *verification, *lists, *labels, *suppressions]
+    return [*workspace, *api_keys, *oauth, *leads, *verification, *lists, *labels, *suppressions, *campaigns]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from datetime import UTC, datetime
 from types import UnionType
 from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
@@ -45,10 +46,18 @@ EmailAddress = Annotated[
 OpenAPI document and the server agree exactly on what is accepted."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unstorable(text: str) -> bool:
+    """NUL characters or unpaired surrogates (JSON can carry both): text no database or mail can hold."""
+    return "\x00" in text or (not text.isascii() and _SURROGATE.search(text) is not None)
+
+
 def contains_nul(value: Any) -> bool:
-    """True when a string anywhere in `value` holds a NUL character (PostgreSQL cannot store one)."""
+    """True when a string anywhere in `value` holds text PostgreSQL cannot store (see `unstorable`)."""
     if isinstance(value, str):
-        return "\x00" in value
+        return unstorable(value)
     if isinstance(value, dict):
         return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
     if isinstance(value, list | tuple):
@@ -124,10 +133,10 @@ class WireModel(BaseModel):
             return value
         is_bool, admits_bool, nested_models = _field_rules(cls, info.field_name)
         if type(value) is str:
-            if "\x00" in value:
-                raise ValueError("text must not contain NUL (\\u0000) characters")
+            if unstorable(value):
+                raise ValueError("text must not contain NUL (\\u0000) characters or unpaired surrogates")
         elif not nested_models and contains_nul(value):  # nested wire models check their own fields
-            raise ValueError("text must not contain NUL (\\u0000) characters")
+            raise ValueError("text must not contain NUL (\\u0000) characters or unpaired surrogates")
         if info.context and info.context.get(FROM_STRINGS):
             return value
         # JSON input is taken at its type: no 0/1 for booleans, no true/false for numbers.

@@ -35,6 +35,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "labels/timers.py",
     "verification/operations.py",
     "enrichment/operations.py",
+    "campaigns/lifecycle.py",
 }
 
 

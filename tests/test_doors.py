@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.campaigns.parity import CAMPAIGN_PARITY_CASES
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.doors import ENDPOINTS, call_mcp, call_rest, normalize
 
@@ -304,6 +305,7 @@ PARITY_CASES: dict[str, Prepare] = {
     "add_suppressions": add_suppressions_args,
     "remove_suppressions": remove_suppressions_args,
     "suppress_leads": suppress_leads_args,
+    **CAMPAIGN_PARITY_CASES,
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import enrich, label_timers, oauth_purge, usage_flush, verify
+from workers import campaigns, enrich, label_timers, oauth_purge, usage_flush, verify
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -41,12 +41,18 @@ def _verify() -> Worker:
     return Worker("verify", verify.tick, interval_s=2.0, max_backoff_s=60.0)
 
 
+def _campaigns() -> Worker:
+    # endOn is a date: checking once a minute pauses a campaign within a minute of its last day ending.
+    return Worker("campaigns", campaigns.tick, interval_s=60.0, max_backoff_s=600.0, sleep_after_work=True)
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
     "enrich": _enrich,
     "label-timers": _label_timers,
     "verify": _verify,
+    "campaigns": _campaigns,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

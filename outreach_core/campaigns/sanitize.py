@@ -39,10 +39,15 @@ _TAG_RE = re.compile(r"<[^<>]*>")
 _WHITESPACE_RE = re.compile(r"[\s\x00-\x1f\x7f]+")
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
 def clean_html(markup: str) -> str:
-    """Run `markup` through nh3 with the body allow-list (no format detection, no plain-text handling)."""
+    """Run `markup` through nh3 with the body allow-list (no format detection, no plain-text handling).
+
+    Unpaired surrogates (JSON allows `\\ud800`) are replaced first: no mail part can carry them."""
     return nh3.clean(
-        markup,
+        _SURROGATE_RE.sub("\ufffd", markup),
         tags=set(ALLOWED_TAGS),
         attributes=ALLOWED_ATTRIBUTES,
         url_schemes=set(URL_SCHEMES),

@@ -146,9 +146,9 @@ def test_path_parameters(doc: dict[str, Any], endpoints: list[Endpoint]) -> None
     with_params = [ep for ep in endpoints if ep.path_params]
     assert with_params
     for ep in with_params:
-        params = operation(doc, ep)["parameters"]
-        assert [p["name"] for p in params if p["in"] == "path"] == ep.path_params
-        for p in params:
+        path = [p for p in operation(doc, ep)["parameters"] if p["in"] == "path"]
+        assert [p["name"] for p in path] == ep.path_params
+        for p in path:
             assert p["required"] is True and p["schema"]["type"] == "string"
 
 

@@ -209,6 +209,9 @@ def upgrade() -> None:
         batch_op.create_index("ix_campaign_leads_due", ["campaign_id", "status", "next_at"], unique=False)
         batch_op.create_index("ix_campaign_leads_lead", ["lead_id"], unique=False)
         batch_op.create_index("ix_campaign_leads_list", ["campaign_id", "added_at", "id"], unique=False)
+        batch_op.create_index(
+            "ix_campaign_leads_status_list", ["campaign_id", "status", "added_at", "id"], unique=False
+        )
         batch_op.create_index("ix_campaign_leads_mailbox", ["mailbox_id"], unique=False)
 
     op.create_table(
@@ -385,6 +388,7 @@ def downgrade() -> None:
     op.drop_table("campaign_mailboxes")
     with op.batch_alter_table("campaign_leads", schema=None) as batch_op:
         batch_op.drop_index("ix_campaign_leads_mailbox")
+        batch_op.drop_index("ix_campaign_leads_status_list")
         batch_op.drop_index("ix_campaign_leads_list")
         batch_op.drop_index("ix_campaign_leads_lead")
         batch_op.drop_index("ix_campaign_leads_due")

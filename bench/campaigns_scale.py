@@ -1,0 +1,167 @@
+"""Campaigns at a million leads: adding every lead to a campaign, then reading it, against `outreach serve`.
+
+Starts `outreach serve --no-workers` (database from OUTREACH_DATABASE_URL, default a fresh SQLite file),
+creates a workspace, writes N leads and two mailboxes straight into the database (lead import has its own
+benchmark, bench/leads_scale.py), then over HTTP: creates a campaign with a two-step sequence, adds every
+lead with `allLeads` (timed: one set-based statement path), and measures `GET /campaigns/{id}`,
+`GET /campaigns`, page 1 and a deep page of the campaign's leads, the preview and the launch checklist.
+Prints Markdown for docs/PERFORMANCE.md.
+
+    .venv/bin/python bench/campaigns_scale.py [--leads 1000000] [--samples 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from _server import served
+from leads_scale import percentile, timed
+
+BATCH = 20_000
+
+
+async def _write_rows(url: str, workspace_id: str, n: int) -> None:
+    from outreach_core.db.engine import create_engine
+    from outreach_core.db.maintenance import refresh_lead_statistics
+    from outreach_core.db.tables import leads, mailboxes
+    from outreach_core.ids import new_ids
+    from outreach_core.leads.rules import search_text, sort_name
+
+    engine = create_engine(url)
+    now = datetime.now(UTC)
+    async with engine.begin() as conn:
+        await conn.execute(
+            mailboxes.insert(),
+            [
+                {
+                    "id": f"mbx_bench{i}",
+                    "workspace_id": workspace_id,
+                    "email": f"sender{i}@bench.test",
+                    "domain": "bench.test",
+                    "display_name": f"Sender {i}",
+                    "provider": "smtp",
+                    "ramp_started_on": "2026-01-01",
+                    "smtp_host": "smtp.bench.test",
+                    "smtp_port": 465,
+                    "smtp_security": "tls",
+                    "smtp_user": f"sender{i}@bench.test",
+                    "imap_host": "imap.bench.test",
+                    "imap_port": 993,
+                    "imap_security": "tls",
+                    "imap_user": f"sender{i}@bench.test",
+                    "password_encrypted": "bench",
+                    "created_at": now,
+                }
+                for i in range(2)
+            ],
+        )
+    for first in range(0, n, BATCH):
+        count = min(BATCH, n - first)
+        ids = new_ids("lead", count)
+        rows = []
+        for k in range(count):
+            i = first + k
+            email = f"person{i}@company{i % 5000}.example"
+            rows.append(
+                {
+                    "id": ids[k],
+                    "workspace_id": workspace_id,
+                    "email": email,
+                    "domain": f"company{i % 5000}.example",
+                    "first_name": f"First{i % 100}",
+                    "last_name": "Bench",
+                    "sort_name": sort_name(f"First{i % 100}", "Bench"),
+                    "company": f"Company {i % 5000}",
+                    "custom": {"industry": "software"} if i % 2 else {},
+                    "search_text": search_text(email, f"First{i % 100}", "Bench", f"Company {i % 5000}"),
+                    "verify_status": "risky" if i % 50 == 0 else "valid",
+                    "status": "bounced" if i % 100 == 1 else "active",
+                    "enriched_at": now,
+                    "created_at": now,
+                }
+            )
+        async with engine.begin() as conn:
+            await conn.execute(leads.insert(), rows)
+    async with engine.begin() as conn:
+        await refresh_lead_statistics(conn)
+    await engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--leads", type=int, default=1_000_000)
+    parser.add_argument("--samples", type=int, default=30)
+    args = parser.parse_args()
+    with (
+        served(plan="agency") as server,
+        httpx.Client(
+            base_url=server.base, headers={"Authorization": f"Bearer {server.key}"}, timeout=1200
+        ) as http,
+    ):
+        workspace_id = http.get("/api/v1/me").json()["workspace"]["id"]
+        started = time.perf_counter()
+        asyncio.run(_write_rows(server.env["OUTREACH_DATABASE_URL"], workspace_id, args.leads))
+        print(f"\n{server.engine}: wrote {args.leads:,} leads in {time.perf_counter() - started:.1f} s\n")
+
+        cid = http.post("/api/v1/campaigns", json={"name": "Bench"}).json()["id"]
+        http.patch(
+            f"/api/v1/campaigns/{cid}", json={"mailboxIds": ["mbx_bench0", "mbx_bench1"]}
+        ).raise_for_status()
+        sequence = {
+            "steps": [
+                {
+                    "variants": [
+                        {
+                            "subject": "Hi {{first_name}}",
+                            "body": "{Hi|Hello} {{industry|there}}. {{unsubscribe}}",
+                        }
+                    ]
+                },
+                {"waitDays": 3, "variants": [{"subject": "", "body": "Bump"}]},
+            ]
+        }
+        http.put(f"/api/v1/campaigns/{cid}/sequence", json=sequence).raise_for_status()
+        t0 = time.perf_counter()
+        added = http.post(f"/api/v1/campaigns/{cid}/leads", json={"allLeads": True})
+        add_s = time.perf_counter() - t0
+        added.raise_for_status()
+        print(f"add_leads_to_campaign allLeads: {add_s:.1f} s -> {added.json()}\n")
+
+        deepest = max(1, -(-args.leads // 200))
+        rows: list[tuple[str, str, dict[str, Any]]] = [
+            ("GET /campaigns/{id}", f"/api/v1/campaigns/{cid}", {}),
+            ("GET /campaigns", "/api/v1/campaigns", {}),
+            ("GET /campaigns/{id}/leads page 1", f"/api/v1/campaigns/{cid}/leads", {}),
+            (
+                "GET /campaigns/{id}/leads status=not_contacted",
+                f"/api/v1/campaigns/{cid}/leads",
+                {"status": "not_contacted"},
+            ),
+            (
+                f"GET /campaigns/{{id}}/leads deepest page ({deepest:,} x 200)",
+                f"/api/v1/campaigns/{cid}/leads",
+                {"page": deepest, "pageSize": 200},
+            ),
+            ("GET /campaigns/{id}/preview", f"/api/v1/campaigns/{cid}/preview", {}),
+        ]
+        print("| request | p50 ms | p95 ms |")
+        print("|---|---:|---:|")
+        for name, path, params in rows:
+            p50, p95, _ = timed(http, path, params, args.samples)
+            print(f"| {name} | {p50:.1f} | {p95:.1f} |")
+        checklist = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            http.get(f"/api/v1/campaigns/{cid}/checklist").raise_for_status()
+            checklist.append((time.perf_counter() - t0) * 1000)
+        median, worst = percentile(checklist, 50), max(checklist)
+        print(f"| GET /campaigns/{{id}}/checklist (3 runs, max) | {median:.1f} | {worst:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""A campaign's leads: adding (set-based, with exact counts), removing, listing, and their send history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, String, and_, case, exists, false, func, literal, or_
+
+from outreach_core.bulk import insert_from_select, row_ids
+from outreach_core.campaigns.operations import campaign_row, lead_counts
+from outreach_core.campaigns.schemas import (
+    AddCampaignLeadsIn,
+    CampaignLead,
+    CampaignLeadPage,
+    CampaignLeadsAdded,
+    ListCampaignLeadsQuery,
+    RemoveCampaignLeadsIn,
+    Send,
+    SendList,
+)
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import campaign_leads, campaigns, leads, list_leads, lists, sends, suppressions
+from outreach_core.db.types import UtcDateTime
+from outreach_core.errors import NotFound
+from outreach_core.leads.schemas import Removed
+from outreach_core.leads.targets import search_condition
+
+UNREACHABLE_LEAD_STATUSES = ("unsubscribed", "bounced", "suppressed")
+RISKY = ("risky", "catch_all")
+
+
+async def add_leads_to_campaign(
+    ctx: WorkspaceContext, id: str, body: AddCampaignLeadsIn
+) -> CampaignLeadsAdded:
+    """Add leads to a campaign from lists (`listIds`), by id (`leadIds`) or every lead (`allLeads: true`).
+
+    Counts: `matched` distinct leads selected; `alreadyIn` were in the campaign; `suppressed` are
+    unsubscribed, bounced or on the suppression list (address or domain); `invalid` failed verification;
+    `risky` are risky or catch-all and left out because the campaign has `skipRisky`; `added` is the rest.
+    Each lead is counted once, in that order. Works in every status: a running campaign starts contacting
+    new leads in its next window; a completed one becomes paused so you can launch it again."""
+    row = await campaign_row(ctx, id)
+    selected = await _selection(ctx, body)
+    already = exists(
+        scoped(ctx, campaign_leads)
+        .select(campaign_leads.c.id)
+        .where(campaign_leads.c.campaign_id == id, campaign_leads.c.lead_id == leads.c.id)
+    )
+    suppressed = or_(
+        leads.c.status.in_(UNREACHABLE_LEAD_STATUSES),
+        exists(
+            scoped(ctx, suppressions)
+            .select(suppressions.c.id)
+            .where(suppressions.c.value.in_((leads.c.email, leads.c.domain)))
+        ),
+    )
+    invalid = leads.c.verify_status == "invalid"
+    risky = leads.c.verify_status.in_(RISKY) if row.skip_risky else false()
+    bucket = case(
+        (already, "already_in"),
+        (suppressed, "suppressed"),
+        (invalid, "invalid"),
+        (risky, "risky"),
+        else_="added",
+    )
+    counts = dict.fromkeys(("already_in", "suppressed", "invalid", "risky", "added"), 0)
+    grouped = (
+        await ctx.conn.execute(
+            scoped(ctx, leads)
+            .select(bucket.label("b"), func.count().label("n"))
+            .where(selected)
+            .group_by(bucket)
+        )
+    ).all()
+    counts.update({r.b: int(r.n) for r in grouped})
+    if counts["added"]:
+        source = scoped(ctx, leads).select(
+            row_ids("cl", leads.c.id),
+            literal(id, String),
+            leads.c.id,
+            literal(ctx.now, UtcDateTime),
+        )
+        source = source.where(selected, ~already, ~suppressed, ~invalid, ~risky)
+        await ctx.conn.execute(
+            insert_from_select(ctx, campaign_leads, ("id", "campaign_id", "lead_id", "added_at"), source)
+        )
+        values: dict[str, Any] = {"updated_at": ctx.now}
+        if row.status == "completed":
+            values.update(status="paused", completed_at=None, paused_reason="New leads were added.")
+        await ctx.conn.execute(scoped(ctx, campaigns).update().where(campaigns.c.id == id).values(**values))
+    return CampaignLeadsAdded(matched=sum(counts.values()), **counts)
+
+
+async def remove_leads_from_campaign(ctx: WorkspaceContext, id: str, body: RemoveCampaignLeadsIn) -> Removed:
+    """Take leads out of a campaign by campaign lead id (`ids`, as listed by `list_campaign_leads`). They
+    get no more email from it; the leads stay in the workspace and what was already sent stays in the
+    history. Asks to confirm."""
+    await campaign_row(ctx, id)
+    result = await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .delete()
+        .where(campaign_leads.c.campaign_id == id, campaign_leads.c.id.in_(body.ids))
+    )
+    return Removed(removed=int(result.rowcount))
+
+
+async def count_campaign_leads(ctx: WorkspaceContext, id: str, ids: list[str]) -> int:
+    """How many of `ids` are leads of the campaign (for the confirmation of a removal)."""
+    return int(
+        (
+            await ctx.conn.execute(
+                scoped(ctx, campaign_leads)
+                .select(func.count())
+                .where(campaign_leads.c.campaign_id == id, campaign_leads.c.id.in_(ids))
+            )
+        ).scalar_one()
+    )
+
+
+async def list_campaign_leads(
+    ctx: WorkspaceContext, id: str, query: ListCampaignLeadsQuery
+) -> CampaignLeadPage:
+    """Page through a campaign's leads in the order they were added, with their progress: `status`
+    (not_contacted, contacted, completed, replied, rescheduled, unsubscribed, bounced, skipped, stopped),
+    `step` (emails sent so far), assigned mailbox and next send time. Filter by `status` (any of) and
+    `search` (email, name or company). Each item's `id` is the campaign lead id used by
+    `list_campaign_lead_sends` and `remove_leads_from_campaign`."""
+    await campaign_row(ctx, id)
+    where: list[ColumnElement[bool]] = [campaign_leads.c.campaign_id == id]
+    if query.status:
+        where.append(campaign_leads.c.status.in_(query.status))
+    joined = scoped(ctx, campaign_leads).select().join(leads, leads.c.id == campaign_leads.c.lead_id)
+    if query.search and query.search.strip():
+        where.append(search_condition(ctx, query.search))
+        total = (await ctx.conn.execute(joined.with_only_columns(func.count()).where(*where))).scalar_one()
+    else:
+        counters = (await lead_counts(ctx, [id])).get(id, [])
+        total = sum(n for status, _, n in counters if not query.status or status in query.status)
+    rows = (
+        await ctx.conn.execute(
+            joined.with_only_columns(
+                campaign_leads,
+                leads.c.email,
+                leads.c.first_name,
+                leads.c.last_name,
+                leads.c.company,
+            )
+            .where(*where)
+            .order_by(campaign_leads.c.added_at, campaign_leads.c.id)
+            .limit(query.page_size)
+            .offset((query.page - 1) * query.page_size)
+        )
+    ).all()
+    return CampaignLeadPage(
+        leads=[
+            CampaignLead(
+                id=r.id,
+                lead_id=r.lead_id,
+                email=r.email,
+                first_name=r.first_name,
+                last_name=r.last_name,
+                company=r.company,
+                status=r.status,
+                reason=r.reason,
+                step=r.step,
+                mailbox_id=r.mailbox_id,
+                next_at=r.next_at,
+                last_sent_at=r.last_sent_at,
+                added_at=r.added_at,
+            )
+            for r in rows
+        ],
+        total=int(total),
+        page=query.page,
+        page_size=query.page_size,
+    )
+
+
+async def list_campaign_lead_sends(ctx: WorkspaceContext, id: str, campaignLeadId: str) -> SendList:
+    """Every email of the campaign that went (or is going) to one campaign lead, in step order: the
+    rendered subject and body as sent, mailbox, step, variant, status (sending, sent, retry, failed,
+    bounced, unknown — outcome lost in a crash, never repeated automatically) and any error. Empty until
+    the sender has sent something."""
+    await campaign_row(ctx, id)
+    found = (
+        await ctx.conn.execute(
+            scoped(ctx, campaign_leads)
+            .select(campaign_leads.c.id)
+            .where(campaign_leads.c.id == campaignLeadId, campaign_leads.c.campaign_id == id)
+        )
+    ).first()
+    if found is None:
+        raise NotFound("campaign lead", campaignLeadId)
+    rows = (
+        await ctx.conn.execute(
+            scoped(ctx, sends)
+            .select()
+            .where(sends.c.campaign_lead_id == campaignLeadId)
+            .order_by(sends.c.step, sends.c.created_at)
+        )
+    ).all()
+    return SendList(
+        sends=[
+            Send(
+                id=r.id,
+                step=r.step,
+                step_id=r.step_id,
+                variant_id=r.variant_id,
+                mailbox_id=r.mailbox_id,
+                message_id=r.message_id,
+                to=r.to_email,
+                subject=r.subject,
+                body=r.body_html,
+                text=r.body_text,
+                status=r.status,
+                error=r.error,
+                attempts=r.attempts,
+                created_at=r.created_at,
+                sent_at=r.sent_at,
+            )
+            for r in rows
+        ]
+    )
+
+
+async def _selection(ctx: WorkspaceContext, body: AddCampaignLeadsIn) -> ColumnElement[bool]:
+    """The condition on `leads` for the leads a request names (lists must exist in the workspace)."""
+    if body.all_leads:
+        return and_(leads.c.id.isnot(None))
+    parts: list[ColumnElement[bool]] = []
+    if body.list_ids:
+        wanted = list(dict.fromkeys(body.list_ids))
+        found = set(
+            (
+                await ctx.conn.execute(scoped(ctx, lists).select(lists.c.id).where(lists.c.id.in_(wanted)))
+            ).scalars()
+        )
+        for list_id in wanted:
+            if list_id not in found:
+                raise NotFound("list", list_id)
+        parts.append(
+            exists(
+                scoped(ctx, list_leads)
+                .select(list_leads.c.lead_id)
+                .where(list_leads.c.list_id.in_(wanted), list_leads.c.lead_id == leads.c.id)
+            )
+        )
+    if body.lead_ids:
+        parts.append(leads.c.id.in_(body.lead_ids))
+    return or_(*parts)

@@ -1,0 +1,30 @@
+"""Links in emails: the signed one-click unsubscribe link.
+
+The token names the workspace, lead and campaign and is signed with the server secret, so it cannot be
+forged or guessed from another lead's link. It does not expire: an unsubscribe link must keep working.
+Links use `OUTREACH_PUBLIC_URL` until link domains exist (see docs/campaigns.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from outreach_core.settings import Settings
+from outreach_core.signing import sign, verify
+
+PURPOSE = "unsubscribe"
+UNSUBSCRIBE_PATH = "/u/"
+_NEVER = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
+
+
+def unsubscribe_url(settings: Settings, *, workspace_id: str, lead_id: str, campaign_id: str | None) -> str:
+    """The one-click unsubscribe link for one lead (RFC 8058 `List-Unsubscribe` and `{{unsubscribe}}`)."""
+    payload = {"w": workspace_id, "l": lead_id, "c": campaign_id}
+    token = sign(settings.resolved_secret_key(), PURPOSE, payload, _NEVER)
+    return f"{settings.public_url}{UNSUBSCRIBE_PATH}{token}"
+
+
+def read_unsubscribe_token(settings: Settings, token: str, now: dt.datetime) -> dict[str, Any]:
+    """The payload of an unsubscribe token; raises `InvalidSignature` for anything forged or altered."""
+    return verify(settings.resolved_secret_key(), PURPOSE, token, now)

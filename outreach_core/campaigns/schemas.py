@@ -1,0 +1,384 @@
+"""Wire models of the Campaigns section of the spec (analytics and AI writing come later)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal, Self
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
+
+from outreach_core.leads.schemas import Id
+from outreach_core.wire import Timestamp, WireModel
+
+CampaignStatus = Literal["draft", "running", "paused", "completed"]
+CAMPAIGN_STATUSES: tuple[str, ...] = CampaignStatus.__args__  # type: ignore[attr-defined]
+CampaignLeadStatus = Literal[
+    "not_contacted",
+    "contacted",
+    "completed",
+    "replied",
+    "rescheduled",
+    "unsubscribed",
+    "bounced",
+    "skipped",
+    "stopped",
+]
+CAMPAIGN_LEAD_STATUSES: tuple[str, ...] = CampaignLeadStatus.__args__  # type: ignore[attr-defined]
+FINISHED_LEAD_STATUSES = ("completed", "replied", "unsubscribed", "bounced", "skipped", "stopped")
+"""A campaign lead in one of these gets no more email from the campaign."""
+
+MAX_STEPS = 10
+MAX_VARIANTS = 5
+MAX_SUBJECT = 500
+MAX_BODY = 50_000
+MINUTES_A_DAY = 1440
+
+
+def _iana(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError("must be an IANA time zone such as Europe/Paris") from exc
+    return value
+
+
+def _date(value: str) -> str:
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError("must be a date YYYY-MM-DD") from exc
+    if len(value) != 10:
+        raise ValueError("must be a date YYYY-MM-DD")
+    return value
+
+
+Timezone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_iana)]
+DateText = Annotated[str, StringConstraints(min_length=10, max_length=10), AfterValidator(_date)]
+CampaignName = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"\S")]
+Minutes = Annotated[int, Field(ge=0, le=MINUTES_A_DAY)]
+Subject = Annotated[str, StringConstraints(max_length=MAX_SUBJECT)]
+Body = Annotated[str, StringConstraints(max_length=MAX_BODY)]
+Weight = Annotated[int, Field(ge=1, le=100, description="Relative share of leads among active variants.")]
+WaitDays = Annotated[int, Field(ge=0, le=365, description="Days after the previous email.")]
+
+# --- the campaign ----------------------------------------------------------------------------------------
+
+
+class Variant(WireModel):
+    id: str
+    label: str = Field(description="A, B, C ... in the order of the step.")
+    subject: str
+    body: str = Field(description="Sanitized HTML as saved.")
+    weight: int
+    active: bool
+
+
+class Step(WireModel):
+    id: str
+    position: int = Field(description="0 for the first email.")
+    wait_days: int = Field(description="Days after the previous email (ignored for the first).")
+    same_thread: bool = Field(description="Sent as a reply in the thread of the first email.")
+    variants: list[Variant]
+
+
+class CampaignWorkspace(WireModel):
+    id: str
+    name: str
+    timezone: str
+    unsubscribe_mode: Literal["link", "reply_text"]
+
+
+class Campaign(WireModel):
+    id: str
+    name: str
+    status: CampaignStatus
+    paused_reason: str | None
+    timezone_fallback: str
+    window_start: int
+    window_end: int
+    days: int
+    daily_cap: int | None
+    bounce_threshold: float | None
+    esp_matching: bool
+    stop_on_reply: bool
+    track_clicks: bool
+    track_opens: bool
+    start_on: str | None
+    end_on: str | None
+    stop_for_company: bool
+    skip_risky: bool
+    started_at: Timestamp | None
+    completed_at: Timestamp | None
+    created_at: Timestamp
+    updated_at: Timestamp
+    steps: list[Step]
+    mailbox_ids: list[str]
+    lead_counts: dict[str, int] = Field(description="Campaign leads by progress status, plus `total`.")
+    reached: list[int] = Field(description="Leads that were sent each step; index = step position.")
+    active_mailboxes: int
+    workspace: CampaignWorkspace
+
+
+class CampaignListItem(WireModel):
+    id: str
+    name: str
+    status: CampaignStatus
+    paused_reason: str | None
+    steps: int
+    mailboxes: int
+    lead_counts: dict[str, int] = Field(description="Campaign leads by progress status, plus `total`.")
+    started_at: Timestamp | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class CampaignList(WireModel):
+    campaigns: list[CampaignListItem] = Field(description="Newest first.")
+
+
+class ListCampaignsQuery(WireModel):
+    status: list[CampaignStatus] | None = None
+
+
+class CreateCampaignIn(WireModel):
+    name: CampaignName = "New campaign"
+
+
+class CreatedId(WireModel):
+    id: str
+
+
+class UpdateCampaignIn(WireModel):
+    name: CampaignName | None = None
+    mailbox_ids: Annotated[list[Id], Field(max_length=1000)] | None = Field(
+        default=None, description="Replaces the campaign's mailboxes."
+    )
+    timezone_fallback: Timezone | None = None
+    window_start: Minutes | None = None
+    window_end: Minutes | None = None
+    days: Annotated[int, Field(ge=1, le=127)] | None = None
+    daily_cap: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    bounce_threshold: Annotated[float, Field(ge=0, le=100)] | None = None
+    esp_matching: bool | None = None
+    stop_on_reply: bool | None = None
+    track_clicks: bool | None = None
+    track_opens: bool | None = None
+    start_on: DateText | None = None
+    end_on: DateText | None = None
+    stop_for_company: bool | None = None
+    skip_risky: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nulls_for_required(cls, data: Any) -> Any:
+        nullable = {"dailyCap", "bounceThreshold", "startOn", "endOn"}
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if value is None and key not in nullable:
+                    raise ValueError(f"{key} cannot be null")
+        return data
+
+
+# --- sequence --------------------------------------------------------------------------------------------
+
+
+class StepPatch(WireModel):
+    wait_days: WaitDays | None = None
+    same_thread: bool | None = None
+
+
+class VariantPatch(WireModel):
+    subject: Subject | None = None
+    body: Body | None = None
+    weight: Weight | None = None
+    active: bool | None = None
+
+
+class SavedVariant(WireModel):
+    ok: Literal[True] = True
+    body: str = Field(description="The body as saved (sanitized HTML).")
+
+
+class AddStepIn(WireModel):
+    wait_days: WaitDays = 3
+    same_thread: bool = True
+
+
+class AddVariantIn(WireModel):
+    copy_from: Id | None = Field(default=None, description="A variant of this campaign to copy.")
+
+
+class MoveStepIn(WireModel):
+    to: int = Field(ge=0, le=MAX_STEPS - 1, description="The new position, 0 for the first email.")
+
+
+class VariantIn(WireModel):
+    id: Id | None = Field(default=None, description="Keep this variant's id (and its statistics).")
+    subject: Subject = ""
+    body: Body = ""
+    weight: Weight = 1
+    active: bool = True
+
+
+class StepIn(WireModel):
+    id: Id | None = Field(default=None, description="Keep this step's id.")
+    wait_days: WaitDays = 3
+    same_thread: bool = True
+    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=MAX_VARIANTS)]
+
+    @model_validator(mode="after")
+    def _one_active(self) -> Self:
+        if not any(v.active for v in self.variants):
+            raise ValueError("a step needs at least one active variant")
+        return self
+
+
+class SequenceIn(WireModel):
+    steps: Annotated[list[StepIn], Field(min_length=1, max_length=MAX_STEPS)]
+
+
+# --- campaign leads --------------------------------------------------------------------------------------
+
+
+class AddCampaignLeadsIn(WireModel):
+    list_ids: Annotated[list[Id], Field(max_length=100)] | None = None
+    lead_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
+    all_leads: bool = Field(default=False, description="Every lead in the workspace.")
+
+    @model_validator(mode="after")
+    def _something(self) -> Self:
+        if not (self.list_ids or self.lead_ids or self.all_leads):
+            raise ValueError("give listIds, leadIds or allLeads: true")
+        return self
+
+
+class CampaignLeadsAdded(WireModel):
+    matched: int = Field(description="Distinct leads selected.")
+    added: int
+    already_in: int
+    suppressed: int = Field(description="Unsubscribed, bounced or on the suppression list.")
+    invalid: int = Field(description="Verification said the address does not exist.")
+    risky: int = Field(description="Risky or catch-all, left out because the campaign skips risky leads.")
+
+
+class RemoveCampaignLeadsIn(WireModel):
+    ids: Annotated[list[Id], Field(min_length=1, max_length=10_000, description="Campaign lead ids.")]
+
+
+class ListCampaignLeadsQuery(WireModel):
+    status: list[CampaignLeadStatus] | None = None
+    search: Annotated[str, StringConstraints(max_length=200)] | None = None
+    page: int = Field(default=1, ge=1, le=100_000)
+    page_size: int = Field(default=50, ge=10, le=200)
+
+
+class CampaignLead(WireModel):
+    id: str = Field(description="The campaign lead id (not the lead id).")
+    lead_id: str
+    email: str
+    first_name: str | None
+    last_name: str | None
+    company: str | None
+    status: CampaignLeadStatus
+    reason: str | None
+    step: int = Field(description="Emails sent so far; the next step's position.")
+    mailbox_id: str | None
+    next_at: Timestamp | None
+    last_sent_at: Timestamp | None
+    added_at: Timestamp
+
+
+class CampaignLeadPage(WireModel):
+    leads: list[CampaignLead]
+    total: int
+    page: int
+    page_size: int
+
+
+class Send(WireModel):
+    id: str
+    step: int
+    step_id: str | None
+    variant_id: str | None
+    mailbox_id: str | None
+    message_id: str
+    to: str
+    subject: str
+    body: str = Field(description="The HTML part as sent.")
+    text: str = Field(description="The plain-text part as sent.")
+    status: Literal["sending", "sent", "retry", "failed", "bounced", "unknown"]
+    error: str | None
+    attempts: int
+    created_at: Timestamp
+    sent_at: Timestamp | None
+
+
+class SendList(WireModel):
+    sends: list[Send]
+
+
+# --- preview, checklist, lifecycle -----------------------------------------------------------------------
+
+
+class PreviewQuery(WireModel):
+    lead_id: Id | None = None
+
+
+class PreviewLead(WireModel):
+    id: str
+    email: str
+    first_name: str | None
+    last_name: str | None
+    company: str | None
+
+
+class PreviewSender(WireModel):
+    mailbox_id: str
+    email: str
+    name: str | None
+
+
+class PreviewEmail(WireModel):
+    step_id: str
+    position: int
+    variant_id: str
+    variant_label: str
+    wait_days: int
+    same_thread: bool
+    subject: str
+    body: str = Field(description="The HTML part exactly as it will be sent.")
+    text: str = Field(description="The plain-text alternative.")
+    unknown_variables: list[str]
+
+
+class Preview(WireModel):
+    lead: PreviewLead | None
+    sender: PreviewSender | None
+    unsubscribe: str = Field(description="The unsubscribe link, or the reply-to-unsubscribe line.")
+    emails: list[PreviewEmail]
+    picker: list[PreviewLead] = Field(description="Campaign leads to preview (the first 20).")
+    picker_total: int
+
+
+class ChecklistItem(WireModel):
+    id: str
+    label: str
+    required: bool = Field(description="A failing required item blocks launch; warnings are advice.")
+    ok: bool
+    message: str | None
+    details: list[str]
+
+
+class Checklist(WireModel):
+    items: list[ChecklistItem]
+    can_launch: bool
+
+
+class Launched(WireModel):
+    status: CampaignStatus
+    items: list[ChecklistItem]
+
+
+class StatusOut(WireModel):
+    status: CampaignStatus
