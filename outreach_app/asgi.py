@@ -17,6 +17,7 @@ from starlette.routing import Mount
 from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.logging import RequestContext
 from http_api.protection import RateLimit, RequestSizeLimit
+from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
 from mcp_server.server import build_mcp, http_principal_source
@@ -96,6 +97,7 @@ def build_app(
     routes = [
         _any_path(Mount("/api/v1", app=build_api(runtime))),
         *consent_routes(runtime),
+        *unsubscribe_routes(runtime),
         _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [

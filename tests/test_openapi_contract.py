@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import schemathesis
 import uvicorn
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -110,6 +110,8 @@ def test_operation_honours_the_document(
     @given(operation.as_strategy(generation_mode=mode))
     @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     def run(case: schemathesis.Case) -> None:
+        # An empty list is sent as no parameter at all: such a "negative" case cannot be sent as generated.
+        assume(all(value != [] for value in (case.query or {}).values()))
         case.call_and_validate(headers={"Authorization": f"Bearer {key}"}, excluded_checks=excluded)
 
     run()

@@ -1,0 +1,107 @@
+"""One-click unsubscribe: the lead behind a signed link stops getting email, for good.
+
+The link (see `links.py`) names workspace, lead and campaign. Unsubscribing marks the lead `unsubscribed`,
+puts its address on the suppression list, stops every campaign lead of it that could still get email
+(status `unsubscribed`), and records a `lead.unsubscribed` event, all in one transaction. Doing it again
+changes nothing and records nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from outreach_core.campaigns.links import read_unsubscribe_token
+from outreach_core.context import Principal, WorkspaceContext, scoped
+from outreach_core.db.tables import campaign_leads, leads, suppressions, workspaces
+from outreach_core.errors import NotFound
+from outreach_core.ids import new_id
+from outreach_core.outbox import record_event
+from outreach_core.settings import Settings
+from outreach_core.signing import InvalidSignature
+
+STOPPABLE = ("not_contacted", "contacted", "rescheduled")
+
+
+@dataclass(frozen=True)
+class UnsubscribeLink:
+    principal: Principal  # the workspace acting for the person who clicked
+    lead_id: str
+    campaign_id: str | None
+
+
+@dataclass(frozen=True)
+class Unsubscribed:
+    email: str
+    workspace_name: str
+    already: bool  # the lead had unsubscribed before
+
+
+def read_unsubscribe_link(settings: Settings, token: str, now: dt.datetime) -> UnsubscribeLink:
+    """The lead an unsubscribe token names; NotFound for anything forged, altered or malformed."""
+    try:
+        payload = read_unsubscribe_token(settings, token, now)
+    except InvalidSignature as exc:
+        raise NotFound("unsubscribe link") from exc
+    principal = Principal(
+        user_id="", workspace_id=str(payload["w"]), role="owner", auth="api_key", credential_id="unsubscribe"
+    )
+    campaign = payload.get("c")
+    return UnsubscribeLink(principal, str(payload["l"]), str(campaign) if campaign else None)
+
+
+async def describe_unsubscribe(ctx: WorkspaceContext, lead_id: str) -> Unsubscribed:
+    """What the unsubscribe page shows before the person confirms."""
+    return await _state(ctx, lead_id)
+
+
+async def unsubscribe_lead(ctx: WorkspaceContext, lead_id: str, campaign_id: str | None) -> Unsubscribed:
+    """Unsubscribe the lead (idempotent): status, suppression list, campaign leads, `lead.unsubscribed`."""
+    state = await _state(ctx, lead_id)
+    if state.already:
+        return state
+    await ctx.conn.execute(
+        scoped(ctx, leads)
+        .update()
+        .where(leads.c.id == lead_id)
+        .values(status="unsubscribed", updated_at=ctx.now)
+    )
+    listed = (
+        await ctx.conn.execute(
+            scoped(ctx, suppressions).select(suppressions.c.id).where(suppressions.c.value == state.email)
+        )
+    ).first()
+    if listed is None:
+        await ctx.conn.execute(
+            scoped(ctx, suppressions).insert(
+                {
+                    "id": new_id("sup"),
+                    "kind": "email",
+                    "value": state.email,
+                    "reason": "unsubscribed",
+                    "created_at": ctx.now,
+                }
+            )
+        )
+    await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .update()
+        .where(campaign_leads.c.lead_id == lead_id, campaign_leads.c.status.in_(STOPPABLE))
+        .values(status="unsubscribed", reason="unsubscribed", finished_at=ctx.now, next_at=None)
+    )
+    await record_event(
+        ctx, "lead.unsubscribed", {"leadId": lead_id, "email": state.email, "campaignId": campaign_id}
+    )
+    return Unsubscribed(email=state.email, workspace_name=state.workspace_name, already=False)
+
+
+async def _state(ctx: WorkspaceContext, lead_id: str) -> Unsubscribed:
+    row = (
+        await ctx.conn.execute(
+            scoped(ctx, leads).select(leads.c.email, leads.c.status).where(leads.c.id == lead_id)
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound("lead", lead_id)
+    name = (await ctx.conn.execute(scoped(ctx, workspaces).select(workspaces.c.name))).scalar_one()
+    return Unsubscribed(email=row.email, workspace_name=name, already=row.status == "unsubscribed")
