@@ -195,6 +195,7 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
     lead_id = new_id("lead")
     fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
     fields["country"] = _country(body.country)
+    derived = derived_columns(email, body.first_name, body.last_name, body.company)
     await ctx.conn.execute(
         lead_table.insert(
             {
@@ -203,7 +204,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
                 "domain": domain,
                 **fields,
                 "custom": body.custom,
-                **derived_columns(email, body.first_name, body.last_name, body.company),
+                **derived,
+                "search_index": derived["search_text"],  # one lead: indexed at once
                 "created_at": ctx.now,
                 "updated_at": ctx.now,
             }
@@ -232,6 +234,8 @@ async def update_lead(ctx: WorkspaceContext, id: str, body: UpdateLeadIn) -> Lea
         values.update(
             derived_columns(row.email, merged["first_name"], merged["last_name"], merged["company"])
         )
+        if row.search_index is not None:  # indexed leads stay indexed; pending ones are indexed later
+            values["search_index"] = values["search_text"]
         if ENRICHMENT_INPUTS & values.keys():
             values["enriched_at"] = None  # re-derive country/timezone from the new facts
         values["updated_at"] = ctx.now
