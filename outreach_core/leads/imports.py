@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import bindparam, case, func, null
 
 from outreach_core.billing.operations import require_active_plan
+from outreach_core.bulk import one_of
 from outreach_core.context import WorkspaceContext, insert_rows, scoped
 from outreach_core.db.tables import import_chunks, import_seen, lead_imports, leads, lists
 from outreach_core.enrichment.rules import normalize_country
@@ -139,7 +140,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
         (
             await ctx.conn.execute(
                 seen.select(import_seen.c.email).where(
-                    import_seen.c.import_id == imp.id, import_seen.c.email.in_(emails)
+                    import_seen.c.import_id == imp.id, one_of(ctx, import_seen.c.email, emails)
                 )
             )
         ).scalars()
@@ -159,7 +160,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
             r.email: r.id
             for r in (
                 await ctx.conn.execute(
-                    lead_table.select(leads.c.id, leads.c.email).where(leads.c.email.in_(candidates))
+                    lead_table.select(leads.c.id, leads.c.email).where(one_of(ctx, leads.c.email, candidates))
                 )
             ).all()
         }
@@ -180,7 +181,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
         await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
     if imp.list_id is not None and (new or existing):
-        members = lead_table.select(leads.c.id).where(leads.c.email.in_(new + list(existing)))
+        members = lead_table.select(leads.c.id).where(one_of(ctx, leads.c.email, new + list(existing)))
         await add_to_list(ctx, imp.list_id, members)
     return counts
 

@@ -35,7 +35,7 @@ from outreach_core.leads.schemas import (
     TargetIn,
     UpdateLeadIn,
 )
-from outreach_core.leads.targets import filter_conditions, target_ids
+from outreach_core.leads.targets import NO_LABEL, filter_conditions, target_ids
 from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.outbox import record_event
 from outreach_core.suppressions.operations import suppressed_emails
@@ -73,8 +73,10 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     """
     where = filter_conditions(ctx, query)
     lead_table = scoped(ctx, leads)
-    if query.search or query.list_id or query.label_id:
+    if query.search or query.list_id or (query.label_id and query.label_id != NO_LABEL):
         total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
+    elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
+        total = await _counted(ctx, query) - await _labelled(ctx, query)
     else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
         total = await _counted(ctx, query)
     sort = _SORT_COLUMNS[query.sort]
@@ -327,6 +329,20 @@ async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
             stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
         if query.esp:
             stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
+    return int((await ctx.conn.execute(stmt)).scalar_one())
+
+
+async def _labelled(ctx: WorkspaceContext, query: ListLeadsQuery) -> int:
+    """Leads of the workspace with at least one label that match the status/verify/esp filters (reads the
+    labelled leads only, through the workspace's labels)."""
+    narrowing = filter_conditions(ctx, LeadFilter(status=query.status, verify=query.verify, esp=query.esp))
+    stmt = (
+        scoped(ctx, labels)
+        .select(func.count(func.distinct(lead_labels.c.lead_id)))
+        .join(lead_labels, lead_labels.c.label_id == labels.c.id)
+        .join(leads, leads.c.id == lead_labels.c.lead_id)
+        .where(*narrowing)
+    )
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 

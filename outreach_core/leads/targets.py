@@ -49,14 +49,12 @@ def filter_conditions(ctx: WorkspaceContext, f: LeadFilter) -> list[ColumnElemen
     conditions: list[ColumnElement[bool]] = []
     if f.search:
         conditions.append(search_condition(ctx, f.search))
+    # `IN (members)` rather than a correlated EXISTS: a small list or label is read from its own index
+    # instead of probing every lead of the workspace.
     if f.list_id:
         ll = scoped(ctx, list_leads)
         conditions.append(
-            exists(
-                ll.select(list_leads.c.lead_id).where(
-                    list_leads.c.list_id == f.list_id, list_leads.c.lead_id == leads.c.id
-                )
-            )
+            leads.c.id.in_(ll.select(list_leads.c.lead_id).where(list_leads.c.list_id == f.list_id))
         )
     if f.label_id:
         ll = scoped(ctx, lead_labels)
@@ -65,13 +63,8 @@ def filter_conditions(ctx: WorkspaceContext, f: LeadFilter) -> list[ColumnElemen
                 not_(exists(ll.select(lead_labels.c.lead_id).where(lead_labels.c.lead_id == leads.c.id)))
             )
         else:
-            conditions.append(
-                exists(
-                    ll.select(lead_labels.c.lead_id).where(
-                        lead_labels.c.label_id == f.label_id, lead_labels.c.lead_id == leads.c.id
-                    )
-                )
-            )
+            labelled = ll.select(lead_labels.c.lead_id).where(lead_labels.c.label_id == f.label_id)
+            conditions.append(leads.c.id.in_(labelled))
     if f.status:
         conditions.append(leads.c.status.in_(f.status))
     if f.verify:
