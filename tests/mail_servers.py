@@ -297,7 +297,8 @@ class Dovecot:
 
     def _write_users(self) -> None:
         """One passwd-file per user (`users/<user>`): a new user's file is read on first use. Dovecot checks
-        a file it has read at most once a second, so after a changed password this waits that second out."""
+        a file it has read at most once a second (whole seconds of its own clock), so after a changed
+        password this waits two seconds: one was seen not to be enough on a loaded machine."""
         directory = self.root / "users"
         directory.mkdir(exist_ok=True)
         directory.chmod(0o755)
@@ -313,7 +314,7 @@ class Dovecot:
             tmp.chmod(0o644)
             tmp.replace(path)
         if changed:
-            time.sleep(1.1)
+            time.sleep(2.1)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
