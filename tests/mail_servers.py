@@ -207,7 +207,7 @@ first_valid_gid = 1
 mail_location = maildir:{root}/mail/%u
 passdb {{
   driver = passwd-file
-  args = scheme=PLAIN username_format=%u {root}/passwd
+  args = scheme=PLAIN username_format=%u {root}/users/%u
 }}
 userdb {{
   driver = static
@@ -229,8 +229,7 @@ service imap-login {{
 
 class Dovecot:
     """Dovecot IMAP from a temporary configuration: `starttls_port` (143-style: plain, STARTTLS, then
-    LOGIN) and `tls_port` (993-style implicit TLS). Users come from a passwd-file rewritten (new inode, so
-    Dovecot re-reads it) whenever `users` changes."""
+    LOGIN) and `tls_port` (993-style implicit TLS). Users come from passwd-files written whenever `users` changes."""
 
     def __init__(self, root: Path, ca: MailCA, users: Users) -> None:
         self.root = root
@@ -296,11 +295,24 @@ class Dovecot:
         return path.read_text() if path.exists() else ""
 
     def _write_users(self) -> None:
-        lines = [f"{user}:{{PLAIN}}{password}::::::\n" for user, password in self.users.snapshot().items()]
-        tmp = self.root / f"passwd.{next(_unique)}"
-        tmp.write_text("".join(lines))
-        tmp.chmod(0o644)
-        tmp.replace(self.root / "passwd")
+        """One passwd-file per user (`users/<user>`): a new user's file is read on first use. Dovecot checks
+        a file it has read at most once a second, so after a changed password this waits that second out."""
+        directory = self.root / "users"
+        directory.mkdir(exist_ok=True)
+        directory.chmod(0o755)
+        changed = False
+        for user, password in self.users.snapshot().items():
+            path = directory / user
+            line = f"{user}:{{PLAIN}}{password}::::::\n"
+            if path.exists() and path.read_text() == line:
+                continue
+            changed = changed or path.exists()
+            tmp = directory / f".{user}.{next(_unique)}"
+            tmp.write_text(line)
+            tmp.chmod(0o644)
+            tmp.replace(path)
+        if changed:
+            time.sleep(1.1)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, SecretStr, StringConstraints, model_validator
-from pydantic.json_schema import SkipJsonSchema
 
 from outreach_core.wire import EmailAddress, Timestamp, WireModel
 
@@ -37,8 +37,31 @@ class ServerOut(WireModel):
     user: str
 
 
+def _absent_not_null(*names: str) -> Callable[[dict[str, Any]], None]:
+    """JSON schema fix-up: these optional fields may be left out but not sent as null (each model refuses
+    null itself). They are typed `X | None` rather than `X | SkipJsonSchema[None]` so that validation
+    errors keep plain paths (`smtp.host`, not `smtp.ServerIn.host`)."""
+
+    def fix(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            options = [o for o in prop.get("anyOf", []) if o != {"type": "null"}]
+            if len(options) == 1:
+                rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+                schema["properties"][name] = {**options[0], **rest}
+
+    return fix
+
+
+def _refuse_nulls(model: WireModel, *names: str) -> None:
+    for name in names:
+        if name in model.model_fields_set and getattr(model, name) is None:
+            raise ValueError(f"{type(model).model_fields[name].alias or name} cannot be null")
+
+
 def _shapes(schema: dict[str, Any]) -> None:
     """The document shows the spec's two shapes; the model checks the same rules (`_one_shape`)."""
+    _absent_not_null("smtp", "imap")(schema)
     schema["oneOf"] = [
         {
             "properties": {
@@ -64,10 +87,10 @@ class CreateMailboxIn(WireModel):
     password: Password = Field(
         description="The mailbox password (google_app: the 16-letter app password, at most 64 characters)."
     )
-    smtp: ServerIn | SkipJsonSchema[None] = Field(
+    smtp: ServerIn | None = Field(
         default=None, description="Required for provider smtp; not accepted for google_app."
     )
-    imap: ServerIn | SkipJsonSchema[None] = Field(
+    imap: ServerIn | None = Field(
         default=None, description="Required for provider smtp; not accepted for google_app."
     )
     daily_limit: DailyLimit = 30
@@ -75,6 +98,7 @@ class CreateMailboxIn(WireModel):
 
     @model_validator(mode="after")
     def _one_shape(self) -> Self:
+        _refuse_nulls(self, "smtp", "imap")
         given = self.model_fields_set
         if self.provider == "google_app":
             extra = [name for name in ("smtp", "imap") if name in given]
@@ -118,39 +142,53 @@ class LimitsIn(WireModel):
 
 
 class CredentialsIn(WireModel):
+    model_config = ConfigDict(json_schema_extra=_absent_not_null("smtp", "imap"))
+
     password: Password
-    smtp: ServerIn | SkipJsonSchema[None] = Field(
+    smtp: ServerIn | None = Field(
         default=None, description="New SMTP settings (smtp mailboxes only); the stored ones when absent."
     )
-    imap: ServerIn | SkipJsonSchema[None] = Field(
+    imap: ServerIn | None = Field(
         default=None, description="New IMAP settings (smtp mailboxes only); the stored ones when absent."
     )
 
+    @model_validator(mode="after")
+    def _no_nulls(self) -> Self:
+        _refuse_nulls(self, "smtp", "imap")
+        return self
+
+
+_NOT_NULL = ("timezone", "status", "limits", "restart_ramp", "inbox_poll", "credentials")
+
 
 class UpdateMailboxIn(WireModel):
+    model_config = ConfigDict(
+        json_schema_extra=_absent_not_null(
+            "timezone", "status", "limits", "restartRamp", "inboxPoll", "credentials"
+        )
+    )
+
     display_name: DisplayName | None = None
     signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
-    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] | SkipJsonSchema[None] = Field(
+    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
         default=None, description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits."
     )
-    status: Literal["active", "paused"] | SkipJsonSchema[None] = None
-    limits: LimitsIn | SkipJsonSchema[None] = None
-    restart_ramp: bool | SkipJsonSchema[None] = Field(
+    status: Literal["active", "paused"] | None = None
+    limits: LimitsIn | None = None
+    restart_ramp: bool | None = Field(
         default=None, description="true: start the ramp again from day 1 today."
     )
-    inbox_poll: bool | SkipJsonSchema[None] = Field(
+    inbox_poll: bool | None = Field(
         default=None,
         description="true: read the inbox every 60 s instead of keeping an IMAP connection open.",
     )
-    credentials: CredentialsIn | SkipJsonSchema[None] = Field(
+    credentials: CredentialsIn | None = Field(
         default=None, description="New password (and servers); tested before anything is saved."
     )
 
     @model_validator(mode="after")
     def _no_nulls(self) -> Self:
-        for name in ("timezone", "status", "limits", "restart_ramp", "inbox_poll", "credentials"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{type(self).model_fields[name].alias or name} cannot be null")
+        _refuse_nulls(self, *_NOT_NULL)
         return self
 
 
