@@ -205,7 +205,7 @@ class MailLoginClient:
                     return problem
                 return await self._smtp(server, password)
         except TimeoutError:
-            return f"timed out after {self._timeout_s:g} s at {server.host}:{server.port} (check the port and security)"
+            return self._timed_out(server)
         except Exception as exc:  # every failure becomes a fixed phrase; see the class docstring
             return _connection_problem(exc, server)
 
@@ -217,9 +217,13 @@ class MailLoginClient:
                     return problem
                 return await self._imap(server, password)
         except TimeoutError:
-            return f"timed out after {self._timeout_s:g} s at {server.host}:{server.port} (check the port and security)"
+            return self._timed_out(server)
         except Exception as exc:
             return _connection_problem(exc, server)
+
+    def _timed_out(self, server: MailServer) -> str:
+        where = f"{server.host}:{server.port}"
+        return f"timed out after {self._timeout_s:g} s at {where} (check the port and security)"
 
     async def _smtp(self, server: MailServer, password: str) -> str | None:
         client = aiosmtplib.SMTP(

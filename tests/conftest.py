@@ -73,7 +73,7 @@ def live_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:
+def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:  # noqa: F811
     return Settings(
         database_url=database_url,
         tls_ca_file=str(mail_ca.ca_file),
@@ -94,7 +94,7 @@ async def reset_database(runtime: Runtime) -> None:
         await conn.execute(text("CREATE SCHEMA public"))
 
 
-def test_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) -> Ports:
+def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) -> Ports:
     """The real adapters a served runtime uses, pointed at the test servers: DNS at `dns_server`, mail
     logins trusting the test CA and allowed to reach loopback."""
     from outreach_app.adapters import DnspythonResolver, MailLoginClient
@@ -109,7 +109,7 @@ def test_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) -> P
 
 @pytest.fixture(scope="session")
 async def runtime(settings: Settings, dns_server: DnsServer) -> AsyncIterator[Runtime]:
-    rt = Runtime(settings, ports=test_ports(settings, dns_server))
+    rt = Runtime(settings, ports=served_ports(settings, dns_server))
     await reset_database(rt)
     await migrate(rt.engine)
     yield rt

@@ -229,7 +229,8 @@ service imap-login {{
 
 class Dovecot:
     """Dovecot IMAP from a temporary configuration: `starttls_port` (143-style: plain, STARTTLS, then
-    LOGIN) and `tls_port` (993-style implicit TLS). Users come from passwd-files written whenever `users` changes."""
+    LOGIN) and `tls_port` (993-style implicit TLS). Users come from passwd-files written whenever `users`
+    changes."""
 
     def __init__(self, root: Path, ca: MailCA, users: Users) -> None:
         self.root = root
@@ -371,7 +372,7 @@ class MailServers:
         }
 
 
-# --- fixtures ------------------------------------------------------------------------------------------------
+# --- fixtures -----------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")

@@ -104,6 +104,9 @@ async def test_mailbox(ctx: WorkspaceContext, body: CreateMailboxIn, prepared: L
     return prepared
 
 
+test_mailbox.__test__ = False  # type: ignore[attr-defined]  # a tool name, not a pytest test
+
+
 async def import_mailboxes(
     ctx: WorkspaceContext, body: ImportMailboxesIn, prepared: ImportPlan
 ) -> ImportMailboxesOut:

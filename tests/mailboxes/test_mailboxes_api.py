@@ -184,7 +184,7 @@ async def test_import_reports_every_row(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, mail_servers: MailServers
 ) -> None:
     ws = await make_workspace()
-    (a, pa), (b, pb), (c, pc), (d, pd) = (mail_servers.add_user() for _ in range(4))
+    (a, pa), (b, pb), (c, pc), (d, _) = (mail_servers.add_user() for _ in range(4))
     assert (await create(http, ws, mail_servers.body(c, pc))).json()["test"]["ok"]
 
     def row(user: str, password: str, **extra: Any) -> dict[str, Any]:
