@@ -90,11 +90,13 @@ SEMANTIC_VALIDATION = {
     "PATCH /campaigns/{id}",
     "PUT /campaigns/{id}/sequence",
     "POST /campaigns/{id}/leads",
+    "PATCH /mailboxes/{id}",
 }
 """Operations that refuse some schema-valid input by meaning, with 422: an address that is not a usable
 email (the schema cannot express the normaliser's rules), a country that is not recognised, a time zone
 that is not an IANA name, a date that is not on the calendar, a window that ends before it starts, a step
-without an active variant, an add-leads request that names no leads. Every other check still applies."""
+without an active variant, an add-leads request that names no leads, mailbox limits with minGapS above
+maxGapS (JSON Schema cannot compare two fields). Every other check still applies."""
 
 
 def _cases() -> list[Any]:
