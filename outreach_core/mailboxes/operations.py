@@ -332,9 +332,9 @@ async def prepare_import_mailboxes(outside: Outside, body: ImportMailboxesIn) ->
 
 async def prepare_update_mailbox(outside: Outside, id: str, body: UpdateMailboxIn) -> LoginTest | None:
     """New credentials are tested against the new servers, or the stored ones where none are given."""
-    row = await outside.read(_row, id)
     if body.credentials is None:
         return None
+    row = await outside.read(_row, id)
     if row.provider != "smtp" and (body.credentials.smtp is not None or body.credentials.imap is not None):
         raise InvalidInput.field("credentials", f"a {row.provider} mailbox takes a new password only")
     smtp, imap = _stored_or_new(row, body.credentials.smtp, body.credentials.imap)
