@@ -98,8 +98,7 @@ def make_handler(runtime: Runtime, endpoint: Endpoint, *, public: bool = False) 
                 except OutreachError:
                     await runtime.system_read(caller)  # a bad credential is reported before bad input
                     raise
-                call = runtime.read if endpoint.read_only else runtime.execute
-                result = await call(caller, endpoint.operation, **kwargs)
+                result = await runtime.call(caller, endpoint, **kwargs)
         except OutreachError as err:
             return error_response(err)
         return JSONResponse(dump(result, endpoint.response), status_code=endpoint.status)

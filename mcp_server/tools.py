@@ -161,8 +161,7 @@ def register_endpoint_tool(
                 kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
             if endpoint.body is not None:
                 kwargs["body"] = endpoint.body.model_validate(_subset(raw, body_fields))
-            call = runtime.read if endpoint.read_only else runtime.execute
-            result = await call(caller, endpoint.operation, **kwargs)
+            result = await runtime.call(caller, endpoint, **kwargs)
         except ValidationError as exc:
             return error_result(invalid_input_from_pydantic(exc.errors()))
         except OutreachError as exc:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import ssl
 from urllib.parse import urlsplit
 
+import aioimaplib
+import aiosmtplib
 import dns.asyncresolver
 import dns.exception
 import dns.resolver
 import httpx
 import structlog
 
+from outreach_core.ports import MailServer
 from outreach_core.settings import Settings
 from outreach_core.urls import is_blocked_address, url_problem
 
@@ -161,3 +165,180 @@ def _redact(url: str) -> str:
     """The URL without query string or credentials, for logs."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname or ''}{parts.path}"
+
+
+class MailLoginClient:
+    """`ports.MailLogin`: SMTP AUTH with aiosmtplib and IMAP LOGIN with aioimaplib, over implicit TLS or
+    STARTTLS.
+
+    - TLS trusts the system store plus `OUTREACH_TLS_CA_FILE`; certificates and host names are verified.
+    - Each login (connect, TLS, greeting, login, goodbye) is bounded by `timeout_s` as a whole.
+    - Unless `allow_private` (`OUTREACH_ALLOW_PRIVATE_URLS=1`), hosts that are, or resolve to, loopback or
+      private addresses are refused without connecting, so mailbox settings cannot probe the server's
+      network.
+    - Failures are short fixed phrases (plus the server's reply code): exception texts never reach the
+      caller, so neither can anything a server or library put in them.
+    """
+
+    def __init__(
+        self, *, tls_ca_file: str | None = None, timeout_s: float = 10.0, allow_private: bool = False
+    ) -> None:
+        self._tls = ssl.create_default_context()
+        if tls_ca_file:
+            self._tls.load_verify_locations(cafile=tls_ca_file)
+        self._timeout_s = timeout_s
+        self._allow_private = allow_private
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> MailLoginClient:
+        return cls(
+            tls_ca_file=settings.tls_ca_file,
+            timeout_s=settings.mail_login_timeout_s,
+            allow_private=settings.allow_private_urls,
+        )
+
+    async def test_smtp(self, server: MailServer, password: str) -> str | None:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                problem = await self._address_problem(server)
+                if problem is not None:
+                    return problem
+                return await self._smtp(server, password)
+        except TimeoutError:
+            return self._timed_out(server)
+        except Exception as exc:  # every failure becomes a fixed phrase; see the class docstring
+            return _connection_problem(exc, server)
+
+    async def test_imap(self, server: MailServer, password: str) -> str | None:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                problem = await self._address_problem(server)
+                if problem is not None:
+                    return problem
+                return await self._imap(server, password)
+        except TimeoutError:
+            return self._timed_out(server)
+        except Exception as exc:
+            return _connection_problem(exc, server)
+
+    def _timed_out(self, server: MailServer) -> str:
+        where = f"{server.host}:{server.port}"
+        return f"timed out after {self._timeout_s:g} s at {where} (check the port and security)"
+
+    async def _smtp(self, server: MailServer, password: str) -> str | None:
+        client = aiosmtplib.SMTP(
+            hostname=server.host,
+            port=server.port,
+            use_tls=server.security == "tls",
+            start_tls=server.security == "starttls",
+            tls_context=self._tls,
+            timeout=self._timeout_s,
+        )
+        try:
+            await client.connect()
+        except aiosmtplib.SMTPNotSupported:
+            return "the SMTP server does not offer STARTTLS; try security tls (usually port 465)"
+        try:
+            await client.login(server.user, password)
+        except aiosmtplib.SMTPAuthenticationError as exc:
+            return f"SMTP login failed: the server refused the user name or password ({exc.code})"
+        except aiosmtplib.SMTPNotSupported:
+            return "SMTP login failed: the server offers no login method we support (PLAIN, LOGIN, CRAM-MD5)"
+        except aiosmtplib.SMTPResponseException as exc:
+            return f"SMTP login failed: the server answered {exc.code}"
+        finally:
+            with contextlib.suppress(Exception):
+                await client.quit()
+            client.close()
+        return None
+
+    async def _imap(self, server: MailServer, password: str) -> str | None:
+        client: aioimaplib.IMAP4
+        if server.security == "tls":
+            client = aioimaplib.IMAP4_SSL(
+                host=server.host, port=server.port, timeout=self._timeout_s, ssl_context=self._tls
+            )
+        else:
+            client = aioimaplib.IMAP4(host=server.host, port=server.port, timeout=self._timeout_s)
+        try:
+            await client.wait_hello_from_server()
+            if server.security == "starttls":
+                problem = await _imap_starttls(client, self._tls, server.host, self._timeout_s)
+                if problem is not None:
+                    return problem
+            response = await client.login(server.user, password)
+            if response.result != "OK":
+                return "IMAP login failed: the server refused the user name or password"
+            with contextlib.suppress(Exception):
+                await client.logout()
+            return None
+        finally:
+            transport = client.protocol.transport if client.protocol is not None else None
+            if transport is not None:
+                transport.close()
+
+    async def _address_problem(self, server: MailServer) -> str | None:
+        if self._allow_private:
+            return None
+        if is_blocked_address(server.host):
+            return f"refused: {server.host} is a private or loopback address"
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                server.host, server.port, type=socket.SOCK_STREAM
+            )
+        except socket.gaierror:
+            return f"host not found: {server.host}"
+        if any(is_blocked_address(str(info[4][0])) for info in infos):
+            return f"refused: {server.host} resolves to a private or loopback address"
+        return None
+
+
+async def _imap_starttls(
+    client: aioimaplib.IMAP4, tls: ssl.SSLContext, host: str, timeout_s: float
+) -> str | None:
+    """STARTTLS for aioimaplib, which has no method for it: send the command on the plain connection, then
+    upgrade the protocol's transport in place with `loop.start_tls` and ask for capabilities again
+    (RFC 3501: those seen before TLS must be forgotten)."""
+    protocol = client.protocol
+    if "STARTTLS" not in protocol.capabilities:
+        return "the IMAP server does not offer STARTTLS; try security tls (usually port 993)"
+    command = aioimaplib.Command("STARTTLS", protocol.new_tag(), loop=protocol.loop)
+    response = await asyncio.wait_for(protocol.execute(command), timeout_s)
+    if response.result != "OK":
+        return "the IMAP server refused STARTTLS"
+    loop = asyncio.get_running_loop()
+    transport = await loop.start_tls(protocol.transport, protocol, tls, server_hostname=host)
+    if transport is None:
+        return "TLS error: the connection closed during the TLS handshake"
+    protocol.transport = transport
+    protocol.capabilities = set()
+    await asyncio.wait_for(protocol.capability(), timeout_s)
+    return None
+
+
+def _connection_problem(exc: BaseException, server: MailServer) -> str:
+    """A fixed phrase for a connection-level failure, looking through wrapped causes."""
+    where = f"{server.host}:{server.port}"
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            reason = seen.verify_message or "not trusted"
+            return f"TLS error: the certificate of {where} was not accepted ({reason})"
+        if isinstance(seen, ssl.SSLError):
+            return f"TLS error: the TLS handshake with {where} failed (check security tls or starttls)"
+        if isinstance(seen, ConnectionRefusedError):
+            return f"connection refused by {where}"
+        if isinstance(seen, socket.gaierror):
+            return f"host not found: {server.host}"
+        if isinstance(seen, TimeoutError):
+            return f"timed out ({where})"
+        if isinstance(seen, aiosmtplib.SMTPServerDisconnected | ConnectionResetError | EOFError):
+            return f"the server at {where} closed the connection (check security tls or starttls)"
+        if isinstance(seen, aiosmtplib.SMTPResponseException):
+            return f"the SMTP server at {where} answered {seen.code}"
+        if isinstance(seen, aioimaplib.Abort | aioimaplib.Error):
+            return f"the IMAP server at {where} answered unexpectedly"
+        seen = seen.__cause__ or seen.__context__
+    if isinstance(exc, OSError):
+        return f"could not connect to {where}"
+    return f"the login at {where} failed unexpectedly ({type(exc).__name__})"

@@ -27,12 +27,17 @@ T = TypeVar("T")
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
-    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API."""
-    from outreach_app.adapters import DnspythonResolver, HttpxClient
+    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API,
+    SMTP/IMAP login tests for mailboxes."""
+    from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient
     from outreach_core.ports import Ports
 
     settings = settings or Settings()
-    ports = Ports(dns=DnspythonResolver(settings.dns_nameservers), http=HttpxClient.from_settings(settings))
+    ports = Ports(
+        dns=DnspythonResolver(settings.dns_nameservers),
+        http=HttpxClient.from_settings(settings),
+        mail=MailLoginClient.from_settings(settings),
+    )
     return Runtime(settings, ports=ports)
 
 

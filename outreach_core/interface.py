@@ -6,6 +6,11 @@ never drift apart. The core stays door-free: this module holds plain data only.
 
 Calling convention for operations: `await op(ctx, **path_params, query=<model>, body=<model>)`, where
 `query`/`body` are passed only when the endpoint declares them.
+
+Network I/O (mail login tests, DNS lookups) never runs inside a transaction: SQLite holds its write lock for
+the whole of a read-write transaction. An endpoint that needs it declares `prepare`, a step the runtime runs
+first, outside any transaction, with the same arguments; its result reaches the operation as `prepared=`
+(see `Runtime.call` and docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from outreach_core.wire import contains_nul
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 Describe = Callable[[WorkspaceContext, dict[str, Any]], Awaitable[str]]
 """For operations that ask to confirm: states the concrete impact of the call (read-only)."""
+Prepare = Callable[..., Awaitable[Any]]
+"""A pre-transaction step: `await prepare(outside, **path_params, query=..., body=...)` with an
+`outreach_core.runtime.Outside`; no transaction is open while it runs (it may open short read transactions
+through `outside.read`). Its result is passed to the operation as the keyword argument `prepared`."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class Endpoint:
     read_only: bool = False
     destructive: bool = False
     confirm: Describe | None = None
+    prepare: Prepare | None = None
     tag: str = "default"
     status: int = 200
 
@@ -74,9 +84,21 @@ def all_endpoints() -> list[Endpoint]:
     from outreach_core.labels.interface import ENDPOINTS as labels
     from outreach_core.leads.interface import ENDPOINTS as leads
     from outreach_core.lists.interface import ENDPOINTS as lists
+    from outreach_core.mailboxes.interface import ENDPOINTS as mailboxes
     from outreach_core.oauth.interface import ENDPOINTS as oauth
     from outreach_core.suppressions.interface import ENDPOINTS as suppressions
     from outreach_core.verification.interface import ENDPOINTS as verification
     from outreach_core.workspace.interface import ENDPOINTS as workspace
 
-    return [*workspace, *api_keys, *oauth, *leads, *verification, *lists, *labels, *suppressions, *campaigns]
+    return [
+        *workspace,
+        *api_keys,
+        *oauth,
+        *leads,
+        *verification,
+        *lists,
+        *labels,
+        *suppressions,
+        *campaigns,
+        *mailboxes,
+    ]

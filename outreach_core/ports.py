@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
 
 class Clock(Protocol):
@@ -55,6 +55,26 @@ class HttpClient(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class MailServer:
+    """Where and as whom to log in to an SMTP or IMAP server."""
+
+    host: str
+    port: int
+    security: Literal["tls", "starttls"]  # tls = implicit TLS from the first byte; starttls = upgrade
+    user: str
+
+
+class MailLogin(Protocol):
+    """Login tests against a mailbox's servers. Each returns None when the login passed, else a short,
+    human-readable reason (authentication failed, connection refused, TLS error, timeout...) that never
+    contains the password or an exception's text."""
+
+    async def test_smtp(self, server: MailServer, password: str) -> str | None: ...
+
+    async def test_imap(self, server: MailServer, password: str) -> str | None: ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -62,3 +82,4 @@ class Ports:
     clock: Clock = field(default_factory=SystemClock)
     dns: DnsResolver | None = None
     http: HttpClient | None = None
+    mail: MailLogin | None = None

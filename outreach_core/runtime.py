@@ -8,7 +8,9 @@ workers). Each call is one transaction: committed when the function returns, rol
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -18,6 +20,9 @@ from outreach_core.db.engine import create_engine
 from outreach_core.ports import Ports
 from outreach_core.settings import Settings
 from outreach_core.usage import UsageTracker
+
+if TYPE_CHECKING:
+    from outreach_core.interface import Endpoint
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -37,6 +42,17 @@ class Runtime:
         self.ports = ports or Ports()
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.usage = UsageTracker()
+
+    async def call(self, caller: Caller, endpoint: Endpoint, /, **kwargs: Any) -> Any:
+        """Run a catalogued endpoint the way both doors do: its `prepare` step first, outside any
+        transaction (after the caller is authenticated in a short read transaction), then the operation in
+        one transaction (read-only or read-write as the endpoint says) with `prepared=` the step's result."""
+        if endpoint.prepare is not None:
+            principal = caller if isinstance(caller, Principal) else await self.system_read(caller)
+            kwargs["prepared"] = await endpoint.prepare(Outside(self, principal), **kwargs)
+            caller = principal
+        run = self.read if endpoint.read_only else self.execute
+        return await run(caller, endpoint.operation, **kwargs)
 
     async def execute(
         self,
@@ -137,6 +153,36 @@ class Runtime:
                 if attempt < _SERIALIZATION_RETRIES and _is_retryable(exc):
                     continue
                 raise
+
+
+@dataclass(frozen=True)
+class Outside:
+    """What a pre-transaction step (`Endpoint.prepare`) works with: the caller, ports and settings, and
+    short read transactions on the caller's behalf. No transaction is open while the step runs."""
+
+    runtime: Runtime
+    principal: Principal
+
+    @property
+    def ports(self) -> Ports:
+        return self.runtime.ports
+
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    def now(self) -> datetime:
+        return self.runtime.ports.clock.now()
+
+    async def read(
+        self,
+        op: Callable[Concatenate[WorkspaceContext, P], Awaitable[R]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """`op(ctx, ...)` in its own short read-only transaction, as the caller."""
+        return await self.runtime.read(self.principal, op, *args, **kwargs)
 
 
 def _is_retryable(exc: DBAPIError) -> bool:

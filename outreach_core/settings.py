@@ -19,6 +19,9 @@ class Settings(BaseSettings):
 
     database_url: str = DEFAULT_DATABASE_URL
     secret_key: str | None = None
+    # Earlier secret keys (comma-separated), still accepted to decrypt stored mailbox passwords after a
+    # rotation; new values are always encrypted with `secret_key`. See docs/mailboxes.md.
+    secret_key_previous: str | None = None
     public_url: str = "http://127.0.0.1:8000"
     dns_nameservers: str | None = None
     tls_ca_file: str | None = None
@@ -33,6 +36,9 @@ class Settings(BaseSettings):
     verifier_url: str | None = None
     verifier_api_key: str | None = None
     verifier_timeout_s: float = Field(default=10.0, gt=0, le=120)
+
+    # Mailbox login tests (SMTP AUTH and IMAP LOGIN): the whole exchange of one login, per server.
+    mail_login_timeout_s: float = Field(default=10.0, gt=0, le=120)
 
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
@@ -78,6 +84,10 @@ class Settings(BaseSettings):
         key_file.write_text(key)
         key_file.chmod(0o600)
         return key
+
+    def previous_secret_keys(self) -> list[str]:
+        """Earlier secret keys from `OUTREACH_SECRET_KEY_PREVIOUS`, newest first."""
+        return [k.strip() for k in (self.secret_key_previous or "").split(",") if k.strip()]
 
 
 def _sqlite_path(url: str) -> Path | None:

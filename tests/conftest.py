@@ -33,6 +33,14 @@ from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from outreach_core.workspace.operations import add_member, init_workspace
 from tests.dns_server import DnsServer
+from tests.mail_servers import (  # noqa: F401  (fixtures used by every test package)
+    MailCA,
+    dovecot,
+    mail_ca,
+    mail_servers,
+    mail_users,
+    smtp_servers,
+)
 
 PG_URL = os.environ.get("OUTREACH_TEST_DATABASE_URL")
 _counter = itertools.count(1)
@@ -65,9 +73,11 @@ def live_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def settings(database_url: str, live_port: int) -> Settings:
+def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:  # noqa: F811
     return Settings(
         database_url=database_url,
+        tls_ca_file=str(mail_ca.ca_file),
+        mail_login_timeout_s=5.0,
         secret_key="test-secret-key-not-for-production",
         public_url=f"http://127.0.0.1:{live_port}",
         rate_limit_per_minute=1_000_000,
@@ -84,9 +94,22 @@ async def reset_database(runtime: Runtime) -> None:
         await conn.execute(text("CREATE SCHEMA public"))
 
 
+def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) -> Ports:
+    """The real adapters a served runtime uses, pointed at the test servers: DNS at `dns_server`, mail
+    logins trusting the test CA and allowed to reach loopback."""
+    from outreach_app.adapters import DnspythonResolver, MailLoginClient
+
+    mail = MailLoginClient(
+        tls_ca_file=settings.tls_ca_file, timeout_s=settings.mail_login_timeout_s, allow_private=True
+    )
+    return Ports(
+        **{"dns": DnspythonResolver(dns_server.nameservers, timeout_s=1.0), "mail": mail, **overrides}
+    )
+
+
 @pytest.fixture(scope="session")
-async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    rt = Runtime(settings)
+async def runtime(settings: Settings, dns_server: DnsServer) -> AsyncIterator[Runtime]:
+    rt = Runtime(settings, ports=served_ports(settings, dns_server))
     await reset_database(rt)
     await migrate(rt.engine)
     yield rt

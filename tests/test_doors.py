@@ -13,6 +13,7 @@ import pytest
 from tests.campaigns.parity import CAMPAIGN_PARITY_CASES
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.doors import ENDPOINTS, call_mcp, call_rest, normalize
+from tests.mail_servers import closed_port
 
 _unique = itertools.count()
 Prepare = Callable[[httpx.AsyncClient, WorkspaceHandle], Awaitable[list[dict[str, Any]]]]
@@ -264,6 +265,84 @@ async def suppress_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> l
     return [{"target": {"ids": [await _row_lead(ws)]}, "reason": "parity"}, {"target": {}}]
 
 
+# --- mailboxes: logins against a closed port fail the same way through both doors ---------------------------
+
+_CLOSED_PORT = closed_port()
+
+
+def _refused_servers(email: str) -> dict[str, Any]:
+    server = {"host": "127.0.0.1", "port": _CLOSED_PORT, "security": "tls", "user": email}
+    return {"smtp": server, "imap": {**server, "security": "starttls"}}
+
+
+def _mailbox_body(**extra: Any) -> dict[str, Any]:
+    email = f"p{next(_unique)}@parity.test"
+    return {"provider": "smtp", "email": email, "password": "pw", **_refused_servers(email), **extra}
+
+
+async def _mailbox(ws: WorkspaceHandle) -> str:
+    from tests.mailboxes.helpers import seed_mailbox
+
+    return await seed_mailbox(
+        ws, f"p{next(_unique)}@parity.test", smtp_port=_CLOSED_PORT, imap_port=_CLOSED_PORT
+    )
+
+
+async def list_mailboxes_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    await _mailbox(ws)
+    return [{}]
+
+
+async def get_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _mailbox(ws)}, {"id": "mbx_missing"}]
+
+
+async def create_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [
+        _mailbox_body(displayName="P", dailyLimit=40),
+        {"provider": "smtp", "email": "bad", "password": ""},
+    ]
+
+
+async def try_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    google_with_servers = {"provider": "google_app", "email": "p1@parity.test", "password": "x"}
+    return [_mailbox_body(), {**google_with_servers, **_refused_servers("p1@parity.test")}]
+
+
+async def import_mailboxes_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    row = _mailbox_body()
+    del row["provider"]
+    return [{"rows": [row, row]}, {"rows": []}]
+
+
+async def update_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    mailbox_id = await _mailbox(ws)
+    limits = {"dailyLimit": 50, "rampEnabled": False, "rampStart": 3, "rampIncrement": 1}
+    return [
+        {
+            "id": mailbox_id,
+            "displayName": "P",
+            "status": "paused",
+            "limits": {**limits, "minGapS": 40, "maxGapS": 50},
+        },
+        {"id": mailbox_id, "credentials": {"password": "new"}},
+        {"id": mailbox_id, "limits": {**limits, "minGapS": 60, "maxGapS": 50}},
+        {"id": "mbx_missing", "timezone": "UTC"},
+    ]
+
+
+async def delete_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _mailbox(ws)}, {"id": "mbx_missing"}]
+
+
+async def retest_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _mailbox(ws)}, {"id": "mbx_missing"}]
+
+
+async def detect_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"email": "p1@gmail.com"}, {"email": "p1@no-mail-server.parity.test"}, {"email": "bad"}]
+
+
 PARITY_CASES: dict[str, Prepare] = {
     "get_me": no_args,
     "list_members": no_args,
@@ -306,6 +385,15 @@ PARITY_CASES: dict[str, Prepare] = {
     "remove_suppressions": remove_suppressions_args,
     "suppress_leads": suppress_leads_args,
     **CAMPAIGN_PARITY_CASES,
+    "list_mailboxes": list_mailboxes_args,
+    "get_mailbox": get_mailbox_args,
+    "create_mailbox": create_mailbox_args,
+    "test_mailbox": try_mailbox_args,
+    "import_mailboxes": import_mailboxes_args,
+    "update_mailbox": update_mailbox_args,
+    "delete_mailbox": delete_mailbox_args,
+    "retest_mailbox": retest_mailbox_args,
+    "detect_mailbox": detect_mailbox_args,
 }
 
 

@@ -16,11 +16,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from outreach_app.adapters import MailLoginClient
 from outreach_app.asgi import build_app
+from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from outreach_core.workspace.operations import init_workspace
-from tests.conftest import free_port
+from tests.conftest import free_port, served_ports
+from tests.dns_server import DnsServer
 
 
 def _owner_key(test_settings: Settings) -> str:
@@ -42,8 +45,14 @@ def _owner_key(test_settings: Settings) -> str:
     return asyncio.run(make())
 
 
+def _ports(settings: Settings, dns_server: DnsServer) -> Ports:
+    """Real adapters as in production: mail logins refuse loopback and private hosts (generated hosts such
+    as "0" or "localhost" must not reach the test machine's own ports), with a short timeout."""
+    return served_ports(settings, dns_server, mail=MailLoginClient(timeout_s=2.0, allow_private=False))
+
+
 @pytest.fixture(scope="module")
-def fuzz_target(settings: Settings, runtime: Any) -> Iterator[tuple[str, str]]:
+def fuzz_target(settings: Settings, runtime: Any, dns_server: DnsServer) -> Iterator[tuple[str, str]]:
     """The whole composed app behind a real uvicorn server, in its own thread and event loop (the fuzzer's
     HTTP calls are blocking, so it cannot share the test loop)."""
     key = _owner_key(settings)
@@ -51,7 +60,11 @@ def fuzz_target(settings: Settings, runtime: Any) -> Iterator[tuple[str, str]]:
     app_settings = settings.model_copy(update={"public_url": f"http://127.0.0.1:{port}"})
     server = uvicorn.Server(
         uvicorn.Config(
-            build_app(Runtime(app_settings)), host="127.0.0.1", port=port, log_config=None, access_log=False
+            build_app(Runtime(app_settings, ports=_ports(app_settings, dns_server))),
+            host="127.0.0.1",
+            port=port,
+            log_config=None,
+            access_log=False,
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)
@@ -77,11 +90,13 @@ SEMANTIC_VALIDATION = {
     "PATCH /campaigns/{id}",
     "PUT /campaigns/{id}/sequence",
     "POST /campaigns/{id}/leads",
+    "PATCH /mailboxes/{id}",
 }
 """Operations that refuse some schema-valid input by meaning, with 422: an address that is not a usable
 email (the schema cannot express the normaliser's rules), a country that is not recognised, a time zone
 that is not an IANA name, a date that is not on the calendar, a window that ends before it starts, a step
-without an active variant, an add-leads request that names no leads. Every other check still applies."""
+without an active variant, an add-leads request that names no leads, mailbox limits with minGapS above
+maxGapS (JSON Schema cannot compare two fields). Every other check still applies."""
 
 
 def _cases() -> list[Any]:

@@ -1,0 +1,267 @@
+"""Pure mailbox rules: the ramp-up, today's sends, and the provider catalogue used by detect (no I/O)."""
+
+from __future__ import annotations
+
+import math
+import zoneinfo
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Literal
+
+# Defaults of a new mailbox (docs/mailboxes.md): a gentle ramp and a few minutes between sends.
+DEFAULT_RAMP_ENABLED = True
+DEFAULT_RAMP_START = 5
+DEFAULT_RAMP_INCREMENT = 2
+DEFAULT_MIN_GAP_S = 60
+DEFAULT_MAX_GAP_S = 180
+DEFAULT_TIMEZONE = "UTC"
+IMPORT_CONCURRENCY = 10
+
+
+def local_day(now: datetime, timezone: str) -> date:
+    """The calendar day `now` falls on in `timezone` (UTC when the zone is unknown)."""
+    try:
+        zone: zoneinfo.ZoneInfo = zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        zone = zoneinfo.ZoneInfo("UTC")
+    return now.astimezone(zone).date()
+
+
+def ramp_day(started_on: str, today: date) -> int:
+    """Day of the ramp: 1 on `started_on` (YYYY-MM-DD in the mailbox's zone), 2 the day after, ..."""
+    return max(1, (today - date.fromisoformat(started_on)).days + 1)
+
+
+def effective_limit(
+    daily_limit: int, ramp_enabled: bool, ramp_start: int, ramp_increment: int, day: int
+) -> int:
+    """Today's limit: rampStart + rampIncrement * (rampDay - 1), never above dailyLimit; dailyLimit when the
+    ramp is off."""
+    if not ramp_enabled:
+        return daily_limit
+    return min(daily_limit, ramp_start + ramp_increment * (day - 1))
+
+
+def ramp_days_left(
+    daily_limit: int, ramp_enabled: bool, ramp_start: int, ramp_increment: int, day: int
+) -> int:
+    """Days until the ramp reaches dailyLimit: 0 when it is there already (or the ramp is off)."""
+    if not ramp_enabled or ramp_start >= daily_limit:
+        return 0
+    days_to_reach = math.ceil((daily_limit - ramp_start) / ramp_increment)  # from day 1
+    return max(0, days_to_reach - (day - 1))
+
+
+def sent_today(sent_day: str | None, sent_count: int, today: date) -> int:
+    """Sends counted today: the sender keeps (`sent_day`, `sent_count`) for the mailbox's current day."""
+    return sent_count if sent_day == today.isoformat() else 0
+
+
+# --- provider catalogue ------------------------------------------------------------------------------------
+
+Security = Literal["tls", "starttls"]
+DetectedProvider = Literal["google", "microsoft", "other", "none"]
+
+
+@dataclass(frozen=True)
+class KnownProvider:
+    key: str
+    provider: DetectedProvider
+    label: str
+    smtp: tuple[str, int, Security]
+    imap: tuple[str, int, Security]
+    hint: tuple[str, str] | None  # (text, url): where to make an app password
+    domains: tuple[str, ...] = ()  # email domains served by it
+    mx_suffixes: tuple[str, ...] = ()  # MX host suffixes of domains hosted by it
+
+
+_GOOGLE_HINT = (
+    "Turn on 2-Step Verification for the Google account, then create an app password for Mail and paste "
+    "its 16 letters as the password.",
+    "https://myaccount.google.com/apppasswords",
+)
+
+PROVIDERS: tuple[KnownProvider, ...] = (
+    KnownProvider(
+        "gmail",
+        "google",
+        "Gmail",
+        ("smtp.gmail.com", 465, "tls"),
+        ("imap.gmail.com", 993, "tls"),
+        _GOOGLE_HINT,
+        domains=("gmail.com", "googlemail.com"),
+    ),
+    KnownProvider(
+        "google_workspace",
+        "google",
+        "Google Workspace",
+        ("smtp.gmail.com", 465, "tls"),
+        ("imap.gmail.com", 993, "tls"),
+        _GOOGLE_HINT,
+        mx_suffixes=("google.com", "googlemail.com"),
+    ),
+    KnownProvider(
+        "outlook",
+        "microsoft",
+        "Outlook.com",
+        ("smtp-mail.outlook.com", 587, "starttls"),
+        ("outlook.office365.com", 993, "tls"),
+        (
+            "Turn on two-step verification for the Microsoft account, then create an app password.",
+            "https://account.live.com/proofs/AppPassword",
+        ),
+        domains=("outlook.com", "hotmail.com", "live.com", "msn.com", "hotmail.co.uk", "outlook.de"),
+    ),
+    KnownProvider(
+        "microsoft365",
+        "microsoft",
+        "Microsoft 365",
+        ("smtp.office365.com", 587, "starttls"),
+        ("outlook.office365.com", 993, "tls"),
+        (
+            "SMTP AUTH must be allowed for the mailbox by the Microsoft 365 admin; with multi-factor "
+            "sign-in, create an app password under Security info.",
+            "https://mysignins.microsoft.com/security-info",
+        ),
+        mx_suffixes=("mail.protection.outlook.com",),
+    ),
+    KnownProvider(
+        "yahoo",
+        "other",
+        "Yahoo Mail",
+        ("smtp.mail.yahoo.com", 465, "tls"),
+        ("imap.mail.yahoo.com", 993, "tls"),
+        ("Create an app password under Account security.", "https://login.yahoo.com/account/security"),
+        domains=("yahoo.com", "ymail.com", "rocketmail.com", "yahoo.co.uk", "yahoo.fr", "yahoo.de"),
+        mx_suffixes=("yahoodns.net",),
+    ),
+    KnownProvider(
+        "aol",
+        "other",
+        "AOL Mail",
+        ("smtp.aol.com", 465, "tls"),
+        ("imap.aol.com", 993, "tls"),
+        ("Create an app password under Account security.", "https://login.aol.com/account/security"),
+        domains=("aol.com",),
+    ),
+    KnownProvider(
+        "zoho",
+        "other",
+        "Zoho Mail",
+        ("smtp.zoho.com", 465, "tls"),
+        ("imap.zoho.com", 993, "tls"),
+        (
+            "With two-factor authentication on, create an application-specific password.",
+            "https://accounts.zoho.com/home#security/app_password",
+        ),
+        domains=("zoho.com", "zohomail.com"),
+        mx_suffixes=("zoho.com",),
+    ),
+    KnownProvider(
+        "zoho_eu",
+        "other",
+        "Zoho Mail (EU)",
+        ("smtp.zoho.eu", 465, "tls"),
+        ("imap.zoho.eu", 993, "tls"),
+        (
+            "With two-factor authentication on, create an application-specific password.",
+            "https://accounts.zoho.eu/home#security/app_password",
+        ),
+        domains=("zohomail.eu",),
+        mx_suffixes=("zoho.eu",),
+    ),
+    KnownProvider(
+        "icloud",
+        "other",
+        "iCloud Mail",
+        ("smtp.mail.me.com", 587, "starttls"),
+        ("imap.mail.me.com", 993, "tls"),
+        (
+            "Sign in to your Apple Account and create an app-specific password.",
+            "https://account.apple.com/account/manage",
+        ),
+        domains=("icloud.com", "me.com", "mac.com"),
+        mx_suffixes=("icloud.com",),
+    ),
+    KnownProvider(
+        "fastmail",
+        "other",
+        "Fastmail",
+        ("smtp.fastmail.com", 465, "tls"),
+        ("imap.fastmail.com", 993, "tls"),
+        (
+            "Create an app password under Settings → Privacy & Security → Manage app passwords.",
+            "https://app.fastmail.com/settings/security/apps",
+        ),
+        domains=("fastmail.com", "fastmail.fm"),
+        mx_suffixes=("messagingengine.com",),
+    ),
+    KnownProvider(
+        "godaddy",
+        "other",
+        "GoDaddy Workspace Email",
+        ("smtpout.secureserver.net", 465, "tls"),
+        ("imap.secureserver.net", 993, "tls"),
+        None,
+        mx_suffixes=("secureserver.net",),
+    ),
+    KnownProvider(
+        "ionos",
+        "other",
+        "IONOS",
+        ("smtp.ionos.com", 587, "starttls"),
+        ("imap.ionos.com", 993, "tls"),
+        None,
+        mx_suffixes=("ionos.com", "ionos.de", "1and1.com", "kundenserver.de"),
+    ),
+    KnownProvider(
+        "yandex",
+        "other",
+        "Yandex Mail",
+        ("smtp.yandex.com", 465, "tls"),
+        ("imap.yandex.com", 993, "tls"),
+        ("Create an app password for Mail.", "https://id.yandex.com/security/app-passwords"),
+        domains=("yandex.com", "yandex.ru", "ya.ru"),
+        mx_suffixes=("yandex.net", "yandex.ru"),
+    ),
+    KnownProvider(
+        "gmx",
+        "other",
+        "GMX",
+        ("mail.gmx.com", 587, "starttls"),
+        ("imap.gmx.com", 993, "tls"),
+        None,
+        domains=("gmx.com", "gmx.net", "gmx.de"),
+        mx_suffixes=("gmx.net", "gmx.com"),
+    ),
+)
+
+GMAIL = PROVIDERS[0]
+
+
+def provider_by_domain(domain: str) -> KnownProvider | None:
+    """A provider that serves addresses of `domain` itself (gmail.com, outlook.com, ...)."""
+    return next((p for p in PROVIDERS if domain in p.domains), None)
+
+
+def provider_by_mx(mx_hosts: list[str]) -> KnownProvider | None:
+    """The provider hosting a domain, from its MX hosts (best preference first)."""
+    for host in mx_hosts:
+        host = host.rstrip(".").lower()
+        for p in PROVIDERS:
+            if any(host == s or host.endswith("." + s) for s in p.mx_suffixes):
+                return p
+    return None
+
+
+def mx_hosts(answers: list[str]) -> list[str]:
+    """MX answers as text (`"10 mx.example.com."`) to host names by preference; the null MX is dropped."""
+    parsed: list[tuple[int, str]] = []
+    for answer in answers:
+        parts = answer.split()
+        if len(parts) != 2 or not parts[0].isdigit():
+            continue
+        host = parts[1].rstrip(".").lower()
+        if host:
+            parsed.append((int(parts[0]), host))
+    return [host for _, host in sorted(parsed)]

@@ -1,0 +1,328 @@
+"""Wire models of mailboxes (spec: Mailbox resource and the Mailboxes endpoints; docs/mailboxes.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import ConfigDict, Field, SecretStr, StringConstraints, model_validator
+
+from outreach_core.wire import EmailAddress, Timestamp, WireModel
+
+Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
+Status = Literal["active", "paused", "error", "quarantined"]
+Security = Literal["tls", "starttls"]
+Badge = Literal["pass", "warn", "fail", "info"]
+
+GOOGLE_APP_PASSWORD_MAX = 64
+DisplayName = Annotated[str, StringConstraints(max_length=120)]
+Host = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$")]
+Port = Annotated[int, Field(ge=1, le=65535)]
+User = Annotated[str, StringConstraints(min_length=1, max_length=320)]
+Password = Annotated[SecretStr, Field(min_length=1, max_length=512)]
+DailyLimit = Annotated[int, Field(ge=1, le=500)]
+
+
+class ServerIn(WireModel):
+    host: Host = Field(description="Server host name: lowercase letters, digits, dots and hyphens.")
+    port: Port
+    security: Security = Field(description="tls = implicit TLS (465, 993); starttls = upgrade (587, 143).")
+    user: User = Field(description="Login name, usually the full email address.")
+
+
+class ServerOut(WireModel):
+    host: str
+    port: int
+    security: Security
+    user: str
+
+
+def _absent_not_null(*names: str) -> Callable[[dict[str, Any]], None]:
+    """JSON schema fix-up: these optional fields may be left out but not sent as null (each model refuses
+    null itself). They are typed `X | None` rather than `X | SkipJsonSchema[None]` so that validation
+    errors keep plain paths (`smtp.host`, not `smtp.ServerIn.host`)."""
+
+    def fix(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            options = [o for o in prop.get("anyOf", []) if o != {"type": "null"}]
+            if len(options) == 1:
+                rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+                schema["properties"][name] = {**options[0], **rest}
+
+    return fix
+
+
+def _refuse_nulls(model: WireModel, *names: str) -> None:
+    for name in names:
+        if name in model.model_fields_set and getattr(model, name) is None:
+            raise ValueError(f"{type(model).model_fields[name].alias or name} cannot be null")
+
+
+def _shapes(schema: dict[str, Any]) -> None:
+    """The document shows the spec's two shapes; the model checks the same rules (`_one_shape`)."""
+    _absent_not_null("smtp", "imap")(schema)
+    schema["oneOf"] = [
+        {
+            "properties": {
+                "provider": {"const": "google_app"},
+                "password": {"maxLength": GOOGLE_APP_PASSWORD_MAX},
+            },
+            "not": {"anyOf": [{"required": ["smtp"]}, {"required": ["imap"]}]},
+        },
+        {"properties": {"provider": {"const": "smtp"}}, "required": ["smtp", "imap"]},
+    ]
+
+
+class CreateMailboxIn(WireModel):
+    """Body of create_mailbox and test_mailbox: `google_app` (an app password; Gmail's servers are used) or
+    `smtp` (your own SMTP and IMAP servers)."""
+
+    model_config = ConfigDict(json_schema_extra=_shapes)
+
+    provider: Literal["google_app", "smtp"] = Field(
+        description="google_app: a Google account with an app password; smtp: any SMTP + IMAP servers."
+    )
+    email: EmailAddress
+    password: Password = Field(
+        description="The mailbox password (google_app: the 16-letter app password, at most 64 characters)."
+    )
+    smtp: ServerIn | None = Field(
+        default=None, description="Required for provider smtp; not accepted for google_app."
+    )
+    imap: ServerIn | None = Field(
+        default=None, description="Required for provider smtp; not accepted for google_app."
+    )
+    daily_limit: DailyLimit = 30
+    display_name: DisplayName | None = Field(default=None, description="Sender name shown to recipients.")
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> Self:
+        _refuse_nulls(self, "smtp", "imap")
+        given = self.model_fields_set
+        if self.provider == "google_app":
+            extra = [name for name in ("smtp", "imap") if name in given]
+            if extra:
+                raise ValueError(f"{' and '.join(extra)} are not accepted for provider google_app")
+            if len(self.password.get_secret_value()) > GOOGLE_APP_PASSWORD_MAX:
+                raise ValueError(f"a google_app password has at most {GOOGLE_APP_PASSWORD_MAX} characters")
+        elif self.smtp is None or self.imap is None:
+            raise ValueError("provider smtp needs both smtp and imap settings")
+        return self
+
+
+class ImportMailboxRow(WireModel):
+    email: EmailAddress
+    display_name: DisplayName | None = None
+    password: Password
+    smtp: ServerIn
+    imap: ServerIn
+    daily_limit: DailyLimit = 30
+
+
+class ImportMailboxesIn(WireModel):
+    rows: list[ImportMailboxRow] = Field(min_length=1, max_length=200)
+
+
+class LimitsIn(WireModel):
+    """All five together; minGapS must not exceed maxGapS."""
+
+    daily_limit: DailyLimit
+    ramp_enabled: bool
+    ramp_start: int = Field(ge=1, le=500)
+    ramp_increment: int = Field(ge=1, le=100)
+    min_gap_s: int = Field(ge=30, le=3600)
+    max_gap_s: int = Field(ge=30, le=7200)
+
+    @model_validator(mode="after")
+    def _gaps(self) -> Self:
+        if self.min_gap_s > self.max_gap_s:
+            raise ValueError("minGapS must not be greater than maxGapS")
+        return self
+
+
+class CredentialsIn(WireModel):
+    model_config = ConfigDict(json_schema_extra=_absent_not_null("smtp", "imap"))
+
+    password: Password
+    smtp: ServerIn | None = Field(
+        default=None, description="New SMTP settings (smtp mailboxes only); the stored ones when absent."
+    )
+    imap: ServerIn | None = Field(
+        default=None, description="New IMAP settings (smtp mailboxes only); the stored ones when absent."
+    )
+
+    @model_validator(mode="after")
+    def _no_nulls(self) -> Self:
+        _refuse_nulls(self, "smtp", "imap")
+        return self
+
+
+_NOT_NULL = ("timezone", "status", "limits", "restart_ramp", "inbox_poll", "credentials")
+
+
+class UpdateMailboxIn(WireModel):
+    model_config = ConfigDict(
+        json_schema_extra=_absent_not_null(
+            "timezone", "status", "limits", "restartRamp", "inboxPoll", "credentials"
+        )
+    )
+
+    display_name: DisplayName | None = None
+    signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
+    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
+        default=None, description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits."
+    )
+    status: Literal["active", "paused"] | None = None
+    limits: LimitsIn | None = None
+    restart_ramp: bool | None = Field(
+        default=None, description="true: start the ramp again from day 1 today."
+    )
+    inbox_poll: bool | None = Field(
+        default=None,
+        description="true: read the inbox every 60 s instead of keeping an IMAP connection open.",
+    )
+    credentials: CredentialsIn | None = Field(
+        default=None, description="New password (and servers); tested before anything is saved."
+    )
+
+    @model_validator(mode="after")
+    def _no_nulls(self) -> Self:
+        _refuse_nulls(self, *_NOT_NULL)
+        return self
+
+
+class DetectQuery(WireModel):
+    email: EmailAddress
+
+
+# --- responses ---------------------------------------------------------------------------------------------
+
+
+class SendingIp(WireModel):
+    route: Literal["direct", "shared", "dedicated", "own", "waiting"]
+    country: str | None = None
+    ip: str | None = None
+
+
+class Warmup(WireModel):
+    enabled: bool = False
+    score: float | None = None
+    sent_today: int = 0
+    target_today: int = 0
+    target: int = 0
+    ramp_start: int = 0
+    ramp_increment: int = 0
+    reply_rate: float = 0
+
+
+class DnsBadges(WireModel):
+    mx: Badge | None
+    spf: Badge | None
+    dkim: Badge | None
+    dmarc: Badge | None
+    blacklists: Badge | None
+
+
+class MailboxDns(WireModel):
+    score: float | None
+    grade: str | None
+    checked_at: Timestamp | None
+    badges: DnsBadges
+
+
+class Mailbox(WireModel):
+    id: str
+    email: str
+    domain: str
+    display_name: str | None
+    provider: Provider
+    status: Status
+    status_reason: str | None
+    daily_limit: int
+    effective_limit: int = Field(description="Today's limit after the ramp-up.")
+    ramp_enabled: bool
+    ramp_start: int
+    ramp_increment: int
+    ramp_day: int = Field(description="Day of the ramp, from 1.")
+    ramp_days_left: int = Field(description="Days until the ramp reaches dailyLimit (0 once there).")
+    sent_today: int = Field(description="Emails sent today, in the mailbox's time zone.")
+    min_gap_s: int
+    max_gap_s: int
+    timezone: str
+    signature: str | None
+    smtp: ServerOut | None
+    imap: ServerOut | None
+    last_tested_at: Timestamp | None
+    last_synced_at: Timestamp | None
+    sync_error: str | None
+    inbox_poll: bool
+    sending_ip: SendingIp
+    warmup: Warmup
+    created_at: Timestamp
+    dns: MailboxDns | None
+
+
+class MailboxList(WireModel):
+    mailboxes: list[Mailbox] = Field(description="Every mailbox of the workspace, oldest first.")
+    microsoft_enabled: bool = Field(
+        description="Whether Microsoft 365 mailboxes can connect with OAuth here."
+    )
+    slots_left: int | None = Field(description="Mailboxes the plan still allows; null = no limit.")
+
+
+class LoginTest(WireModel):
+    ok: bool = Field(description="true when both logins passed.")
+    smtp: str | None = Field(description="Why the SMTP login failed; null when it passed.")
+    imap: str | None = Field(description="Why the IMAP login failed; null when it passed.")
+
+
+class CreateMailboxOut(WireModel):
+    mailbox: Mailbox | None = Field(description="The saved mailbox; null when a login failed.")
+    test: LoginTest
+    waiting: bool = Field(
+        description="Always false on a self-hosted server: mailboxes send from their own server."
+    )
+
+
+class ImportResult(WireModel):
+    email: str
+    status: Literal["added", "exists", "failed", "skipped"]
+    error: str | None = None
+
+
+class ImportMailboxesOut(WireModel):
+    added: int
+    results: list[ImportResult] = Field(description="One per row, in the order given.")
+
+
+class UpdateMailboxOut(WireModel):
+    mailbox: Mailbox
+    test: LoginTest | None = Field(
+        default=None, description="The test of new credentials; when ok is false nothing was changed."
+    )
+
+
+class RetestOut(WireModel):
+    ok: bool
+    error: str | None = None
+
+
+class ServerSettings(WireModel):
+    host: str
+    port: int
+    security: Security
+
+
+class PasswordHint(WireModel):
+    text: str
+    url: str
+
+
+class DetectOut(WireModel):
+    domain: str
+    provider: Literal["google", "microsoft", "other", "none"]
+    provider_label: str
+    smtp: ServerSettings | None
+    imap: ServerSettings | None
+    password_hint: PasswordHint | None
