@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import campaigns, enrich, label_timers, oauth_purge, usage_flush, verify
+from workers import campaigns, enrich, label_timers, oauth_purge, sender, usage_flush, verify
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -46,6 +46,12 @@ def _campaigns() -> Worker:
     return Worker("campaigns", campaigns.tick, interval_s=60.0, max_backoff_s=600.0, sleep_after_work=True)
 
 
+def _sender() -> Worker:
+    # A tick that sent or changed something runs again at once; idle, the due mailboxes are checked every
+    # second (a mailbox's own gap decides when it sends next).
+    return Worker("sender", sender.tick, interval_s=1.0, max_backoff_s=60.0)
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
@@ -53,6 +59,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "label-timers": _label_timers,
     "verify": _verify,
     "campaigns": _campaigns,
+    "sender": _sender,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 
