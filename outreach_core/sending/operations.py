@@ -131,7 +131,7 @@ async def recover_lost_sends(ctx: SystemContext, *, everything: bool = False) ->
             .where(
                 campaign_leads.c.id == bindparam("b_id"),
                 campaign_leads.c.step == bindparam("b_step"),
-                campaign_leads.c.status.in_(("not_contacted", "contacted", "rescheduled")),
+                _one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled"),
             )
             .values(
                 status="stopped",
@@ -153,6 +153,11 @@ async def recover_lost_sends(ctx: SystemContext, *, everything: bool = False) ->
 
 
 # --- the scheduling pass -----------------------------------------------------------------------------------
+
+
+def _one_of(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
+    """`column IN (...)` spelled as ORs: executemany statements cannot take expanding IN parameters."""
+    return or_(*(column == v for v in values))
 
 
 def _lock(stmt: Any, ctx: SystemContext, *of: Table) -> Any:
@@ -898,7 +903,7 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
     await ctx.conn.execute(
         system_scope(sends)
         .update()
-        .where(sends.c.id == bindparam("b_id"), sends.c.status.in_(("sending", "unknown")))
+        .where(sends.c.id == bindparam("b_id"), _one_of(sends.c.status, "sending", "unknown"))
         .values(
             status=bindparam("b_status"),
             error=bindparam("b_error"),
@@ -915,7 +920,7 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
             campaign_leads.c.step == bindparam("b_step_was"),
             # a lead that unsubscribed, replied or was removed meanwhile keeps that status; `stopped` is
             # the recovery's "outcome unknown", which the real outcome replaces
-            campaign_leads.c.status.in_(("not_contacted", "contacted", "rescheduled", "stopped")),
+            _one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
         )
         .values(
             status=bindparam("b_status"),
