@@ -286,7 +286,7 @@ def bounce_threshold_reached(bounced: int, resolved: int, threshold: float | Non
     """The campaign's bounce rate reached its threshold (percent; null = the workspace default), judged
     once at least `BOUNCE_MIN_SAMPLE` emails have an outcome (sent or bounced)."""
     limit = DEFAULT_BOUNCE_THRESHOLD if threshold is None else threshold
-    if resolved < BOUNCE_MIN_SAMPLE or resolved == 0:
+    if resolved < BOUNCE_MIN_SAMPLE or bounced == 0:
         return False
     return bounced * 100.0 >= limit * resolved - 1e-9
 
