@@ -83,7 +83,7 @@ class Delivery:
     own reply text (never the password or an exception's text)."""
 
     ok: bool
-    phase: Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials"] = "data"
+    phase: Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "message"] = "data"
     code: int | None = None
     reason: str = ""
 

@@ -44,6 +44,15 @@ def safe(value: str) -> str:
     return value
 
 
+def check_headers(o: Outgoing) -> None:
+    """Refuse (`UnsafeHeader`) an email whose header values carry a line break, before it is recorded."""
+    for value in (o.from_email, o.from_name or "", o.to_email, o.subject, o.message_id):
+        safe(value)
+    for optional in (o.unsubscribe_url, o.in_reply_to):
+        if optional is not None:
+            safe(optional)
+
+
 def build_message(o: Outgoing) -> EmailMessage:
     """From (with display name), To, Subject, Date, the pre-assigned Message-ID, threading headers, the
     one-click unsubscribe headers in link mode, and the text and HTML parts as `multipart/alternative`."""

@@ -55,7 +55,14 @@ from outreach_core.mailboxes.rules import local_day
 from outreach_core.outbox import record_event
 from outreach_core.ports import Delivery, MailSender, MailServer
 from outreach_core.sending import rules
-from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.sending.message import (
+    Outgoing,
+    UnsafeHeader,
+    build_message,
+    check_headers,
+    new_message_id,
+    to_bytes,
+)
 
 FOLLOW_UP_CANDIDATES = 3
 """Due follow-ups looked at per mailbox and pass (more wait for the next pass)."""
@@ -84,7 +91,7 @@ class Job:
     server: MailServer
     password_encrypted: str
     mail_from: str
-    message: bytes
+    email: Outgoing  # turned into bytes just before the hand-off, outside the pass's transaction
 
 
 @dataclass(frozen=True)
@@ -371,27 +378,37 @@ class _Planner:
 
     async def pick_follow_ups(self) -> None:
         """Each free mailbox's next due follow-up (`next_at` passed, in one of its running campaigns)."""
-        rows: list[Any] = []
-        for mailbox_id, cids in self.by_mailbox.items():
-            if not cids:
-                continue
-            rows += (
-                await self.ctx.conn.execute(
-                    _lock(
-                        self._candidates()
-                        .where(
-                            campaign_leads.c.mailbox_id == mailbox_id,
-                            campaign_leads.c.status.in_(("contacted", "rescheduled")),
-                            campaign_leads.c.next_at <= self.now,
-                            campaign_leads.c.campaign_id.in_(cids),
-                        )
-                        .order_by(campaign_leads.c.next_at)
-                        .limit(FOLLOW_UP_CANDIDATES),
-                        self.ctx,
-                        campaign_leads,
-                    )
-                )
-            ).all()
+        senders = sorted(m for m, cids in self.by_mailbox.items() if cids)
+        if not senders:
+            return
+        # One statement for every mailbox: the first few due follow-ups of each (window function over the
+        # mailbox's index range), then the rows themselves, locked.
+        ranked = (
+            system_scope(campaign_leads)
+            .select(
+                campaign_leads.c.id,
+                func.row_number()
+                .over(partition_by=campaign_leads.c.mailbox_id, order_by=campaign_leads.c.next_at)
+                .label("rn"),
+            )
+            .where(
+                campaign_leads.c.mailbox_id.in_(senders),
+                campaign_leads.c.status.in_(("contacted", "rescheduled")),
+                campaign_leads.c.next_at <= self.now,
+            )
+            .subquery()
+        )
+        first_few = (
+            system_scope(campaign_leads).select(ranked.c.id).where(ranked.c.rn <= FOLLOW_UP_CANDIDATES)
+        )
+        found = (
+            await self.ctx.conn.execute(
+                _lock(self._candidates().where(campaign_leads.c.id.in_(first_few)), self.ctx, campaign_leads)
+            )
+        ).all()
+        rows = sorted(
+            (r for r in found if r.campaign_id in self.by_mailbox[r.mailbox_id]), key=lambda r: r.next_at
+        )
         sendable = await self._screen(rows)
         for row in sendable:
             mailbox_id = row.mailbox_id
@@ -410,6 +427,7 @@ class _Planner:
                 campaign_leads.c.step,
                 campaign_leads.c.mailbox_id,
                 campaign_leads.c.thread_message_id,
+                campaign_leads.c.next_at,
                 leads.c.domain,
                 leads.c.esp,
                 leads.c.status.label("lead_status"),
@@ -639,21 +657,20 @@ class _Planner:
             message_id = new_message_id(box.domain)
             thread = message_id if row.step == 0 else (row.thread_message_id or message_id)
             threaded = row.step > 0 and composed.step.same_thread and row.thread_message_id is not None
+            outgoing = Outgoing(
+                from_email=box.email,
+                from_name=box.display_name,
+                to_email=row.email,
+                subject=composed.subject,
+                html=composed.rendered.html,
+                text=composed.rendered.text,
+                message_id=message_id,
+                date=self.now,
+                unsubscribe_url=url if w.unsubscribe_mode == "link" else None,
+                in_reply_to=row.thread_message_id if threaded else None,
+            )
             try:
-                message = build_message(
-                    Outgoing(
-                        from_email=box.email,
-                        from_name=box.display_name,
-                        to_email=row.email,
-                        subject=composed.subject,
-                        html=composed.rendered.html,
-                        text=composed.rendered.text,
-                        message_id=message_id,
-                        date=self.now,
-                        unsubscribe_url=url if w.unsubscribe_mode == "link" else None,
-                        in_reply_to=row.thread_message_id if threaded else None,
-                    )
-                )
+                check_headers(outgoing)
             except UnsafeHeader:
                 unsafe.append(self._final(row, "stopped", "A header value contained a line break."))
                 continue
@@ -716,7 +733,7 @@ class _Planner:
                     server=MailServer(box.smtp_host, box.smtp_port, box.smtp_security, box.smtp_user),
                     password_encrypted=box.password_encrypted,
                     mail_from=box.email,
-                    message=to_bytes(message),
+                    email=outgoing,
                 )
             )
         if inserts:
@@ -803,7 +820,11 @@ async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
             phase="credentials",
             reason="the stored password cannot be decrypted with the configured keys; send it again",
         )
-    return await smtp.send(job.server, password, job.mail_from, job.lead_email, job.message)
+    try:
+        message = to_bytes(build_message(job.email))
+    except UnsafeHeader:
+        return Delivery(ok=False, phase="message", reason="a header value contains a line break")
+    return await smtp.send(job.server, password, job.mail_from, job.lead_email, message)
 
 
 # --- resolution --------------------------------------------------------------------------------------------

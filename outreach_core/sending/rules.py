@@ -294,7 +294,7 @@ def bounce_threshold_reached(bounced: int, resolved: int, threshold: float | Non
 # --- SMTP outcomes -----------------------------------------------------------------------------------------
 
 Outcome = Literal["sent", "retry", "bounced", "mailbox_error", "failed"]
-Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials"]
+Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "message"]
 
 _ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
 
@@ -316,6 +316,8 @@ def classify(phase: Phase, code: int | None, text: str) -> Outcome:
     - any other 4xx -> `retry` with back-off;
     - any other 5xx (message too large, content refused) -> `failed` for this lead.
     """
+    if phase == "message":
+        return "failed"  # the email itself cannot be sent (a header with a line break)
     if phase in ("connect", "tls", "auth", "credentials") or code is None:
         return "mailbox_error"
     enhanced = enhanced_code(text)

@@ -16,7 +16,7 @@ from outreach_core.db.tables import campaign_leads, campaigns, leads, mailboxes,
 from outreach_core.ids import new_id
 from tests.campaigns.helpers import add_lead, new_campaign, ok
 from tests.conftest import WorkspaceHandle
-from tests.mail_servers import Security, SmtpServer, Users
+from tests.mail_servers import SmtpServer, Users
 
 __all__ = ["add_lead", "launched_campaign", "parse", "received_by", "rows", "smtp_mailbox", "update_rows"]
 
