@@ -114,8 +114,10 @@ def main() -> None:
                 violations["outside the window"] += 1
 
     span = (max(e["t"] for e in entries) - min(e["t"] for e in entries)) if entries else 0
-    print(f"{len(entries):,} emails from {len(by_box):,} mailboxes over {span:.0f} s; smallest gap of one "
-          f"mailbox {smallest_gap:.1f} s")
+    print(
+        f"{len(entries):,} emails from {len(by_box):,} mailboxes over {span:.0f} s; smallest gap of one "
+        f"mailbox {smallest_gap:.1f} s"
+    )
     for rule, n in sorted(violations.items()):
         print(f"  {rule}: {n}")
     total = sum(violations.values())

@@ -509,7 +509,25 @@ class _Planner:
                 )
             )
         ).all()
-        return list(waited) + list(fresh)
+        # follow-ups whose mailbox was deleted (`mailbox_id` set null) continue from another mailbox
+        orphans = (
+            await self.ctx.conn.execute(
+                _lock(
+                    self._candidates()
+                    .where(
+                        campaign_leads.c.mailbox_id.is_(None),
+                        campaign_leads.c.status.in_(("contacted", "rescheduled")),
+                        campaign_leads.c.next_at <= self.now,
+                        campaign_leads.c.campaign_id == cid,
+                    )
+                    .order_by(campaign_leads.c.next_at)
+                    .limit(want),
+                    self.ctx,
+                    campaign_leads,
+                )
+            )
+        ).all()
+        return list(orphans) + list(waited) + list(fresh)
 
     # -- stop rules and windows ------------------------------------------------------------------------------
 

@@ -89,3 +89,28 @@ async def test_implicit_tls_mailbox_sends(
     assert message["Subject"] == "Hello there"
     data: Any = message
     assert data["From"].addresses[0].addr_spec.endswith("@mail.test")
+
+
+async def test_follow_up_of_a_deleted_mailbox_continues_from_another(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    ws = await make_workspace()
+    server = smtp_servers["tls"]
+    gone = await smtp_mailbox(ws, server, mail_users)
+    lead = await add_lead(ws, "orphan@follow.example")
+    cid = await launched_campaign(http, ws, [gone], [lead])
+    await sender.tick(ws.runtime)
+    other = await smtp_mailbox(ws, server, mail_users)
+    await http.patch(f"/api/v1/campaigns/{cid}", headers=ws.headers, json={"mailboxIds": [gone, other]})
+    assert (await http.delete(f"/api/v1/mailboxes/{gone}", headers=ws.headers)).status_code == 200
+    [cl] = await rows(ws, "campaign_leads", campaign_id=cid)
+    assert cl.mailbox_id is None
+    await update_rows(ws, "campaign_leads", {"next_at": cl.last_sent_at}, id=cl.id)
+    await sender.tick(ws.runtime)
+    first, second = received_by(server, "orphan@follow.example")
+    assert second["In-Reply-To"] == first["Message-ID"]
+    [cl] = await rows(ws, "campaign_leads", campaign_id=cid)
+    assert (cl.status, cl.mailbox_id) == ("completed", other)
