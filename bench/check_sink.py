@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -93,7 +94,7 @@ def main() -> None:
     for login, times in by_box.items():
         box = boxes[login]
         times.sort()
-        for a, b in zip(times, times[1:], strict=False):
+        for a, b in itertools.pairwise(times):
             smallest_gap = min(smallest_gap, b - a)
             if b - a < box["min_gap_s"] - args.tolerance:
                 violations["gap below minGapS"] += 1
