@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import campaigns, enrich, label_timers, oauth_purge, sender, usage_flush, verify
+from workers import campaigns, enrich, label_timers, oauth_purge, usage_flush, verify
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -47,6 +47,9 @@ def _campaigns() -> Worker:
 
 
 def _sender() -> Worker:
+    # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
+    from workers import sender
+
     # A tick that sent or changed something runs again at once; idle, the due mailboxes are checked every
     # second (a mailbox's own gap decides when it sends next).
     return Worker("sender", sender.tick, interval_s=1.0, max_backoff_s=60.0)
