@@ -88,7 +88,8 @@ def main() -> None:
 
     by_box: dict[str, list[float]] = defaultdict(list)
     for e in entries:
-        by_box[e["login"]].append(e["t"])
+        # the AUTH user is the mailbox (older logs without it: the envelope sender, the same address)
+        by_box[e["login"] or e["from"]].append(e["t"])
     per_day: Counter[tuple[str, date]] = Counter()
     smallest_gap = math.inf
     for login, times in by_box.items():

@@ -264,7 +264,9 @@ class Sink:
 
         def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
             good = isinstance(data, LoginPassword) and data.password.decode() == PASSWORD
-            return AuthResult(success=True) if good else AuthResult(success=False, handled=False)
+            return (
+                AuthResult(success=True, auth_data=data) if good else AuthResult(success=False, handled=False)
+            )
 
         from tests.mail_servers import free_port
 
@@ -308,6 +310,9 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--sink-seconds", type=float, default=0)
     parser.add_argument("--sink-log", default="sender-sink.jsonl")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep the seeded database (OUTREACH_DATABASE_URL): sink run only"
+    )
     args = parser.parse_args()
     url = os.environ.get("OUTREACH_DATABASE_URL") or (
         f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='sender-bench-')}/outreach.db"
@@ -325,26 +330,33 @@ def main() -> None:
         from outreach_app.cli import build_runtime
 
         rt = build_runtime(settings)
-        if url.startswith("postgresql"):
+        if url.startswith("postgresql") and not args.reuse:
             async with rt.engine.begin() as conn:
                 await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
                 await conn.execute(text("CREATE SCHEMA public"))
         await migrate(rt.engine)
         engine = "PostgreSQL" if url.startswith("postgresql") else "SQLite"
+        if args.reuse:
+            async with rt.engine.begin() as conn:
+                await conn.execute(mailboxes.update().values(smtp_port=sink.port, next_send_at=None))
+            args.passes = 0
         t0 = time.perf_counter()
-        await seed(rt, args.mailboxes, args.leads, "127.0.0.1", sink.port)
+        if not args.reuse:
+            await seed(rt, args.mailboxes, args.leads, "127.0.0.1", sink.port)
         print(
             f"{engine}: seeded {args.mailboxes:,} mailboxes, {args.leads:,} campaign leads in "
             f"{time.perf_counter() - t0:.0f} s"
         )
         timings = await time_passes(rt, args.passes)
-        secs = [t for t, _ in timings]
-        print(
-            f"| {engine} | {args.mailboxes:,} | {args.leads:,} | {timings[0][1]} | "
-            f"{statistics.median(secs) * 1000:.0f} | {max(secs) * 1000:.0f} |"
-        )
+        secs = [t for t, _ in timings] or [0.0]
+        if timings:
+            print(
+                f"| {engine} | {args.mailboxes:,} | {args.leads:,} | {timings[0][1]} | "
+                f"{statistics.median(secs) * 1000:.0f} | {max(secs) * 1000:.0f} |"
+            )
         if args.sink_seconds > 0:
-            await undo_timing_claims(rt)
+            if timings:
+                await undo_timing_claims(rt)
             sink.start()
             t0 = time.perf_counter()
             await sink_run(rt, args.sink_seconds)

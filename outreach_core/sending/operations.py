@@ -92,6 +92,7 @@ class Job:
     password_encrypted: str
     mail_from: str
     email: Outgoing  # turned into bytes just before the hand-off, outside the pass's transaction
+    gap_s: float  # the mailbox waits this long after the hand-off before its next send
 
 
 @dataclass(frozen=True)
@@ -725,10 +726,13 @@ class _Planner:
                 retries.append({"b_id": send_id, **{f"b_{k}": v for k, v in values.items()}})
             leads_in_flight.append({"b_id": row.id, "b_mailbox": mailbox_id, "b_at": in_flight_until})
             today = local_day(self.now, box.timezone).isoformat()
+            gap = rules.next_gap(box.min_gap_s, box.max_gap_s, self.rng)
             boxes_used.append(
                 {
                     "b_id": mailbox_id,
-                    "b_at": self.now + rules.next_gap(box.min_gap_s, box.max_gap_s, self.rng),
+                    # held while the hand-off runs; the resolution sets the gap from when it ended, so the
+                    # gap holds between actual deliveries however long a hand-off takes
+                    "b_at": self.now + gap + dt.timedelta(seconds=ctx.settings.sender_smtp_timeout_s),
                     "b_day": today,
                     "b_count": (box.sent_count if box.sent_day == today else 0) + 1,
                 }
@@ -752,6 +756,7 @@ class _Planner:
                     password_encrypted=box.password_encrypted,
                     mail_from=box.email,
                     email=outgoing,
+                    gap_s=gap.total_seconds(),
                 )
             )
         if inserts:
@@ -859,6 +864,7 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
     lead_updates: list[dict[str, Any]] = []
     given_back: dict[str, int] = defaultdict(int)
     sent_boxes: list[dict[str, Any]] = []
+    next_sends: list[dict[str, Any]] = []
     broken: dict[str, str] = {}
     bounced_campaigns: set[tuple[str, str]] = set()
     for job, delivery in results:
@@ -889,6 +895,7 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
             "b_mailbox": job.mailbox_id,
             "b_finished_at": None,
         }
+        next_sends.append({"b_id": job.mailbox_id, "b_next": now + dt.timedelta(seconds=job.gap_s)})
         if outcome == "sent":
             last = job.next_wait_days is None
             send |= {"b_sent_at": now}
@@ -973,6 +980,13 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
             finished_at=bindparam("b_finished_at"),
         ),
         lead_updates,
+    )
+    await ctx.conn.execute(
+        system_scope(mailboxes)
+        .update()
+        .where(mailboxes.c.id == bindparam("b_id"))
+        .values(next_send_at=bindparam("b_next")),
+        next_sends,
     )
     if sent_boxes:
         await ctx.conn.execute(
