@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Insert, Select, Table, func, literal
+from sqlalchemy import ARRAY, ColumnElement, Insert, Select, Table, any_, bindparam, func, literal
 
 from outreach_core.context import WorkspaceContext, is_workspace_owned
 from outreach_core.ids import new_id
@@ -49,3 +49,11 @@ def row_ids(prefix: str, lead_id: ColumnElement[str], *, salted: bool = False) -
     head = f"{prefix}_{fresh[:_TIME_CHARS]}" + (fresh[_TIME_CHARS : _TIME_CHARS + 6] if salted else "")
     tail = func.substr(lead_id, func.length(lead_id) - (_RANDOM_CHARS - 1))
     return literal(head) + tail
+
+
+def one_of(ctx: WorkspaceContext, column: ColumnElement[Any], values: Sequence[Any]) -> ColumnElement[bool]:
+    """`column IN (values)`; on PostgreSQL `column = ANY(:array)`, one parameter instead of one per value
+    (rendering and casting 5,000 bound parameters costs ~15 ms of Python per statement)."""
+    if ctx.conn.dialect.name == "postgresql":
+        return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
+    return column.in_(values)

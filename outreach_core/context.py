@@ -125,26 +125,41 @@ class Scoped:
         return insert(self.table), [{**r, "workspace_id": self.workspace_id} for r in rows]
 
 
-_PG_MAX_PARAMETERS = 30_000  # asyncpg refuses statements with more than 32,767 bound parameters
-
-
 async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert many rows of a workspace-owned table (`workspace_id` set on each), the fastest way per engine.
 
-    SQLite: one executemany. PostgreSQL: SQLAlchemy's "insertmanyvalues" batches (multi-row `VALUES` of up to
-    ~30,000 parameters from one cached template, chosen by asking for RETURNING), so that statement-level
-    triggers (lead counters) fire once per batch instead of once per row as under asyncpg's executemany.
-    Every row must have the same keys."""
+    Values go through each column type's bind processor (UTC timestamps, JSON), then straight to the driver:
+    SQLite gets one executemany of plain tuples; PostgreSQL gets a binary `COPY` (asyncpg), which fires the
+    statement-level triggers (lead counters) once. Bypassing SQLAlchemy's per-row parameter building halves
+    the Python time of a 5,000-row import chunk. Every row must have the same keys."""
     if not rows:
         return
-    stmt, params = scoped(ctx, table).insert_many(rows)
-    if ctx.conn.dialect.name != "postgresql":
-        await ctx.conn.execute(stmt, params)
+    keys = [k for k in rows[0] if k != "workspace_id"]
+    columns = [*keys, "workspace_id"]
+    dialect = ctx.conn.dialect
+    processors = [
+        (i, proc)
+        for i, name in enumerate(keys)
+        if (proc := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+    ]
+    owner = ctx.workspace_id
+    records: list[tuple[Any, ...]] = []
+    for row in rows:
+        values = [row[k] for k in keys]
+        for i, proc in processors:
+            values[i] = proc(values[i])
+        values.append(owner)
+        records.append(tuple(values))
+    if dialect.name == "postgresql":
+        await ctx.conn.exec_driver_sql("SELECT 1")  # the driver's transaction begins on first use
+        raw = await ctx.conn.get_raw_connection()
+        await raw.driver_connection.copy_records_to_table(  # type: ignore[union-attr]
+            table.name, records=records, columns=columns
+        )
         return
-    per_statement = max(1, _PG_MAX_PARAMETERS // len(params[0]))
-    key = next(iter(table.primary_key.columns))
-    batched = stmt.returning(key).execution_options(insertmanyvalues_page_size=per_statement)
-    await ctx.conn.execute(batched, params)
+    placeholders = ", ".join("?" * len(columns))
+    quoted = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
+    await ctx.conn.exec_driver_sql(f"INSERT INTO {table.name} ({quoted}) VALUES ({placeholders})", records)
 
 
 def scope_column(table: Table) -> Any:

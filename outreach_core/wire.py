@@ -65,6 +65,11 @@ def contains_nul(value: Any) -> bool:
     return False
 
 
+NOT_BLANK = r"[^\s\u0085\u001c-\u001f\ufeff]"
+"""Pattern for names: at least one character that is not blank. Regex engines disagree on what `\\s`
+covers (ECMAScript in the OpenAPI document, Rust in pydantic, Python's `str.strip`), so the characters only
+some of them treat as blank are spelled out: a name is refused by all three or by none."""
+
 FROM_STRINGS = "from_strings"
 """Validation context flag for input that arrives as text (query strings), where "true" means true."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import campaigns, enrich, label_timers, oauth_purge, usage_flush, verify
+from workers import campaigns, enrich, label_timers, oauth_purge, search_index, usage_flush, verify
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -29,6 +29,11 @@ def _oauth_purge() -> Worker:
 def _enrich() -> Worker:
     # A tick that enriched a batch runs again at once (a large import drains quickly); idle polls every 2 s.
     return Worker("enrich", enrich.tick, interval_s=2.0, max_backoff_s=60.0)
+
+
+def _search_index() -> Worker:
+    # Drains a large import in 2,000-lead transactions back to back; idle polls every 2 s.
+    return Worker("search-index", search_index.tick, interval_s=2.0, max_backoff_s=60.0)
 
 
 def _label_timers() -> Worker:
@@ -59,6 +64,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
     "enrich": _enrich,
+    "search-index": _search_index,
     "label-timers": _label_timers,
     "verify": _verify,
     "campaigns": _campaigns,

@@ -22,6 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     column,
     table,
+    text,
 )
 
 from outreach_core.db.types import JsonType, UtcDateTime
@@ -195,7 +196,10 @@ leads = Table(
     Column("country_source", String(8), nullable=True),  # timezone | phone | email | website
     Column("timezone", String(64), nullable=True),
     Column("custom", JsonType, nullable=False),
-    Column("search_text", Text, nullable=False, server_default=""),  # lower(email name company), search index
+    Column("search_text", Text, nullable=False, server_default=""),  # lower(email name company)
+    # search_text once the enrich worker has indexed it (FTS5 / pg_trgm index this column only); NULL until
+    # then, and such rows are searched with LIKE on search_text (see leads/targets.py)
+    Column("search_index", Text, nullable=True),
     Column("esp", String(12), nullable=False, server_default="unknown"),
     Column("mx_host", String(253), nullable=True),
     Column("verify_status", String(12), nullable=False, server_default="unknown"),
@@ -212,7 +216,6 @@ leads = Table(
     Column("updated_at", UtcDateTime, nullable=True),
     UniqueConstraint("workspace_id", "email"),
     Index("ix_leads_ws_created", "workspace_id", "created_at", "id"),
-    Index("ix_leads_ws_email", "workspace_id", "email", "id"),
     Index("ix_leads_ws_sort_name", "workspace_id", "sort_name", "id"),
     Index("ix_leads_ws_company", "workspace_id", "company", "id"),
     Index("ix_leads_ws_status", "workspace_id", "status", "created_at", "id"),
@@ -221,6 +224,12 @@ leads = Table(
     Index("ix_leads_ws_domain", "workspace_id", "domain"),
     Index("ix_leads_pending_enrichment", "enriched_at", "workspace_id"),
     Index("ix_leads_import", "import_id"),
+    Index(
+        "ix_leads_search_pending",
+        "workspace_id",
+        sqlite_where=text("search_index IS NULL"),
+        postgresql_where=text("search_index IS NULL"),
+    ),
 )
 
 lead_counters = Table(
@@ -353,7 +362,7 @@ import_seen = Table(
     _ws_fk(),
 )
 
-# The SQLite trigram index over `leads.search_text` (created by migration 0002; PostgreSQL uses pg_trgm).
+# The SQLite trigram index over `leads.search_index` (raw DDL in migration 0005; PostgreSQL uses pg_trgm).
 # A lightweight clause, not part of `metadata`: its rows are lead rowids, always joined to scoped leads.
 leads_fts = table("leads_fts", column("rowid"), column("leads_fts"))
 

@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 BATCH = 5_000
+SEARCH_BATCH = 2_000
 """Leads taken per `enrich_pending` call by default (one import chunk)."""
 CACHE_TTL = timedelta(days=7)
 """How long a cached answer with mail servers is used before the domain is looked up again."""
@@ -335,6 +336,25 @@ async def enrich_pending(
         await ctx.conn.execute(update, [_lead_values(r, infos[_clean_domain(r.domain)]) for r in rows])
     finished = await finish_imports(ctx, workspace_id=workspace_id)
     return len(rows) + finished
+
+
+async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
+    """Put up to `limit` leads into the search index (`search_index` = `search_text`); returns how many.
+
+    Imports leave `search_index` NULL so that a chunk pays no trigram indexing (the most expensive part of an
+    insert on both engines); until a lead is indexed, search finds it with LIKE over the pending rows. The
+    batch is small because on SQLite it holds the write lock (FTS5 trigram indexing runs at roughly 10,000
+    rows/s). On PostgreSQL the batch is claimed with `FOR UPDATE SKIP LOCKED`."""
+    table = system_scope(leads)
+    pending = table.select(leads.c.id).where(leads.c.search_index.is_(None)).limit(limit)
+    if ctx.conn.dialect.name == "postgresql":
+        pending = pending.with_for_update(skip_locked=True)
+    result = await ctx.conn.execute(
+        table.update()
+        .where(leads.c.id.in_(pending.scalar_subquery()), leads.c.search_index.is_(None))
+        .values(search_index=leads.c.search_text)
+    )
+    return int(result.rowcount)
 
 
 # --- imports ----------------------------------------------------------------------------------------------

@@ -24,13 +24,20 @@ from typing import Any
 from sqlalchemy import bindparam, case, func, null
 
 from outreach_core.billing.operations import require_active_plan
+from outreach_core.bulk import one_of
 from outreach_core.context import WorkspaceContext, insert_rows, scoped
 from outreach_core.db.tables import import_chunks, import_seen, lead_imports, leads, lists
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
 from outreach_core.ids import new_id, new_ids
 from outreach_core.leads.operations import ensure_contacts_room
-from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email
+from outreach_core.leads.rules import (
+    ENRICHMENT_INPUTS,
+    derived_columns,
+    normalize_email,
+    search_text,
+    sort_name,
+)
 from outreach_core.leads.schemas import MAX_IMPORT_ROWS, ImportIn, ImportRow, LeadImport, LeadImports
 from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.suppressions.operations import suppressed_emails
@@ -133,7 +140,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
         (
             await ctx.conn.execute(
                 seen.select(import_seen.c.email).where(
-                    import_seen.c.import_id == imp.id, import_seen.c.email.in_(emails)
+                    import_seen.c.import_id == imp.id, one_of(ctx, import_seen.c.email, emails)
                 )
             )
         ).scalars()
@@ -153,7 +160,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
             r.email: r.id
             for r in (
                 await ctx.conn.execute(
-                    lead_table.select(leads.c.id, leads.c.email).where(leads.c.email.in_(candidates))
+                    lead_table.select(leads.c.id, leads.c.email).where(one_of(ctx, leads.c.email, candidates))
                 )
             ).all()
         }
@@ -174,7 +181,7 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
         await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
     if imp.list_id is not None and (new or existing):
-        members = lead_table.select(leads.c.id).where(leads.c.email.in_(new + list(existing)))
+        members = lead_table.select(leads.c.id).where(one_of(ctx, leads.c.email, new + list(existing)))
         await add_to_list(ctx, imp.list_id, members)
     return counts
 
@@ -182,15 +189,24 @@ async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -
 def _new_lead(
     ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: ImportRow
 ) -> dict[str, Any]:
-    fields = {name: _clean(getattr(row, name)) for name in _FIELDS}
-    fields["country"] = normalize_country(fields["country"])  # unrecognised values are dropped, not stored
+    first, last, company = _clean(row.first_name), _clean(row.last_name), _clean(row.company)
     return {
         "id": lead_id,
         "email": email,
         "domain": domain,
-        **fields,
+        "first_name": first,
+        "last_name": last,
+        "company": company,
+        "title": _clean(row.title),
+        "website": _clean(row.website),
+        "phone": _clean(row.phone),
+        "linkedin": _clean(row.linkedin),
+        # unrecognised countries are dropped, not stored
+        "country": normalize_country(_clean(row.country)) if row.country else None,
+        "timezone": _clean(row.timezone),
         "custom": row.custom or {},
-        **derived_columns(email, fields["first_name"], fields["last_name"], fields["company"]),
+        "sort_name": sort_name(first, last),
+        "search_text": search_text(email, first, last, company),
         "verify_status": "verifying" if imp.verify else "unknown",
         "verify_api": bool(imp.verify and ctx.settings.verifier_url),
         "import_id": imp.id,
@@ -236,6 +252,8 @@ async def _update_existing(
             custom=bindparam("new_custom", type_=leads.c.custom.type),
             sort_name=bindparam("new_sort_name"),
             search_text=bindparam("new_search_text"),
+            # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
+            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_text")),
             enriched_at=case((bindparam("reset_enrichment"), null()), else_=leads.c.enriched_at),
             country_source=case(
                 (bindparam("new_country").is_not(None), null()), else_=leads.c.country_source

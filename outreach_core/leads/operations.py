@@ -35,7 +35,7 @@ from outreach_core.leads.schemas import (
     TargetIn,
     UpdateLeadIn,
 )
-from outreach_core.leads.targets import filter_conditions, target_ids
+from outreach_core.leads.targets import NO_LABEL, filter_conditions, target_ids
 from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.outbox import record_event
 from outreach_core.suppressions.operations import suppressed_emails
@@ -73,8 +73,10 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     """
     where = filter_conditions(ctx, query)
     lead_table = scoped(ctx, leads)
-    if query.search or query.list_id or query.label_id:
+    if query.search or query.list_id or (query.label_id and query.label_id != NO_LABEL):
         total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
+    elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
+        total = await _counted(ctx, query) - await _labelled(ctx, query)
     else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
         total = await _counted(ctx, query)
     sort = _SORT_COLUMNS[query.sort]
@@ -195,6 +197,7 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
     lead_id = new_id("lead")
     fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
     fields["country"] = _country(body.country)
+    derived = derived_columns(email, body.first_name, body.last_name, body.company)
     await ctx.conn.execute(
         lead_table.insert(
             {
@@ -203,7 +206,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
                 "domain": domain,
                 **fields,
                 "custom": body.custom,
-                **derived_columns(email, body.first_name, body.last_name, body.company),
+                **derived,
+                "search_index": derived["search_text"],  # one lead: indexed at once
                 "created_at": ctx.now,
                 "updated_at": ctx.now,
             }
@@ -232,6 +236,8 @@ async def update_lead(ctx: WorkspaceContext, id: str, body: UpdateLeadIn) -> Lea
         values.update(
             derived_columns(row.email, merged["first_name"], merged["last_name"], merged["company"])
         )
+        if row.search_index is not None:  # indexed leads stay indexed; pending ones are indexed later
+            values["search_index"] = values["search_text"]
         if ENRICHMENT_INPUTS & values.keys():
             values["enriched_at"] = None  # re-derive country/timezone from the new facts
         values["updated_at"] = ctx.now
@@ -323,6 +329,20 @@ async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
             stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
         if query.esp:
             stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
+    return int((await ctx.conn.execute(stmt)).scalar_one())
+
+
+async def _labelled(ctx: WorkspaceContext, query: ListLeadsQuery) -> int:
+    """Leads of the workspace with at least one label that match the status/verify/esp filters (reads the
+    labelled leads only, through the workspace's labels)."""
+    narrowing = filter_conditions(ctx, LeadFilter(status=query.status, verify=query.verify, esp=query.esp))
+    stmt = (
+        scoped(ctx, labels)
+        .select(func.count(func.distinct(lead_labels.c.lead_id)))
+        .join(lead_labels, lead_labels.c.label_id == labels.c.id)
+        .join(leads, leads.c.id == lead_labels.c.lead_id)
+        .where(*narrowing)
+    )
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 

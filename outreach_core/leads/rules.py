@@ -62,12 +62,12 @@ def normalize_domain(raw: str) -> str | None:
 
 
 def sort_name(first: str | None, last: str | None) -> str:
-    return " ".join(p for p in (first, last) if p).strip().lower()[:401]
+    return " ".join([p for p in (first, last) if p]).strip().lower()[:401]
 
 
 def search_text(email: str, first: str | None, last: str | None, company: str | None) -> str:
     """What `search` matches: email, first and last name, company, lower-cased."""
-    return " ".join(p for p in (email, first, last, company) if p).lower()
+    return " ".join([p for p in (email, first, last, company) if p]).lower()
 
 
 def derived_columns(email: str, first: str | None, last: str | None, company: str | None) -> dict[str, str]:

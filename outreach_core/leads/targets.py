@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, literal_column, not_, true
+from sqlalchemy import ColumnElement, Select, and_, exists, literal_column, not_, or_, true
 
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import lead_labels, leads, leads_fts, list_leads
@@ -19,24 +19,29 @@ NO_LABEL = "none"
 
 
 def search_condition(ctx: WorkspaceContext, term: str) -> ColumnElement[bool]:
-    """Substring match over email, name and company (case-insensitive), served by the search index.
+    """Substring match over email, name and company (case-insensitive).
 
-    SQLite: the trigram FTS5 table `leads_fts` for terms of 3+ characters; PostgreSQL: `ILIKE` served by the
-    pg_trgm GIN index. Shorter terms fall back to `LIKE` within the workspace's leads.
+    Leads the enrich worker has indexed (`search_index` set) are found through the trigram index: SQLite's
+    FTS5 table `leads_fts`, PostgreSQL's pg_trgm GIN index on `search_index`. Leads not indexed yet (just
+    imported) are matched with `LIKE` on `search_text`, found through the partial index
+    `ix_leads_search_pending`, so results are complete at once. Terms shorter than 3 characters cannot use a
+    trigram index and scan the workspace's leads.
     """
     needle = term.strip().lower()
     if not needle:
         return true()
-    if ctx.conn.dialect.name == "sqlite" and len(needle) >= MIN_TRIGRAM:
+    pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    if len(needle) < MIN_TRIGRAM:
+        return leads.c.search_text.like(pattern, escape="\\")
+    pending = and_(leads.c.search_index.is_(None), leads.c.search_text.like(pattern, escape="\\"))
+    if ctx.conn.dialect.name == "sqlite":
         phrase = '"' + needle.replace('"', '""') + '"'
         fts = unscoped(leads_fts)  # type: ignore[arg-type]
-        matching = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(phrase))
-        found: ColumnElement[bool] = literal_column("leads.rowid").in_(matching)
+        indexed = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(phrase))
+        unindexed = scoped(ctx, leads).select(literal_column("leads.rowid")).where(pending).correlate(None)
+        found: ColumnElement[bool] = literal_column("leads.rowid").in_(indexed.union_all(unindexed))
         return found
-    pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    if ctx.conn.dialect.name == "postgresql":
-        return leads.c.search_text.ilike(pattern, escape="\\")
-    return leads.c.search_text.like(pattern, escape="\\")
+    return or_(leads.c.search_index.like(pattern, escape="\\"), pending)
 
 
 def filter_conditions(ctx: WorkspaceContext, f: LeadFilter) -> list[ColumnElement[bool]]:
@@ -44,14 +49,12 @@ def filter_conditions(ctx: WorkspaceContext, f: LeadFilter) -> list[ColumnElemen
     conditions: list[ColumnElement[bool]] = []
     if f.search:
         conditions.append(search_condition(ctx, f.search))
+    # `IN (members)` rather than a correlated EXISTS: a small list or label is read from its own index
+    # instead of probing every lead of the workspace.
     if f.list_id:
         ll = scoped(ctx, list_leads)
         conditions.append(
-            exists(
-                ll.select(list_leads.c.lead_id).where(
-                    list_leads.c.list_id == f.list_id, list_leads.c.lead_id == leads.c.id
-                )
-            )
+            leads.c.id.in_(ll.select(list_leads.c.lead_id).where(list_leads.c.list_id == f.list_id))
         )
     if f.label_id:
         ll = scoped(ctx, lead_labels)
@@ -60,13 +63,8 @@ def filter_conditions(ctx: WorkspaceContext, f: LeadFilter) -> list[ColumnElemen
                 not_(exists(ll.select(lead_labels.c.lead_id).where(lead_labels.c.lead_id == leads.c.id)))
             )
         else:
-            conditions.append(
-                exists(
-                    ll.select(lead_labels.c.lead_id).where(
-                        lead_labels.c.label_id == f.label_id, lead_labels.c.lead_id == leads.c.id
-                    )
-                )
-            )
+            labelled = ll.select(lead_labels.c.lead_id).where(lead_labels.c.label_id == f.label_id)
+            conditions.append(leads.c.id.in_(labelled))
     if f.status:
         conditions.append(leads.c.status.in_(f.status))
     if f.verify:

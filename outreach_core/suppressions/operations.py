@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Select, String, exists, func, literal
 
-from outreach_core.bulk import insert_from_select, row_ids
+from outreach_core.bulk import insert_from_select, one_of, row_ids
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads, suppressions
 from outreach_core.db.types import UtcDateTime
@@ -150,7 +150,11 @@ async def suppressed_emails(ctx: WorkspaceContext, pairs: list[tuple[str, str]])
     found: set[str] = set()
     for chunk in _chunks(keys, _LOOKUP_CHUNK):
         found.update(
-            (await ctx.conn.execute(s.select(suppressions.c.value).where(suppressions.c.value.in_(chunk))))
+            (
+                await ctx.conn.execute(
+                    s.select(suppressions.c.value).where(one_of(ctx, suppressions.c.value, chunk))
+                )
+            )
             .scalars()
             .all()
         )

@@ -39,7 +39,18 @@ async def test_a_new_campaign_is_a_draft_with_one_empty_email(
 
     default = await ok(http, ws, "POST", "/campaigns", {})
     assert (await ok(http, ws, "GET", f"/campaigns/{default['id']}"))["name"] == "New campaign"
-    for bad in ({"name": ""}, {"name": "   "}, {"name": "x" * 201}, {"name": "x", "extra": 1}):
+    blank_somewhere = (
+        {"name": "\u0085"},
+        {"name": " \ufeff "},
+        {"name": "\u001c"},
+    )  # blank to some regex engines
+    for bad in (
+        {"name": ""},
+        {"name": "   "},
+        {"name": "x" * 201},
+        {"name": "x", "extra": 1},
+        *blank_somewhere,
+    ):
         status, body = await call(http, ws, "POST", "/campaigns", bad)
         assert status == 422 and body["error"]["code"] == "invalid_input", bad
 

@@ -1,7 +1,7 @@
 """the sender: indexes for due campaign leads, a mailbox's follow-ups, daily caps and bounce rates
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-24 10:00:00.000000
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0006"
-down_revision = "0004"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

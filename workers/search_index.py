@@ -1,0 +1,15 @@
+"""Fills the lead search index in the background (see `index_search`): imports never wait for it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from outreach_core.enrichment.operations import index_search
+
+if TYPE_CHECKING:
+    from outreach_core.runtime import Runtime
+
+
+async def tick(runtime: Runtime) -> int:
+    """One batch of leads put into the search index; returns how many."""
+    return await runtime.system(index_search)
