@@ -130,12 +130,20 @@ async def list_campaign_leads(
     if query.status:
         where.append(campaign_leads.c.status.in_(query.status))
     joined = scoped(ctx, campaign_leads).select().join(leads, leads.c.id == campaign_leads.c.lead_id)
+    # The page's ids first, from the campaign's own index (no lead is read for the rows an offset skips),
+    # then the page joined to its leads.
+    page = scoped(ctx, campaign_leads).select(campaign_leads.c.id)
     if query.search and query.search.strip():
         where.append(search_condition(ctx, query.search))
         total = (await ctx.conn.execute(joined.with_only_columns(func.count()).where(*where))).scalar_one()
+        page = page.join(leads, leads.c.id == campaign_leads.c.lead_id)
     else:
         counters = (await lead_counts(ctx, [id])).get(id, [])
         total = sum(n for status, _, n in counters if not query.status or status in query.status)
+    order = (campaign_leads.c.added_at, campaign_leads.c.id)
+    page = (
+        page.where(*where).order_by(*order).limit(query.page_size).offset((query.page - 1) * query.page_size)
+    )
     rows = (
         await ctx.conn.execute(
             joined.with_only_columns(
@@ -145,10 +153,8 @@ async def list_campaign_leads(
                 leads.c.last_name,
                 leads.c.company,
             )
-            .where(*where)
-            .order_by(campaign_leads.c.added_at, campaign_leads.c.id)
-            .limit(query.page_size)
-            .offset((query.page - 1) * query.page_size)
+            .where(campaign_leads.c.id.in_(page))
+            .order_by(*order)
         )
     ).all()
     return CampaignLeadPage(

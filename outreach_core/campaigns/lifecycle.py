@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, func, true
+from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.operations import require_active_plan
 from outreach_core.billing.rules import is_active
@@ -39,6 +39,7 @@ from outreach_core.errors import InvalidState
 from outreach_core.outbox import record_event
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
+RISKY = ("risky", "catch_all")
 """Campaign-lead statuses that can still get email."""
 LAUNCHABLE = ("draft", "paused")
 
@@ -244,37 +245,40 @@ def _norm(name: str) -> str:
 
 
 async def _risky_waiting(ctx: WorkspaceContext, id: str) -> int:
-    return int(
-        (
-            await ctx.conn.execute(
-                scoped(ctx, campaign_leads)
-                .select(func.count())
-                .join(leads, leads.c.id == campaign_leads.c.lead_id)
-                .where(
-                    campaign_leads.c.campaign_id == id,
-                    campaign_leads.c.status == "not_contacted",
-                    leads.c.verify_status.in_(("risky", "catch_all")),
-                )
-            )
-        ).scalar_one()
+    """Risky or catch-all leads still waiting for their first email: read from the (few) risky leads of the
+    workspace, each checked against the campaign's unique (campaign, lead) index."""
+    waiting = exists(
+        scoped(ctx, campaign_leads)
+        .select(campaign_leads.c.id)
+        .where(
+            campaign_leads.c.campaign_id == id,
+            campaign_leads.c.lead_id == leads.c.id,
+            campaign_leads.c.status == "not_contacted",
+        )
     )
+    count = scoped(ctx, leads).select(func.count()).where(leads.c.verify_status.in_(RISKY), waiting)
+    return int((await ctx.conn.execute(count)).scalar_one())
 
 
 async def _custom_keys_present(ctx: WorkspaceContext, id: str, names: list[str]) -> set[str]:
     """Of the variable `names`, the normalised ones that at least one lead of the campaign has as a custom
-    field (keys compared case- and underscore-insensitively, as rendering does)."""
+    field (keys compared case- and underscore-insensitively, as rendering does). One `EXISTS` per name, so
+    a field that many leads have is found at the first of them."""
     wanted = sorted({_norm(n) for n in names})
     if ctx.conn.dialect.name == "postgresql":
         keys = func.jsonb_each(leads.c.custom).table_valued("key", "value").lateral("k")
     else:
         keys = func.json_each(leads.c.custom).table_valued("key").alias("k")
     key: ColumnElement[str] = func.lower(func.replace(keys.c.key.cast(String), "_", ""))
-    rows = await ctx.conn.execute(
-        scoped(ctx, campaign_leads)
-        .select(key)
-        .join(leads, leads.c.id == campaign_leads.c.lead_id)
-        .join(keys, true())
-        .where(campaign_leads.c.campaign_id == id, key.in_(wanted))
-        .distinct()
-    )
-    return {str(k) for k in rows.scalars().all()}
+    having = [
+        exists(
+            scoped(ctx, campaign_leads)
+            .select(campaign_leads.c.id)
+            .join(leads, leads.c.id == campaign_leads.c.lead_id)
+            .join(keys, true())
+            .where(campaign_leads.c.campaign_id == id, key == name)
+        ).label(f"k{i}")
+        for i, name in enumerate(wanted)
+    ]
+    row = (await ctx.conn.execute(scoped(ctx, campaigns).select(*having).where(campaigns.c.id == id))).one()
+    return {name for name, present in zip(wanted, row, strict=True) if present}

@@ -514,8 +514,9 @@ campaign_leads = Table(
     Column("added_at", UtcDateTime, nullable=False),
     Column("finished_at", UtcDateTime, nullable=True),
     UniqueConstraint("campaign_id", "lead_id"),
-    Index("ix_campaign_leads_list", "campaign_id", "added_at", "id"),
-    Index("ix_campaign_leads_status_list", "campaign_id", "status", "added_at", "id"),
+    # workspace_id last: the scoped page query reads only these indexes (deep pages skip no table rows)
+    Index("ix_campaign_leads_list", "campaign_id", "added_at", "id", "workspace_id"),
+    Index("ix_campaign_leads_status_list", "campaign_id", "status", "added_at", "id", "workspace_id"),
     # the sender: a campaign's due leads in a stable order (`next_at` null = due now), and a mailbox's
     # due follow-ups (migration 0006)
     Index("ix_campaign_leads_due", "campaign_id", "status", "next_at", "id"),

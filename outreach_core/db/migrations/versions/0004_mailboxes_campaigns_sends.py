@@ -208,9 +208,13 @@ def upgrade() -> None:
     with op.batch_alter_table("campaign_leads", schema=None) as batch_op:
         batch_op.create_index("ix_campaign_leads_due", ["campaign_id", "status", "next_at"], unique=False)
         batch_op.create_index("ix_campaign_leads_lead", ["lead_id"], unique=False)
-        batch_op.create_index("ix_campaign_leads_list", ["campaign_id", "added_at", "id"], unique=False)
         batch_op.create_index(
-            "ix_campaign_leads_status_list", ["campaign_id", "status", "added_at", "id"], unique=False
+            "ix_campaign_leads_list", ["campaign_id", "added_at", "id", "workspace_id"], unique=False
+        )
+        batch_op.create_index(
+            "ix_campaign_leads_status_list",
+            ["campaign_id", "status", "added_at", "id", "workspace_id"],
+            unique=False,
         )
         batch_op.create_index("ix_campaign_leads_mailbox", ["mailbox_id"], unique=False)
 
