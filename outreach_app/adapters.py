@@ -6,6 +6,9 @@ import asyncio
 import contextlib
 import socket
 import ssl
+import time
+from dataclasses import dataclass, field
+from typing import Literal
 from urllib.parse import urlsplit
 
 import aioimaplib
@@ -16,7 +19,7 @@ import dns.resolver
 import httpx
 import structlog
 
-from outreach_core.ports import MailServer
+from outreach_core.ports import Delivery, MailServer
 from outreach_core.settings import Settings
 from outreach_core.urls import is_blocked_address, url_problem
 
@@ -278,19 +281,24 @@ class MailLoginClient:
                 transport.close()
 
     async def _address_problem(self, server: MailServer) -> str | None:
-        if self._allow_private:
-            return None
-        if is_blocked_address(server.host):
-            return f"refused: {server.host} is a private or loopback address"
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                server.host, server.port, type=socket.SOCK_STREAM
-            )
-        except socket.gaierror:
-            return f"host not found: {server.host}"
-        if any(is_blocked_address(str(info[4][0])) for info in infos):
-            return f"refused: {server.host} resolves to a private or loopback address"
+        return await _address_problem(server, self._allow_private)
+
+
+async def _address_problem(server: MailServer, allow_private: bool) -> str | None:
+    """Why the server must not be contacted (a loopback or private address, unless allowed), or None."""
+    if allow_private:
         return None
+    if is_blocked_address(server.host):
+        return f"refused: {server.host} is a private or loopback address"
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            server.host, server.port, type=socket.SOCK_STREAM
+        )
+    except socket.gaierror:
+        return f"host not found: {server.host}"
+    if any(is_blocked_address(str(info[4][0])) for info in infos):
+        return f"refused: {server.host} resolves to a private or loopback address"
+    return None
 
 
 async def _imap_starttls(
@@ -342,3 +350,163 @@ def _connection_problem(exc: BaseException, server: MailServer) -> str:
     if isinstance(exc, OSError):
         return f"could not connect to {where}"
     return f"the login at {where} failed unexpectedly ({type(exc).__name__})"
+
+
+# --- sending ---------------------------------------------------------------------------------------------
+
+_Key = tuple[str, int, str, str]
+
+
+@dataclass
+class _Connection:
+    client: aiosmtplib.SMTP
+    last_used: float
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class SmtpMailSender:
+    """`ports.MailSender` over aiosmtplib: implicit TLS or STARTTLS per mailbox, AUTH with the mailbox's
+    password, then MAIL/RCPT/DATA.
+
+    - Connections are kept per (host, port, security, user) and reused by the next send through the same
+      mailbox (checked with NOOP first; a dead one is replaced before anything is sent). `close_idle`
+      closes those unused for `idle_s` (SMTP servers drop idle clients after a few minutes anyway).
+    - TLS trusts the system store plus `OUTREACH_TLS_CA_FILE`; private addresses are refused unless
+      `OUTREACH_ALLOW_PRIVATE_URLS=1`, as for login tests.
+    - Each send is bounded by `timeout_s` as a whole. Failures come back as a `Delivery` with the phase,
+      the server's reply code and text, or a fixed phrase: exception texts never leave the adapter.
+    """
+
+    def __init__(
+        self,
+        *,
+        tls_ca_file: str | None = None,
+        timeout_s: float = 30.0,
+        allow_private: bool = False,
+        idle_s: float = 120.0,
+    ) -> None:
+        self._tls = ssl.create_default_context()
+        if tls_ca_file:
+            self._tls.load_verify_locations(cafile=tls_ca_file)
+        self._timeout_s = timeout_s
+        self._allow_private = allow_private
+        self._idle_s = idle_s
+        self._connections: dict[_Key, _Connection] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SmtpMailSender:
+        return cls(
+            tls_ca_file=settings.tls_ca_file,
+            timeout_s=settings.sender_smtp_timeout_s,
+            allow_private=settings.allow_private_urls,
+        )
+
+    async def send(
+        self, server: MailServer, password: str, mail_from: str, rcpt_to: str, message: bytes
+    ) -> Delivery:
+        key = (server.host, server.port, server.security, server.user)
+        phase: Literal["connect", "auth", "mail"] = "connect"
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                problem = await _address_problem(server, self._allow_private)
+                if problem is not None:
+                    return Delivery(ok=False, phase="connect", reason=problem)
+                connection = self._connections.get(key)
+                if connection is None:
+                    connection = self._connections[key] = _Connection(
+                        aiosmtplib.SMTP(
+                            hostname=server.host,
+                            port=server.port,
+                            use_tls=server.security == "tls",
+                            start_tls=server.security == "starttls",
+                            tls_context=self._tls,
+                            timeout=self._timeout_s,
+                        ),
+                        time.monotonic(),
+                    )
+                async with connection.lock:
+                    client = connection.client
+                    if client.is_connected:
+                        try:
+                            await client.noop()
+                        except aiosmtplib.SMTPException:
+                            client.close()
+                    if not client.is_connected:
+                        phase = "connect"
+                        try:
+                            await client.connect()
+                        except aiosmtplib.SMTPNotSupported:
+                            return Delivery(
+                                ok=False, phase="tls", reason="the SMTP server does not offer STARTTLS"
+                            )
+                        phase = "auth"
+                        try:
+                            await client.login(server.user, password)
+                        except aiosmtplib.SMTPAuthenticationError as exc:
+                            self._drop(key)
+                            return Delivery(
+                                ok=False,
+                                phase="auth",
+                                code=exc.code,
+                                reason=f"SMTP login failed: the server refused the user name or password "
+                                f"({exc.code})",
+                            )
+                    phase = "mail"
+                    await client.sendmail(mail_from, [rcpt_to], message)
+                    connection.last_used = time.monotonic()
+                    return Delivery(ok=True, phase="data", code=250, reason="accepted")
+        except aiosmtplib.SMTPRecipientsRefused as exc:
+            refused = exc.recipients[0] if exc.recipients else None
+            code = refused.code if refused else None
+            text = _reply_text(refused.message if refused else "")
+            return Delivery(ok=False, phase="rcpt", code=code, reason=f"{code} {text}".strip())
+        except aiosmtplib.SMTPSenderRefused as exc:
+            self._drop(key)
+            return Delivery(
+                ok=False, phase="mail", code=exc.code, reason=f"{exc.code} {_reply_text(exc.message)}"
+            )
+        except aiosmtplib.SMTPResponseException as exc:
+            self._drop(key)
+            return Delivery(
+                ok=False,
+                phase="data" if phase == "mail" else "auth",
+                code=exc.code,
+                reason=f"{exc.code} {_reply_text(exc.message)}",
+            )
+        except TimeoutError:
+            self._drop(key)
+            return Delivery(
+                ok=False,
+                phase="connect" if phase in ("connect", "auth") else "data",
+                reason=f"timed out after {self._timeout_s:g} s at {server.host}:{server.port}",
+            )
+        except Exception as exc:  # every other failure becomes a fixed phrase; see the class docstring
+            self._drop(key)
+            reason = _connection_problem(exc, server)
+            return Delivery(ok=False, phase="tls" if reason.startswith("TLS") else "connect", reason=reason)
+
+    def _drop(self, key: _Key) -> None:
+        connection = self._connections.pop(key, None)
+        if connection is not None:
+            connection.client.close()
+
+    async def close_idle(self) -> None:
+        cutoff = time.monotonic() - self._idle_s
+        for key, connection in list(self._connections.items()):
+            if connection.last_used < cutoff and not connection.lock.locked():
+                self._connections.pop(key, None)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(connection.client.quit(), 5)
+                connection.client.close()
+
+    async def aclose(self) -> None:
+        for key in list(self._connections):
+            connection = self._connections.pop(key)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.client.quit(), 5)
+            connection.client.close()
+
+
+def _reply_text(text: str) -> str:
+    """A server's reply text on one line, cut short (it ends up in the ledger and in `statusReason`)."""
+    return " ".join(str(text).split())[:300]

@@ -28,8 +28,8 @@ T = TypeVar("T")
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
     """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API,
-    SMTP/IMAP login tests for mailboxes."""
-    from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient
+    SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
+    from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient, SmtpMailSender
     from outreach_core.ports import Ports
 
     settings = settings or Settings()
@@ -37,6 +37,7 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
         dns=DnspythonResolver(settings.dns_nameservers),
         http=HttpxClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
+        smtp=SmtpMailSender.from_settings(settings),
     )
     return Runtime(settings, ports=ports)
 

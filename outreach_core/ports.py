@@ -75,6 +75,32 @@ class MailLogin(Protocol):
     async def test_imap(self, server: MailServer, password: str) -> str | None: ...
 
 
+@dataclass(frozen=True)
+class Delivery:
+    """What happened to one hand-off. `ok` = the server accepted the message (250 after DATA). Otherwise
+    `phase` says where it failed (connect, tls, auth, mail, rcpt, data), `code` is the server's reply code
+    (None when there was no reply: refused, TLS, timeout) and `reason` a short fixed phrase plus the server's
+    own reply text (never the password or an exception's text)."""
+
+    ok: bool
+    phase: Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "message"] = "data"
+    code: int | None = None
+    reason: str = ""
+
+
+class MailSender(Protocol):
+    """Hands finished messages to a mailbox's SMTP server (AUTH with its password). Connections may be kept
+    and reused for the same server and user; `close_idle` closes those unused for a while."""
+
+    async def send(
+        self, server: MailServer, password: str, mail_from: str, rcpt_to: str, message: bytes
+    ) -> Delivery: ...
+
+    async def close_idle(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -83,3 +109,4 @@ class Ports:
     dns: DnsResolver | None = None
     http: HttpClient | None = None
     mail: MailLogin | None = None
+    smtp: MailSender | None = None

@@ -40,6 +40,15 @@ class Settings(BaseSettings):
     # Mailbox login tests (SMTP AUTH and IMAP LOGIN): the whole exchange of one login, per server.
     mail_login_timeout_s: float = Field(default=10.0, gt=0, le=120)
 
+    # The sender worker (docs/sending.md): one SMTP hand-off as a whole; a ledger row still `sending` after
+    # `sender_stale_after_s` is a hand-off lost in a crash and becomes `unknown` (never repeated).
+    sender_smtp_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    sender_stale_after_s: float = Field(default=600.0, gt=0)
+    sender_batch_mailboxes: int = Field(default=1000, ge=1, le=10_000)
+    sender_concurrency: int = Field(default=50, ge=1, le=1000)
+    # a mailbox that found nothing to send is looked at again after this long (0 = every pass)
+    sender_idle_nap_s: float = Field(default=30.0, ge=0)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

@@ -83,6 +83,7 @@ def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:  #
         rate_limit_per_minute=1_000_000,
         rate_limit_burst=1_000_000,
         log_json=False,
+        sender_idle_nap_s=0,
     )
 
 
@@ -97,13 +98,19 @@ async def reset_database(runtime: Runtime) -> None:
 def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) -> Ports:
     """The real adapters a served runtime uses, pointed at the test servers: DNS at `dns_server`, mail
     logins trusting the test CA and allowed to reach loopback."""
-    from outreach_app.adapters import DnspythonResolver, MailLoginClient
+    from outreach_app.adapters import DnspythonResolver, MailLoginClient, SmtpMailSender
 
     mail = MailLoginClient(
         tls_ca_file=settings.tls_ca_file, timeout_s=settings.mail_login_timeout_s, allow_private=True
     )
+    smtp = SmtpMailSender(tls_ca_file=settings.tls_ca_file, timeout_s=5.0, allow_private=True)
     return Ports(
-        **{"dns": DnspythonResolver(dns_server.nameservers, timeout_s=1.0), "mail": mail, **overrides}
+        **{
+            "dns": DnspythonResolver(dns_server.nameservers, timeout_s=1.0),
+            "mail": mail,
+            "smtp": smtp,
+            **overrides,
+        }
     )
 
 

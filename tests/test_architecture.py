@@ -36,6 +36,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "verification/operations.py",
     "enrichment/operations.py",
     "campaigns/lifecycle.py",
+    "sending/operations.py",
 }
 
 

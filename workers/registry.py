@@ -51,6 +51,15 @@ def _campaigns() -> Worker:
     return Worker("campaigns", campaigns.tick, interval_s=60.0, max_backoff_s=600.0, sleep_after_work=True)
 
 
+def _sender() -> Worker:
+    # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
+    from workers import sender
+
+    # A tick that sent or changed something runs again at once; idle, the due mailboxes are checked every
+    # second (a mailbox's own gap decides when it sends next).
+    return Worker("sender", sender.tick, interval_s=1.0, max_backoff_s=60.0)
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
@@ -59,6 +68,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "label-timers": _label_timers,
     "verify": _verify,
     "campaigns": _campaigns,
+    "sender": _sender,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

@@ -517,9 +517,11 @@ campaign_leads = Table(
     # workspace_id last: the scoped page query reads only these indexes (deep pages skip no table rows)
     Index("ix_campaign_leads_list", "campaign_id", "added_at", "id", "workspace_id"),
     Index("ix_campaign_leads_status_list", "campaign_id", "status", "added_at", "id", "workspace_id"),
-    Index("ix_campaign_leads_due", "campaign_id", "status", "next_at"),
+    # the sender: a campaign's due leads in a stable order (`next_at` null = due now), and a mailbox's
+    # due follow-ups (migration 0006)
+    Index("ix_campaign_leads_due", "campaign_id", "status", "next_at", "id"),
     Index("ix_campaign_leads_lead", "lead_id"),
-    Index("ix_campaign_leads_mailbox", "mailbox_id"),
+    Index("ix_campaign_leads_mailbox", "mailbox_id", "status", "next_at"),
 )
 
 campaign_lead_counters = Table(
@@ -563,6 +565,9 @@ sends = Table(
     Index("ix_sends_mailbox_sent", "mailbox_id", "sent_at"),
     Index("ix_sends_ws_sent", "workspace_id", "sent_at"),
     Index("ix_sends_status", "status", "created_at"),
+    # the sender: first emails a day per campaign (dailyCap) and the bounce rate (migration 0006)
+    Index("ix_sends_campaign_step", "campaign_id", "step", "created_at"),
+    Index("ix_sends_campaign_status", "campaign_id", "status"),
 )
 
 # --- outbox ----------------------------------------------------------------------------------------------

@@ -1,0 +1,375 @@
+"""The sender at scale: 1,000 mailboxes and 1,000,000 campaign leads.
+
+1. Seeds a database (OUTREACH_DATABASE_URL, default a fresh SQLite file): one workspace on the agency plan,
+   N mailboxes, M leads in four time zones, 10 running campaigns (two steps) each with N/10 mailboxes and
+   M/10 leads.
+2. Times the scheduling pass (`plan_batch`: due mailboxes, stop rules, windows, composing every email and
+   writing the batch to the ledger) several times, every mailbox due each time.
+3. Optionally (`--sink-seconds S`) runs the sender worker for S seconds against a local aiosmtpd sink
+   (STARTTLS, AUTH) with gaps `--min-gap`..`--max-gap`, logging every accepted message to a JSONL file that
+   `bench/check_sink.py` checks independently of the sender's own bookkeeping.
+
+    .venv/bin/python bench/sender_scale.py [--mailboxes 1000] [--leads 1000000] [--sink-seconds 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from sqlalchemy import text  # noqa: E402
+
+from outreach_core.crypto import encrypt  # noqa: E402
+from outreach_core.db.migrate import migrate  # noqa: E402
+from outreach_core.db.tables import (  # noqa: E402
+    campaign_leads,
+    campaign_mailboxes,
+    campaign_steps,
+    campaign_variants,
+    campaigns,
+    leads,
+    mailboxes,
+)
+from outreach_core.ids import new_ids  # noqa: E402
+from outreach_core.leads.rules import search_text, sort_name  # noqa: E402
+from outreach_core.runtime import Runtime  # noqa: E402
+from outreach_core.sending.operations import plan_batch  # noqa: E402
+from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.workspace.operations import init_workspace  # noqa: E402
+
+BATCH = 20_000
+CAMPAIGNS = 10
+ZONES = ("UTC", "America/New_York", "Europe/Berlin", "Asia/Tokyo")
+PASSWORD = "bench-password"
+
+
+async def seed(rt: Runtime, n_mailboxes: int, n_leads: int, host: str, port: int) -> str:
+    result = await rt.system(
+        init_workspace,
+        email=f"bench-{os.getpid()}@example.com",
+        name="Bench",
+        workspace="Sender bench",
+        slug=f"sender-bench-{os.getpid()}",
+        plan="agency",
+    )
+    ws = result.workspaceId
+    now = datetime.now(UTC)
+    secret = encrypt(rt.settings, PASSWORD)
+    box_ids = [f"mbx_sb{i:05d}" for i in range(n_mailboxes)]
+    async with rt.engine.begin() as conn:
+        await conn.execute(
+            mailboxes.insert(),
+            [
+                {
+                    "id": box_ids[i],
+                    "workspace_id": ws,
+                    "email": f"sender{i}@bench.test",
+                    "domain": "bench.test",
+                    "display_name": f"Sender {i}",
+                    "provider": "smtp",
+                    "ramp_enabled": False,
+                    "daily_limit": 500,
+                    "ramp_started_on": "2026-01-01",
+                    "min_gap_s": 30,
+                    "max_gap_s": 60,
+                    "smtp_host": host,
+                    "smtp_port": port,
+                    "smtp_security": "starttls",
+                    "smtp_user": f"sender{i}@bench.test",
+                    "imap_host": host,
+                    "imap_port": 993,
+                    "imap_security": "tls",
+                    "imap_user": f"sender{i}@bench.test",
+                    "password_encrypted": secret,
+                    "created_at": now,
+                }
+                for i in range(n_mailboxes)
+            ],
+        )
+        cids = [f"cmp_sb{k:02d}" for k in range(CAMPAIGNS)]
+        for k, cid in enumerate(cids):
+            await conn.execute(
+                campaigns.insert().values(
+                    id=cid,
+                    workspace_id=ws,
+                    name=f"Bench {k}",
+                    status="running",
+                    timezone_fallback="UTC",
+                    window_start=0,
+                    window_end=1440,
+                    days=127,
+                    started_at=now,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            for position in range(2):
+                step_id = f"stp_sb{k:02d}{position}"
+                await conn.execute(
+                    campaign_steps.insert().values(
+                        id=step_id,
+                        workspace_id=ws,
+                        campaign_id=cid,
+                        position=position,
+                        wait_days=3 * position,
+                        created_at=now,
+                    )
+                )
+                await conn.execute(
+                    campaign_variants.insert().values(
+                        id=f"var_sb{k:02d}{position}",
+                        workspace_id=ws,
+                        campaign_id=cid,
+                        step_id=step_id,
+                        position=0,
+                        subject="Quick question, {{first_name|there}}" if position == 0 else "",
+                        body="<p>{Hi|Hello} {{first_name|there}}, a note about {{company}}.</p>"
+                        "<p>{{unsubscribe}}</p>"
+                        if position == 0
+                        else "<p>Bumping this.</p>",
+                        created_at=now,
+                    )
+                )
+        await conn.execute(
+            campaign_mailboxes.insert(),
+            [
+                {"campaign_id": cids[i % CAMPAIGNS], "mailbox_id": b, "workspace_id": ws}
+                for i, b in enumerate(box_ids)
+            ],
+        )
+    for first in range(0, n_leads, BATCH):
+        count = min(BATCH, n_leads - first)
+        ids = new_ids("lead", count)
+        cl_ids = new_ids("cl", count)
+        lead_rows, cl_rows = [], []
+        for k in range(count):
+            i = first + k
+            email = f"person{i}@company{i % 5000}.example"
+            lead_rows.append(
+                {
+                    "id": ids[k],
+                    "workspace_id": ws,
+                    "email": email,
+                    "domain": f"company{i % 5000}.example",
+                    "first_name": f"First{i % 100}",
+                    "last_name": "Bench",
+                    "sort_name": sort_name(f"First{i % 100}", "Bench"),
+                    "company": f"Company {i % 5000}",
+                    "timezone": ZONES[i % len(ZONES)],
+                    "custom": {},
+                    "search_text": search_text(email, f"First{i % 100}", "Bench", f"Company {i % 5000}"),
+                    "verify_status": "valid",
+                    "status": "active",
+                    "enriched_at": now,
+                    "created_at": now,
+                }
+            )
+            cl_rows.append(
+                {
+                    "id": cl_ids[k],
+                    "workspace_id": ws,
+                    "campaign_id": f"cmp_sb{i % CAMPAIGNS:02d}",
+                    "lead_id": ids[k],
+                    "added_at": now,
+                }
+            )
+        async with rt.engine.begin() as conn:
+            await conn.execute(leads.insert(), lead_rows)
+            await conn.execute(campaign_leads.insert(), cl_rows)
+    async with rt.engine.begin() as conn:
+        await conn.execute(text("ANALYZE"))
+    return str(ws)
+
+
+async def time_passes(rt: Runtime, passes: int) -> list[tuple[float, int]]:
+    out = []
+    for _ in range(passes):
+        async with rt.engine.begin() as conn:
+            await conn.execute(mailboxes.update().values(next_send_at=None))
+        t0 = time.perf_counter()
+        batch = await rt.system(plan_batch)
+        out.append((time.perf_counter() - t0, len(batch.jobs)))
+    return out
+
+
+async def undo_timing_claims(rt: Runtime) -> None:
+    """The timed passes wrote batches that were never handed off: drop them so the sink run starts clean."""
+    async with rt.engine.begin() as conn:
+        await conn.execute(text("DELETE FROM sends"))
+        await conn.execute(
+            text("UPDATE campaign_leads SET next_at = NULL, mailbox_id = NULL WHERE status = 'not_contacted'")
+        )
+        await conn.execute(mailboxes.update().values(next_send_at=None, sent_count=0, sent_day=None))
+
+
+class Sink:
+    """aiosmtpd with STARTTLS and AUTH (any bench mailbox, the bench password), logging each message."""
+
+    def __init__(self, log_path: Path) -> None:
+        import trustme
+        from aiosmtpd.controller import Controller
+        from aiosmtpd.smtp import AuthResult, LoginPassword
+
+        self.ca = trustme.CA()
+        cert = self.ca.issue_cert("localhost", "127.0.0.1")
+        self.ca_file = Path(tempfile.mkdtemp()) / "ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.ca_file))
+        import ssl
+
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(tls)
+        self.log = log_path.open("w")
+        self.lock = threading.Lock()
+        self.count = 0
+        sink = self
+
+        class Handler:
+            async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+                from email import message_from_bytes
+
+                headers = message_from_bytes(envelope.original_content or b"")
+                login = (
+                    session.auth_data.login.decode() if isinstance(session.auth_data, LoginPassword) else None
+                )
+                with sink.lock:
+                    sink.count += 1
+                    sink.log.write(
+                        json.dumps(
+                            {
+                                "t": time.time(),
+                                "login": login,
+                                "from": envelope.mail_from,
+                                "to": envelope.rcpt_tos,
+                                "messageId": headers["Message-ID"],
+                                "subject": headers["Subject"],
+                                "inReplyTo": headers["In-Reply-To"],
+                            }
+                        )
+                        + "\n"
+                    )
+                return "250 OK"
+
+        def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+            good = isinstance(data, LoginPassword) and data.password.decode() == PASSWORD
+            return (
+                AuthResult(success=True, auth_data=data) if good else AuthResult(success=False, handled=False)
+            )
+
+        from tests.mail_servers import free_port
+
+        self.port = free_port()
+        self.controller = Controller(
+            Handler(),
+            hostname="127.0.0.1",
+            port=self.port,
+            server_hostname="localhost",
+            tls_context=tls,
+            require_starttls=True,
+            authenticator=authenticate,
+            auth_require_tls=True,
+        )
+
+    def start(self) -> None:
+        self.controller.start()
+
+    def stop(self) -> None:
+        self.controller.stop()
+        self.log.close()
+
+
+async def sink_run(rt: Runtime, seconds: float) -> int:
+    from workers import sender
+
+    deadline = time.monotonic() + seconds
+    handled = 0
+    while time.monotonic() < deadline:
+        n = await sender.tick(rt)
+        handled += n
+        if n == 0:
+            await asyncio.sleep(1.0)
+    return handled
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mailboxes", type=int, default=1000)
+    parser.add_argument("--leads", type=int, default=1_000_000)
+    parser.add_argument("--passes", type=int, default=5)
+    parser.add_argument("--sink-seconds", type=float, default=0)
+    parser.add_argument("--sink-log", default="sender-sink.jsonl")
+    parser.add_argument(
+        "--reuse", action="store_true", help="keep the seeded database (OUTREACH_DATABASE_URL): sink run only"
+    )
+    args = parser.parse_args()
+    url = os.environ.get("OUTREACH_DATABASE_URL") or (
+        f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='sender-bench-')}/outreach.db"
+    )
+    sink = Sink(Path(args.sink_log))
+    settings = Settings(
+        database_url=url,
+        secret_key=os.environ.get("OUTREACH_SECRET_KEY", "bench-secret"),
+        tls_ca_file=str(sink.ca_file),
+        allow_private_urls=True,
+        sender_idle_nap_s=0,
+    )
+
+    async def run() -> None:
+        from outreach_app.cli import build_runtime
+
+        rt = build_runtime(settings)
+        if url.startswith("postgresql") and not args.reuse:
+            async with rt.engine.begin() as conn:
+                await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+                await conn.execute(text("CREATE SCHEMA public"))
+        await migrate(rt.engine)
+        engine = "PostgreSQL" if url.startswith("postgresql") else "SQLite"
+        if args.reuse:
+            async with rt.engine.begin() as conn:
+                await conn.execute(mailboxes.update().values(smtp_port=sink.port, next_send_at=None))
+            args.passes = 0
+        t0 = time.perf_counter()
+        if not args.reuse:
+            await seed(rt, args.mailboxes, args.leads, "127.0.0.1", sink.port)
+        print(
+            f"{engine}: seeded {args.mailboxes:,} mailboxes, {args.leads:,} campaign leads in "
+            f"{time.perf_counter() - t0:.0f} s"
+        )
+        timings = await time_passes(rt, args.passes)
+        secs = [t for t, _ in timings] or [0.0]
+        if timings:
+            print(
+                f"| {engine} | {args.mailboxes:,} | {args.leads:,} | {timings[0][1]} | "
+                f"{statistics.median(secs) * 1000:.0f} | {max(secs) * 1000:.0f} |"
+            )
+        if args.sink_seconds > 0:
+            if timings:
+                await undo_timing_claims(rt)
+            sink.start()
+            t0 = time.perf_counter()
+            await sink_run(rt, args.sink_seconds)
+            elapsed = time.perf_counter() - t0
+            sink.stop()
+            print(
+                f"sink run: {sink.count:,} emails in {elapsed:.0f} s ({sink.count / elapsed:.1f}/s); "
+                f"log {args.sink_log}; check with bench/check_sink.py"
+            )
+        await rt.dispose()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

