@@ -297,8 +297,7 @@ class Dovecot:
 
     def _write_users(self) -> None:
         """One passwd-file per user (`users/<user>`): a new user's file is read on first use. Dovecot checks
-        a file it has read at most once a second (whole seconds of its own clock), so after a changed
-        password this waits two seconds: one was seen not to be enough on a loaded machine."""
+        a file it has read at most once a second, so after a changed password this waits that second out."""
         directory = self.root / "users"
         directory.mkdir(exist_ok=True)
         directory.chmod(0o755)
@@ -312,9 +311,14 @@ class Dovecot:
             tmp = directory / f".{user}.{next(_unique)}"
             tmp.write_text(line)
             tmp.chmod(0o644)
+            if path.exists():
+                # Dovecot re-reads a passwd-file when its mtime (whole seconds) or size changed: a new
+                # password of the same length written within the same second would go unnoticed.
+                stamp = max(time.time(), path.stat().st_mtime + 2)
+                os.utime(tmp, (stamp, stamp))
             tmp.replace(path)
         if changed:
-            time.sleep(2.1)
+            time.sleep(1.1)
 
     def stop(self) -> None:
         if self._process is not None and self._process.poll() is None:
