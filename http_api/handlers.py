@@ -71,7 +71,7 @@ def _query_input(model: type[BaseModel], request: Request) -> dict[str, Any]:
 
 async def _body_input(request: Request) -> Any:
     raw = await request.body()
-    if not raw.strip(b" \t\r\n"):  # JSON's own whitespace only: bytes.strip() would also eat \x0b, \x0c
+    if not raw:  # no body at all; anything else, whitespace included, must be a JSON document
         return {}
     try:
         return json.loads(raw)
