@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ARRAY, ColumnElement, Insert, Select, Table, any_, bindparam, func, literal
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from outreach_core.context import WorkspaceContext, is_workspace_owned
 from outreach_core.ids import new_id
@@ -22,19 +24,30 @@ _RANDOM_CHARS = _ULID - _TIME_CHARS
 
 
 def insert_from_select(
-    ctx: WorkspaceContext, table: Table, columns: Sequence[str], source: Select[Any]
+    ctx: WorkspaceContext,
+    table: Table,
+    columns: Sequence[str],
+    source: Select[Any],
+    *,
+    skip_duplicates: bool = False,
 ) -> Insert:
     """`INSERT INTO table (columns..., workspace_id) SELECT <source>, :workspace_id`.
 
     `source` selects exactly `columns`, in order, and must itself read only the caller's workspace (build
     it from `scoped()` tables). The workspace column is added here, so no row can land in another one.
+    `skip_duplicates` adds `ON CONFLICT DO NOTHING`: a row that a concurrent transaction inserted first is
+    skipped instead of failing the statement (the result's rowcount says how many went in).
     """
     if not is_workspace_owned(table):
         raise TypeError(f"{table.name} is not workspace-owned")
     if "workspace_id" in columns:
         raise ValueError("workspace_id is supplied by insert_from_select itself")
     owner = literal(ctx.workspace_id, table.c.workspace_id.type)
-    return table.insert().from_select([*columns, "workspace_id"], source.add_columns(owner))
+    target = [*columns, "workspace_id"]
+    if not skip_duplicates:
+        return table.insert().from_select(target, source.add_columns(owner))
+    dialect_insert = postgresql_insert if ctx.conn.dialect.name == "postgresql" else sqlite_insert
+    return dialect_insert(table).from_select(target, source.add_columns(owner)).on_conflict_do_nothing()
 
 
 def row_ids(prefix: str, lead_id: ColumnElement[str], *, salted: bool = False) -> ColumnElement[str]:

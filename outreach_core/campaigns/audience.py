@@ -81,9 +81,19 @@ async def add_leads_to_campaign(
             literal(ctx.now, UtcDateTime),
         )
         source = source.where(selected, ~already, ~suppressed, ~invalid, ~risky)
-        await ctx.conn.execute(
-            insert_from_select(ctx, campaign_leads, ("id", "campaign_id", "lead_id", "added_at"), source)
+        inserted = await ctx.conn.execute(
+            insert_from_select(
+                ctx,
+                campaign_leads,
+                ("id", "campaign_id", "lead_id", "added_at"),
+                source,
+                skip_duplicates=True,
+            )
         )
+        # A lead another request added meanwhile was skipped by the insert: it counts as already in.
+        raced = counts["added"] - int(inserted.rowcount)
+        counts["added"] -= raced
+        counts["already_in"] += raced
         values: dict[str, Any] = {"updated_at": ctx.now}
         if row.status == "completed":
             values.update(status="paused", completed_at=None, paused_reason="New leads were added.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from tests.campaigns.helpers import add_lead, call, campaign_lead_rows, new_campaign, ok, write_send
@@ -152,3 +154,21 @@ async def test_sends_are_listed_per_campaign_lead_and_survive_removal(
     assert (await call(http, ws, "GET", f"/campaigns/{cid}/leads/cl_missing/sends"))[0] == 404
     other = await new_campaign(http, ws)
     assert (await call(http, ws, "GET", f"/campaigns/{other}/leads/{cl}/sends"))[0] == 404
+
+
+async def test_concurrent_adds_count_every_lead_once(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    cid = await new_campaign(http, ws)
+    for i in range(150):
+        await add_lead(ws, f"race{i}@race.test")
+    answers = await asyncio.gather(
+        *(call(http, ws, "POST", f"/campaigns/{cid}/leads", {"allLeads": True}) for _ in range(3))
+    )
+    assert all(status == 200 for status, _ in answers), answers
+    assert sum(body["added"] for _, body in answers) == 150
+    for _, body in answers:
+        assert body["matched"] == 150 and body["added"] + body["alreadyIn"] == 150
+    assert len(await campaign_lead_rows(ws, cid)) == 150
+    assert (await ok(http, ws, "GET", f"/campaigns/{cid}"))["leadCounts"]["total"] == 150
