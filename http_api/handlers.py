@@ -62,7 +62,9 @@ def _query_input(model: type[BaseModel], request: Request) -> dict[str, Any]:
         if key not in request.query_params:
             continue
         is_list = get_origin(field.annotation) is list or "list[" in str(field.annotation)
-        values[key] = request.query_params.getlist(key) if is_list else request.query_params[key]
+        given = request.query_params.getlist(key)
+        # A single-valued parameter given twice is passed on as a list, which the model refuses (422).
+        values[key] = given if is_list or len(given) > 1 else given[0]
     unknown = set(request.query_params) - {f.alias or n for n, f in model.model_fields.items()}
     for key in unknown:
         values[key] = request.query_params[key]  # rejected by the model (extra="forbid")

@@ -156,3 +156,13 @@ async def test_malformed_json_is_400_and_unknown_route_404(
         assert answer.status_code == status, blank  # only a missing body counts as no body
     missing = await http.get("/api/v1/nowhere", headers=ws.headers)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+async def test_a_single_valued_query_parameter_given_twice_is_refused(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    answer = await http.get("/api/v1/suppressions?pageSize=10&pageSize=20", headers=ws.headers)
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "invalid_input"
+    listed = await http.get("/api/v1/leads?status=active&status=won", headers=ws.headers)
+    assert listed.status_code == 200  # list parameters repeat
