@@ -77,6 +77,12 @@ class WorkspaceContext(SystemContext):
             )
 
 
+def workspace_itself(workspace_id: str, task: str) -> Principal:
+    """The workspace acting on its own behalf, no person involved: what workers and signed links (an
+    unsubscribe click) run as. `task` names which one, in place of a credential id."""
+    return Principal(user_id="", workspace_id=workspace_id, role="owner", auth="api_key", credential_id=task)
+
+
 def as_workspace(ctx: SystemContext, principal: Principal) -> WorkspaceContext:
     """The same transaction, acting for `principal` (set-up commands that create, then use, a workspace)."""
     return WorkspaceContext(

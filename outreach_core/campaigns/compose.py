@@ -15,6 +15,21 @@ from outreach_core.campaigns.rendering import RenderedEmail, Sender, Unsubscribe
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
 from outreach_core.campaigns.schemas import Step, Variant
 
+LEAD_FIELDS = (
+    "email",
+    "first_name",
+    "last_name",
+    "company",
+    "title",
+    "website",
+    "phone",
+    "linkedin",
+    "country",
+    "timezone",
+    "custom",
+)
+"""The lead columns rendering reads (`lead` of `compose`), by their snake_case names."""
+
 
 @dataclass(frozen=True)
 class ComposedEmail:

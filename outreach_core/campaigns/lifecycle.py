@@ -7,8 +7,6 @@ running --every campaign lead finished--> completed; adding leads to a completed
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.operations import require_active_plan
@@ -25,8 +23,15 @@ from outreach_core.campaigns.rules import (
     past_end,
     schedule_problems,
 )
-from outreach_core.campaigns.schemas import Checklist, Launched, StatusOut
-from outreach_core.context import Principal, SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Launched, StatusOut
+from outreach_core.context import (
+    Principal,
+    SystemContext,
+    WorkspaceContext,
+    scoped,
+    system_scope,
+    workspace_itself,
+)
 from outreach_core.db.tables import (
     campaign_leads,
     campaign_mailboxes,
@@ -119,9 +124,7 @@ async def pause_for(ctx: WorkspaceContext, id: str, reason: str | None) -> None:
 
 def lifecycle_principal(workspace_id: str) -> Principal:
     """The workspace acting on its own behalf: what the campaign lifecycle rules run as."""
-    return Principal(
-        user_id="", workspace_id=workspace_id, role="owner", auth="api_key", credential_id="campaigns"
-    )
+    return workspace_itself(workspace_id, "campaigns")
 
 
 async def running_campaign_workspaces(ctx: SystemContext, limit: int) -> list[str]:
@@ -166,7 +169,7 @@ async def settle_campaigns(ctx: WorkspaceContext) -> int:
 # --- checklist facts ---------------------------------------------------------------------------------------
 
 
-async def _checklist_items(ctx: WorkspaceContext, id: str) -> Any:
+async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem]:
     row = await campaign_row(ctx, id)
     steps = await load_steps(ctx, id)
     boxes = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.campaigns.compose import compose
+from outreach_core.campaigns.compose import LEAD_FIELDS, compose
 from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.campaigns.operations import campaign_row, lead_counts, load_steps
 from outreach_core.campaigns.rendering import REPLY_TEXT_LINE, Sender, Unsubscribe
@@ -15,19 +15,6 @@ from outreach_core.db.tables import campaign_leads, campaign_mailboxes, leads, m
 from outreach_core.errors import NotFound
 
 PICKER_SIZE = 20
-LEAD_FIELDS = (
-    "email",
-    "first_name",
-    "last_name",
-    "company",
-    "title",
-    "website",
-    "phone",
-    "linkedin",
-    "country",
-    "timezone",
-    "custom",
-)
 
 
 async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) -> Preview:

@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from outreach_core.campaigns.links import read_unsubscribe_token
-from outreach_core.context import Principal, WorkspaceContext, scoped
+from outreach_core.context import Principal, WorkspaceContext, scoped, workspace_itself
 from outreach_core.db.tables import campaign_leads, leads, suppressions, workspaces
 from outreach_core.errors import NotFound
 from outreach_core.ids import new_id
@@ -43,10 +43,8 @@ def read_unsubscribe_link(settings: Settings, token: str, now: dt.datetime) -> U
         payload = read_unsubscribe_token(settings, token, now)
     except InvalidSignature as exc:
         raise NotFound("unsubscribe link") from exc
-    principal = Principal(
-        user_id="", workspace_id=str(payload["w"]), role="owner", auth="api_key", credential_id="unsubscribe"
-    )
     campaign = payload.get("c")
+    principal = workspace_itself(str(payload["w"]), "unsubscribe")
     return UnsubscribeLink(principal, str(payload["l"]), str(campaign) if campaign else None)
 
 

@@ -12,7 +12,14 @@ from typing import Any
 
 from sqlalchemy import exists
 
-from outreach_core.context import Principal, SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.context import (
+    Principal,
+    SystemContext,
+    WorkspaceContext,
+    scoped,
+    system_scope,
+    workspace_itself,
+)
 from outreach_core.db.tables import label_timers, lead_labels
 from outreach_core.labels.operations import label_row, put_label_on
 
@@ -22,9 +29,7 @@ TIMER_BATCH = 500
 
 def timer_principal(workspace_id: str) -> Principal:
     """The workspace acting on its own behalf (no person): what label timers run as."""
-    return Principal(
-        user_id="", workspace_id=workspace_id, role="owner", auth="api_key", credential_id="label-timers"
-    )
+    return workspace_itself(workspace_id, "label-timers")
 
 
 async def due_timer_workspaces(ctx: SystemContext, limit: int) -> list[str]:

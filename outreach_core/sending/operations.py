@@ -31,11 +31,10 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Table, bindparam, func, or_
 
-from outreach_core.campaigns.compose import compose
+from outreach_core.campaigns.compose import LEAD_FIELDS, compose
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.campaigns.operations import load_steps
-from outreach_core.campaigns.preview import LEAD_FIELDS
 from outreach_core.campaigns.rendering import Sender, Unsubscribe
 from outreach_core.campaigns.schemas import Step
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, system_scope
@@ -51,7 +50,7 @@ from outreach_core.db.tables import (
     workspaces,
 )
 from outreach_core.ids import new_id
-from outreach_core.mailboxes.rules import local_day
+from outreach_core.mailboxes.rules import local_day, sent_today
 from outreach_core.outbox import record_event
 from outreach_core.ports import Delivery, MailSender, MailServer
 from outreach_core.sending import rules
@@ -725,7 +724,7 @@ class _Planner:
             else:
                 retries.append({"b_id": send_id, **{f"b_{k}": v for k, v in values.items()}})
             leads_in_flight.append({"b_id": row.id, "b_mailbox": mailbox_id, "b_at": in_flight_until})
-            today = local_day(self.now, box.timezone).isoformat()
+            today = local_day(self.now, box.timezone)
             gap = rules.next_gap(box.min_gap_s, box.max_gap_s, self.rng)
             boxes_used.append(
                 {
@@ -733,8 +732,8 @@ class _Planner:
                     # held while the hand-off runs; the resolution sets the gap from when it ended, so the
                     # gap holds between actual deliveries however long a hand-off takes
                     "b_at": self.now + gap + dt.timedelta(seconds=ctx.settings.sender_smtp_timeout_s),
-                    "b_day": today,
-                    "b_count": (box.sent_count if box.sent_day == today else 0) + 1,
+                    "b_day": today.isoformat(),
+                    "b_count": sent_today(box.sent_day, box.sent_count, today) + 1,
                 }
             )
             jobs.append(
