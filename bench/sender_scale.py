@@ -25,6 +25,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import text  # noqa: E402
 
+from outreach_core.context import insert_rows  # noqa: E402
 from outreach_core.crypto import encrypt  # noqa: E402
 from outreach_core.db.migrate import migrate  # noqa: E402
 from outreach_core.db.tables import (  # noqa: E402
@@ -56,7 +58,9 @@ ZONES = ("UTC", "America/New_York", "Europe/Berlin", "Asia/Tokyo")
 PASSWORD = "bench-password"
 
 
-async def seed(rt: Runtime, n_mailboxes: int, n_leads: int, host: str, port: int) -> str:
+async def seed(
+    rt: Runtime, n_mailboxes: int, n_leads: int, host: str, port: int, gaps: tuple[int, int]
+) -> str:
     result = await rt.system(
         init_workspace,
         email=f"bench-{os.getpid()}@example.com",
@@ -83,8 +87,8 @@ async def seed(rt: Runtime, n_mailboxes: int, n_leads: int, host: str, port: int
                     "ramp_enabled": False,
                     "daily_limit": 500,
                     "ramp_started_on": "2026-01-01",
-                    "min_gap_s": 30,
-                    "max_gap_s": 60,
+                    "min_gap_s": gaps[0],
+                    "max_gap_s": gaps[1],
                     "smtp_host": host,
                     "smtp_port": port,
                     "smtp_security": "starttls",
@@ -187,8 +191,10 @@ async def seed(rt: Runtime, n_mailboxes: int, n_leads: int, host: str, port: int
                 }
             )
         async with rt.engine.begin() as conn:
-            await conn.execute(leads.insert(), lead_rows)
-            await conn.execute(campaign_leads.insert(), cl_rows)
+            # the import's own bulk path (COPY on PostgreSQL); it only needs a connection and the workspace
+            owner: Any = SimpleNamespace(conn=conn, workspace_id=ws)
+            await insert_rows(owner, leads, lead_rows)
+            await insert_rows(owner, campaign_leads, cl_rows)
     async with rt.engine.begin() as conn:
         await conn.execute(text("ANALYZE"))
     return str(ws)
@@ -310,8 +316,12 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--sink-seconds", type=float, default=0)
     parser.add_argument("--sink-log", default="sender-sink.jsonl")
+    parser.add_argument("--min-gap", type=int, default=30)
+    parser.add_argument("--max-gap", type=int, default=60)
     parser.add_argument(
-        "--reuse", action="store_true", help="keep the seeded database (OUTREACH_DATABASE_URL): sink run only"
+        "--reuse",
+        action="store_true",
+        help="use the database an earlier run seeded (OUTREACH_DATABASE_URL); --passes 0: sink run only",
     )
     args = parser.parse_args()
     url = os.environ.get("OUTREACH_DATABASE_URL") or (
@@ -338,11 +348,14 @@ def main() -> None:
         engine = "PostgreSQL" if url.startswith("postgresql") else "SQLite"
         if args.reuse:
             async with rt.engine.begin() as conn:
-                await conn.execute(mailboxes.update().values(smtp_port=sink.port, next_send_at=None))
-            args.passes = 0
+                await conn.execute(
+                    mailboxes.update().values(
+                        smtp_port=sink.port, next_send_at=None, min_gap_s=args.min_gap, max_gap_s=args.max_gap
+                    )
+                )
         t0 = time.perf_counter()
         if not args.reuse:
-            await seed(rt, args.mailboxes, args.leads, "127.0.0.1", sink.port)
+            await seed(rt, args.mailboxes, args.leads, "127.0.0.1", sink.port, (args.min_gap, args.max_gap))
         print(
             f"{engine}: seeded {args.mailboxes:,} mailboxes, {args.leads:,} campaign leads in "
             f"{time.perf_counter() - t0:.0f} s"

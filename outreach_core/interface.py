@@ -86,6 +86,7 @@ def all_endpoints() -> list[Endpoint]:
     from outreach_core.lists.interface import ENDPOINTS as lists
     from outreach_core.mailboxes.interface import ENDPOINTS as mailboxes
     from outreach_core.oauth.interface import ENDPOINTS as oauth
+    from outreach_core.sending.interface import ENDPOINTS as sending
     from outreach_core.suppressions.interface import ENDPOINTS as suppressions
     from outreach_core.verification.interface import ENDPOINTS as verification
     from outreach_core.workspace.interface import ENDPOINTS as workspace
@@ -100,5 +101,6 @@ def all_endpoints() -> list[Endpoint]:
         *labels,
         *suppressions,
         *campaigns,
+        *sending,
         *mailboxes,
     ]

@@ -37,6 +37,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "enrichment/operations.py",
     "campaigns/lifecycle.py",
     "sending/operations.py",
+    "sending/recovery.py",
 }
 
 

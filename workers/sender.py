@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import structlog
 
 from outreach_core.ports import Delivery
-from outreach_core.sending.operations import Job, deliver, plan_batch, recover_lost_sends, resolve_batch
+from outreach_core.sending.operations import Job, deliver, plan_batch, resolve_batch
+from outreach_core.sending.recovery import recover_lost_sends
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime

@@ -168,24 +168,7 @@ async def list_campaign_leads(
         )
     ).all()
     return CampaignLeadPage(
-        leads=[
-            CampaignLead(
-                id=r.id,
-                lead_id=r.lead_id,
-                email=r.email,
-                first_name=r.first_name,
-                last_name=r.last_name,
-                company=r.company,
-                status=r.status,
-                reason=r.reason,
-                step=r.step,
-                mailbox_id=r.mailbox_id,
-                next_at=r.next_at,
-                last_sent_at=r.last_sent_at,
-                added_at=r.added_at,
-            )
-            for r in rows
-        ],
+        leads=[campaign_lead_out(r) for r in rows],
         total=int(total),
         page=query.page,
         page_size=query.page_size,
@@ -215,27 +198,46 @@ async def list_campaign_lead_sends(ctx: WorkspaceContext, id: str, campaignLeadI
             .order_by(sends.c.step, sends.c.created_at)
         )
     ).all()
-    return SendList(
-        sends=[
-            Send(
-                id=r.id,
-                step=r.step,
-                step_id=r.step_id,
-                variant_id=r.variant_id,
-                mailbox_id=r.mailbox_id,
-                message_id=r.message_id,
-                to=r.to_email,
-                subject=r.subject,
-                body=r.body_html,
-                text=r.body_text,
-                status=r.status,
-                error=r.error,
-                attempts=r.attempts,
-                created_at=r.created_at,
-                sent_at=r.sent_at,
-            )
-            for r in rows
-        ]
+    return SendList(sends=[send_out(r) for r in rows])
+
+
+def campaign_lead_out(r: Any) -> CampaignLead:
+    """A campaign lead row joined to its lead's email, names and company, as the API shows it."""
+    return CampaignLead(
+        id=r.id,
+        lead_id=r.lead_id,
+        email=r.email,
+        first_name=r.first_name,
+        last_name=r.last_name,
+        company=r.company,
+        status=r.status,
+        reason=r.reason,
+        step=r.step,
+        mailbox_id=r.mailbox_id,
+        next_at=r.next_at,
+        last_sent_at=r.last_sent_at,
+        added_at=r.added_at,
+    )
+
+
+def send_out(r: Any) -> Send:
+    """A ledger row as the API shows it."""
+    return Send(
+        id=r.id,
+        step=r.step,
+        step_id=r.step_id,
+        variant_id=r.variant_id,
+        mailbox_id=r.mailbox_id,
+        message_id=r.message_id,
+        to=r.to_email,
+        subject=r.subject,
+        body=r.body_html,
+        text=r.body_text,
+        status=r.status,
+        error=r.error,
+        attempts=r.attempts,
+        created_at=r.created_at,
+        sent_at=r.sent_at,
     )
 
 

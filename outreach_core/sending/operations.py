@@ -62,6 +62,7 @@ from outreach_core.sending.message import (
     new_message_id,
     to_bytes,
 )
+from outreach_core.sending.recovery import one_of, recover_lost_sends
 
 FOLLOW_UP_CANDIDATES = 3
 """Due follow-ups looked at per mailbox and pass (more wait for the next pass)."""
@@ -100,71 +101,7 @@ class Batch:
     changed: int  # campaign leads stopped or moved to their window, mailboxes put to sleep, campaigns paused
 
 
-# --- recovery ----------------------------------------------------------------------------------------------
-
-
-async def recover_lost_sends(ctx: SystemContext, *, everything: bool = False) -> int:
-    """Mark `sending` ledger rows whose hand-off outcome was lost (the worker died, or the row is older than
-    `sender_stale_after_s`) as `unknown`, and stop their campaign leads with a reason saying so. Such an
-    email may or may not have arrived: it is never repeated automatically (docs/sending.md says how a person
-    retries). `everything=True` takes every `sending` row (start-up of the only sender, on SQLite)."""
-    cutoff = ctx.now if everything else ctx.now - dt.timedelta(seconds=ctx.settings.sender_stale_after_s)
-    s = system_scope(sends)
-    lost = (
-        await ctx.conn.execute(
-            s.select(sends.c.id, sends.c.campaign_lead_id, sends.c.step).where(
-                sends.c.status == "sending", sends.c.created_at <= cutoff
-            )
-        )
-    ).all()
-    if not lost:
-        return 0
-    await ctx.conn.execute(
-        system_scope(sends)
-        .update()
-        .where(sends.c.id == bindparam("b_id"), sends.c.status == "sending")
-        .values(
-            status="unknown",
-            error="Outcome unknown: the sender stopped during the hand-off to the mail server. "
-            "It may have been delivered; it is not sent again automatically.",
-        ),
-        [{"b_id": r.id} for r in lost],
-    )
-    in_lead = [r for r in lost if r.campaign_lead_id is not None]
-    if in_lead:
-        await ctx.conn.execute(
-            system_scope(campaign_leads)
-            .update()
-            .where(
-                campaign_leads.c.id == bindparam("b_id"),
-                campaign_leads.c.step == bindparam("b_step"),
-                _one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled"),
-            )
-            .values(
-                status="stopped",
-                reason=bindparam("b_reason"),
-                next_at=None,
-                finished_at=ctx.now,
-            ),
-            [
-                {
-                    "b_id": r.campaign_lead_id,
-                    "b_step": r.step,
-                    "b_reason": f"Email {r.step + 1}: outcome unknown (the sender stopped during the "
-                    "hand-off); not sent again automatically.",
-                }
-                for r in in_lead
-            ],
-        )
-    return len(lost)
-
-
 # --- the scheduling pass -----------------------------------------------------------------------------------
-
-
-def _one_of(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
-    """`column IN (...)` spelled as ORs: executemany statements cannot take expanding IN parameters."""
-    return or_(*(column == v for v in values))
 
 
 def _lock(stmt: Any, ctx: SystemContext, *of: Table) -> Any:
@@ -948,7 +885,7 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
     await ctx.conn.execute(
         system_scope(sends)
         .update()
-        .where(sends.c.id == bindparam("b_id"), _one_of(sends.c.status, "sending", "unknown"))
+        .where(sends.c.id == bindparam("b_id"), one_of(sends.c.status, "sending", "unknown"))
         .values(
             status=bindparam("b_status"),
             error=bindparam("b_error"),
@@ -965,7 +902,7 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
             campaign_leads.c.step == bindparam("b_step_was"),
             # a lead that unsubscribed, replied or was removed meanwhile keeps that status; `stopped` is
             # the recovery's "outcome unknown", which the real outcome replaces
-            _one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
+            one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
         )
         .values(
             status=bindparam("b_status"),

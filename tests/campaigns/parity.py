@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import campaign_leads
 from tests.campaigns.helpers import add_lead, add_mailbox, write_send
 from tests.conftest import WorkspaceHandle
 
@@ -202,6 +204,31 @@ async def list_campaign_lead_sends_args(http: httpx.AsyncClient, ws: WorkspaceHa
     return [{"id": cid, "campaignLeadId": cl}, {"id": cid, "campaignLeadId": "cl_missing"}]
 
 
+async def resolve_unknown_send_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    cid = (await _campaign(http, ws, leads=1))["id"]
+    cl = await _campaign_lead(http, ws, cid)
+    send = await write_send(ws, cl, status="unknown")
+    await _stop(ws, cl)
+    path = {"id": cid, "campaignLeadId": cl}
+    return [
+        {**path, "sendId": send, "delivered": False, "confirm": True},
+        {**path, "sendId": send, "delivered": True, "confirm": True},  # settled: 409
+        {**path, "sendId": "snd_missing", "delivered": True, "confirm": True},
+    ]
+
+
+async def _stop(ws: WorkspaceHandle, campaign_lead_id: str) -> None:
+    async def write(ctx: WorkspaceContext) -> None:
+        await ctx.conn.execute(
+            scoped(ctx, campaign_leads)
+            .update()
+            .where(campaign_leads.c.id == campaign_lead_id)
+            .values(status="stopped", reason="Email 1: outcome unknown")
+        )
+
+    await ws.runtime.execute(await ws.principal(), write)
+
+
 async def preview_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
     # the unsubscribe link names the campaign: the reply line is the same for both calls
     await http.patch(f"{API}/settings/sending", headers=ws.headers, json={"unsubscribeMode": "reply_text"})
@@ -244,6 +271,7 @@ CAMPAIGN_PARITY_CASES = {
     "add_leads_to_campaign": add_leads_to_campaign_args,
     "remove_leads_from_campaign": remove_leads_from_campaign_args,
     "list_campaign_lead_sends": list_campaign_lead_sends_args,
+    "resolve_unknown_send": resolve_unknown_send_args,
     "preview_campaign": preview_campaign_args,
     "get_launch_checklist": get_launch_checklist_args,
     "launch_campaign": launch_campaign_args,
