@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from outreach_core.campaigns.rendering import RenderedEmail, Sender, Unsubscribe, render_email, spin_seed
+from outreach_core.campaigns.rendering import (
+    RenderedEmail,
+    Sender,
+    Unsubscribe,
+    render_email,
+    render_subject,
+    spin_seed,
+)
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
 from outreach_core.campaigns.schemas import Step, Variant
 
@@ -63,10 +70,26 @@ def compose(
     rendered = _render(step, variant, lead_id=lead_id, lead=lead, sender=sender, unsubscribe=unsubscribe)
     subject = rendered.subject
     if position > 0 and step.same_thread:
-        first = compose(steps, 0, lead_id=lead_id, lead=lead, sender=sender, unsubscribe=unsubscribe)
-        if first is not None and first.subject:
-            subject = reply_subject(first.subject)
+        first = _first_subject(steps[0], lead_id=lead_id, lead=lead, sender=sender, unsubscribe=unsubscribe)
+        if first:
+            subject = reply_subject(first)
     return ComposedEmail(step=step, variant=variant, rendered=rendered, subject=subject)
+
+
+def _first_subject(
+    first: Step, *, lead_id: str, lead: Mapping[str, Any], sender: Sender | None, unsubscribe: Unsubscribe
+) -> str | None:
+    """The subject the first email had (a same-thread follow-up answers it), rendered alone."""
+    variant = chosen_variant(first, lead_id)
+    if variant is None:
+        return None
+    return render_subject(
+        variant.subject,
+        lead=lead,
+        sender=sender,
+        unsubscribe=unsubscribe,
+        seed=spin_seed(lead_id, first.id, variant.id),
+    )
 
 
 def reply_subject(subject: str) -> str:

@@ -10,6 +10,7 @@ template, variables are substituted (HTML-escaped, context by context), the resu
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import re
@@ -114,11 +115,13 @@ def normalize_name(name: str) -> str:
     return _NON_ALNUM_RE.sub("_", _CAMEL_RE.sub("_", name.strip())).strip("_").lower()
 
 
+@functools.lru_cache(maxsize=4096)
 def _match_key(name: str) -> str:
     # Underscores are ignored when matching, so first_name, firstName, FIRSTNAME and FirstName are one name.
     return normalize_name(name).replace("_", "")
 
 
+@functools.lru_cache(maxsize=4096)
 def _canonical(name: str) -> str:
     key = _match_key(name)
     return _STANDARD_KEYS.get(key) or _SENDER_KEYS.get(key) or _SPECIAL_KEYS.get(key) or normalize_name(name)
@@ -502,6 +505,29 @@ def _place_signature(body_html: str, signature_html: str) -> str:
     return f"{body_html}{separator}<div>{signature_html}</div>"
 
 
+def render_subject(
+    subject: str, *, lead: Mapping[str, Any], sender: Sender | None, unsubscribe: Unsubscribe, seed: str
+) -> str:
+    """The subject `render_email` gives with the same arguments, without rendering the body."""
+    return _subject(_Renderer(lead, sender, unsubscribe), subject, seed)[0]
+
+
+def _subject(renderer: _Renderer, subject: str, seed: str) -> tuple[str, list[str]]:
+    """The rendered subject (one header-safe line) and its unknown variables."""
+    template = resolve_spintax(_strip_sentinels(subject), seed + ":subject")
+    unknown = renderer.unknown_in(template, "subject")
+    rendered = header_safe(_strip_sentinels(renderer.substitute(template, "subject")))
+    unknown += renderer.unknown
+    renderer.unknown = []
+    return rendered, unknown
+
+
+@functools.lru_cache(maxsize=256)
+def _body_template(body: str, signature: str | None) -> str:
+    """The sanitised body with the signature in place (the same for every lead of a variant and mailbox)."""
+    return _place_signature(_strip_sentinels(sanitize_body(body)), _signature_html(signature))
+
+
 def render_email(
     *,
     subject: str,
@@ -517,17 +543,10 @@ def render_email(
     (no mailbox yet) renders sender variables as their fallback. Never raises.
     """
     renderer = _Renderer(lead, sender, unsubscribe)
+    rendered_subject, subject_unknown = _subject(renderer, subject, seed)
 
-    subject_template = resolve_spintax(_strip_sentinels(subject), seed + ":subject")
-    subject_unknown = renderer.unknown_in(subject_template, "subject")
-    rendered_subject = header_safe(_strip_sentinels(renderer.substitute(subject_template, "subject")))
-    subject_unknown += renderer.unknown
-    renderer.unknown = []
-
-    body_template = _place_signature(
-        _strip_sentinels(sanitize_body(body)), _signature_html(sender.signature if sender else None)
-    )
-    body_template = resolve_spintax(body_template, seed + ":body")
+    signature = sender.signature if sender else None
+    body_template = resolve_spintax(_body_template(body, signature), seed + ":body")
     body_unknown = renderer.unknown_in(body_template, "text")
     cleaned = clean_html(renderer.substitute_html(body_template))
     text = _strip_sentinels(renderer.finish(html_to_text(cleaned), text=True))

@@ -29,15 +29,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, bindparam, func, or_
+from sqlalchemy import ColumnElement, Integer, Table, func, or_
 
+from outreach_core.bulk import update_each
 from outreach_core.campaigns.compose import LEAD_FIELDS, compose
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.campaigns.operations import load_steps
 from outreach_core.campaigns.rendering import Sender, Unsubscribe
 from outreach_core.campaigns.schemas import Step
-from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, system_scope
+from outreach_core.context import (
+    SystemContext,
+    WorkspaceContext,
+    as_workspace,
+    insert_rows,
+    scoped,
+    system_scope,
+)
 from outreach_core.crypto import UndecryptableSecret, decrypt
 from outreach_core.db.tables import (
     campaign_leads,
@@ -164,16 +172,9 @@ async def plan_batch(
         if rules.sends_left(limits, now) > 0:
             boxes[r.id] = r
         else:
-            asleep.append({"b_id": r.id, "b_at": rules.next_local_midnight(now, r.timezone)})
-    if asleep:
-        await ctx.conn.execute(
-            system_scope(mailboxes)
-            .update()
-            .where(mailboxes.c.id == bindparam("b_id"))
-            .values(next_send_at=bindparam("b_at")),
-            asleep,
-        )
-        changed += len(asleep)
+            asleep.append({"id": r.id, "next_send_at": rules.next_local_midnight(now, r.timezone)})
+    await update_each(ctx, system_scope(mailboxes).update(), asleep)
+    changed += len(asleep)
     if not boxes:
         return Batch([], changed)
 
@@ -393,7 +394,9 @@ class _Planner:
             room = min(len(free), self.allowance[c.workspace_id], cap if cap is not None else len(free))
             if room <= 0:
                 continue
-            want = 2 * room + 10
+            # a few spare candidates for the stop rules, closed windows and `espMatching` to choose among;
+            # a mailbox left without one waits for the next pass (a second later)
+            want = room + room // 4 + 5
             rows = await self._first_candidates(cid, want)
             sendable = await self._screen(rows)
             families = {
@@ -422,7 +425,9 @@ class _Planner:
                         campaign_leads.c.status == "not_contacted",
                         campaign_leads.c.next_at.is_(None),
                     )
-                    .order_by(campaign_leads.c.id)
+                    # `next_at` (NULL throughout) makes the order the due index's own: ordered by id alone,
+                    # PostgreSQL walks the primary key past every lead already claimed, slower each pass
+                    .order_by(campaign_leads.c.next_at, campaign_leads.c.id)
                     .limit(want),
                     self.ctx,
                     campaign_leads,
@@ -499,35 +504,16 @@ class _Planner:
                 continue
             schedule = _schedule(c)
             if not rules.in_window(self.now, r.timezone, schedule):
-                later.append({"b_id": r.id, "b_at": rules.window_opens(self.now, r.timezone, schedule)})
+                later.append({"id": r.id, "next_at": rules.window_opens(self.now, r.timezone, schedule)})
                 continue
             keep.append(r)
-        if stops:
-            await self.ctx.conn.execute(
-                system_scope(campaign_leads)
-                .update()
-                .where(campaign_leads.c.id == bindparam("b_id"))
-                .values(
-                    status=bindparam("b_status"),
-                    reason=bindparam("b_reason"),
-                    next_at=None,
-                    finished_at=bindparam("b_at"),
-                ),
-                stops,
-            )
-        if later:
-            await self.ctx.conn.execute(
-                system_scope(campaign_leads)
-                .update()
-                .where(campaign_leads.c.id == bindparam("b_id"))
-                .values(next_at=bindparam("b_at")),
-                later,
-            )
+        await _finish_leads(self.ctx, stops)
+        await update_each(self.ctx, system_scope(campaign_leads).update(), later)
         self.changed += len(stops) + len(later)
         return keep
 
     def _final(self, r: Any, status: str, reason: str | None) -> dict[str, Any]:
-        return {"b_id": r.id, "b_status": status, "b_reason": reason, "b_at": self.now}
+        return {"id": r.id, "status": status, "reason": reason, "finished_at": self.now, "next_at": None}
 
     async def _suppressed(self, rows: Sequence[Any]) -> set[tuple[str, str]]:
         values = sorted({r.email for r in rows} | {r.domain for r in rows})
@@ -659,18 +645,20 @@ class _Planner:
                     }
                 )
             else:
-                retries.append({"b_id": send_id, **{f"b_{k}": v for k, v in values.items()}})
-            leads_in_flight.append({"b_id": row.id, "b_mailbox": mailbox_id, "b_at": in_flight_until})
+                retries.append({"id": send_id, **values})
+            leads_in_flight.append(
+                {"id": row.id, "mailbox_id": mailbox_id, "next_at": in_flight_until, "reason": None}
+            )
             today = local_day(self.now, box.timezone)
             gap = rules.next_gap(box.min_gap_s, box.max_gap_s, self.rng)
             boxes_used.append(
                 {
-                    "b_id": mailbox_id,
+                    "id": mailbox_id,
                     # held while the hand-off runs; the resolution sets the gap from when it ended, so the
                     # gap holds between actual deliveries however long a hand-off takes
-                    "b_at": self.now + gap + dt.timedelta(seconds=ctx.settings.sender_smtp_timeout_s),
-                    "b_day": today.isoformat(),
-                    "b_count": sent_today(box.sent_day, box.sent_count, today) + 1,
+                    "next_send_at": self.now + gap + dt.timedelta(seconds=ctx.settings.sender_smtp_timeout_s),
+                    "sent_day": today.isoformat(),
+                    "sent_count": sent_today(box.sent_day, box.sent_count, today) + 1,
                 }
             )
             jobs.append(
@@ -695,46 +683,15 @@ class _Planner:
                     gap_s=gap.total_seconds(),
                 )
             )
-        if inserts:
-            await ctx.conn.execute(*system_scope(sends).insert_many(inserts))
-        if retries:
-            await ctx.conn.execute(
-                system_scope(sends)
-                .update()
-                .where(sends.c.id == bindparam("b_id"))
-                .values({k[2:]: bindparam(k) for k in retries[0] if k != "b_id"}),
-                retries,
-            )
-        if leads_in_flight:
-            await ctx.conn.execute(
-                system_scope(campaign_leads)
-                .update()
-                .where(campaign_leads.c.id == bindparam("b_id"))
-                .values(mailbox_id=bindparam("b_mailbox"), next_at=bindparam("b_at"), reason=None),
-                leads_in_flight,
-            )
-        if unsafe:
-            await ctx.conn.execute(
-                system_scope(campaign_leads)
-                .update()
-                .where(campaign_leads.c.id == bindparam("b_id"))
-                .values(
-                    status=bindparam("b_status"), reason=bindparam("b_reason"), finished_at=bindparam("b_at")
-                ),
-                unsafe,
-            )
-        if boxes_used:
-            await ctx.conn.execute(
-                system_scope(mailboxes)
-                .update()
-                .where(mailboxes.c.id == bindparam("b_id"))
-                .values(
-                    next_send_at=bindparam("b_at"),
-                    sent_day=bindparam("b_day"),
-                    sent_count=bindparam("b_count"),
-                ),
-                boxes_used,
-            )
+        by_workspace: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for send in inserts:
+            by_workspace[send["workspace_id"]].append(send)
+        for workspace_id, rows in by_workspace.items():
+            await insert_rows(self.ws_ctx(workspace_id), sends, rows)  # COPY on PostgreSQL
+        await update_each(ctx, system_scope(sends).update(), retries)
+        await update_each(ctx, system_scope(campaign_leads).update(), leads_in_flight)
+        await _finish_leads(ctx, unsafe)
+        await update_each(ctx, system_scope(mailboxes).update(), boxes_used)
         return jobs
 
     async def nap_idle(self) -> None:
@@ -743,16 +700,18 @@ class _Planner:
         nap = self.ctx.settings.sender_idle_nap_s
         if nap <= 0 or not self.boxes:
             return
-        await self.ctx.conn.execute(
-            system_scope(mailboxes)
-            .update()
-            .where(mailboxes.c.id == bindparam("b_id"))
-            .values(next_send_at=bindparam("b_at")),
-            [{"b_id": k, "b_at": self.now + dt.timedelta(seconds=nap)} for k in self.boxes],
+        at = self.now + dt.timedelta(seconds=nap)
+        await update_each(
+            self.ctx, system_scope(mailboxes).update(), [{"id": k, "next_send_at": at} for k in self.boxes]
         )
 
     def _box(self, mailbox_id: str) -> Any:
         return self.rows[mailbox_id]
+
+
+async def _finish_leads(ctx: SystemContext, finals: list[dict[str, Any]]) -> None:
+    """Campaign leads that got their final status (`_Planner._final` rows)."""
+    await update_each(ctx, system_scope(campaign_leads).update(), finals)
 
 
 def _schedule(c: Any) -> rules.Schedule:
@@ -812,142 +771,119 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
         counts[outcome] += 1
         label = f"Email {job.step + 1}"
         send: dict[str, Any] = {
-            "b_id": job.send_id,
-            "b_status": outcome,
-            "b_error": None,
-            "b_sent_at": None,
-            "b_attempts": job.attempts,
+            "id": job.send_id,
+            "status": outcome,
+            "error": None,
+            "sent_at": None,
+            "attempts": job.attempts,
         }
         lead: dict[str, Any] = {
-            "b_id": job.campaign_lead_id,
-            "b_step_was": job.step,
-            "b_status": "rescheduled",
-            "b_step": job.step,
-            "b_reason": None,
-            "b_next_at": None,
-            "b_last_sent_at": None,
-            "b_thread": None,
-            "b_last": None,
-            "b_mailbox": job.mailbox_id,
-            "b_finished_at": None,
+            "id": job.campaign_lead_id,
+            "step_was": job.step,
+            "status": "rescheduled",
+            "step": job.step,
+            "reason": None,
+            "next_at": None,
+            "last_sent_at": None,
+            "thread_message_id": None,
+            "last_message_id": None,
+            "mailbox_id": job.mailbox_id,
+            "finished_at": None,
         }
-        next_sends.append({"b_id": job.mailbox_id, "b_next": now + dt.timedelta(seconds=job.gap_s)})
+        next_sends.append({"id": job.mailbox_id, "next_send_at": now + dt.timedelta(seconds=job.gap_s)})
         if outcome == "sent":
             last = job.next_wait_days is None
-            send |= {"b_sent_at": now}
+            send |= {"sent_at": now}
             lead |= {
-                "b_status": "completed" if last else "contacted",
-                "b_step": job.step + 1,
-                "b_next_at": None if last else rules.next_step_at(now, job.next_wait_days or 0),
-                "b_last_sent_at": now,
-                "b_thread": job.thread_message_id,
-                "b_last": job.message_id,
-                "b_finished_at": now if last else None,
+                "status": "completed" if last else "contacted",
+                "step": job.step + 1,
+                "next_at": None if last else rules.next_step_at(now, job.next_wait_days or 0),
+                "last_sent_at": now,
+                "thread_message_id": job.thread_message_id,
+                "last_message_id": job.message_id,
+                "finished_at": now if last else None,
             }
-            sent_boxes.append({"b_id": job.mailbox_id, "b_at": now})
+            sent_boxes.append({"id": job.mailbox_id, "last_sent_at": now})
         else:
             given_back[job.mailbox_id] += 1
-            send["b_error"] = delivery.reason[:1000]
+            send["error"] = delivery.reason[:1000]
             if outcome == "bounced":
-                send |= {"b_sent_at": now}
+                send |= {"sent_at": now}
                 lead |= {
-                    "b_status": "bounced",
-                    "b_reason": f"{label} bounced: {delivery.reason}"[:200],
-                    "b_finished_at": now,
+                    "status": "bounced",
+                    "reason": f"{label} bounced: {delivery.reason}"[:200],
+                    "finished_at": now,
                 }
                 bounced_campaigns.add((job.workspace_id, job.campaign_id))
             elif outcome == "failed":
                 lead |= {
-                    "b_status": "stopped",
-                    "b_reason": f"{label} was refused: {delivery.reason}"[:200],
-                    "b_finished_at": now,
+                    "status": "stopped",
+                    "reason": f"{label} was refused: {delivery.reason}"[:200],
+                    "finished_at": now,
                 }
             elif outcome == "retry":
-                send["b_status"] = "retry"
+                send["status"] = "retry"
                 at = rules.retry_at(now, job.attempts)
                 lead |= {
-                    "b_reason": f"{label}: temporary failure ({delivery.reason}); retried later"[:200],
-                    "b_next_at": at,
-                    "b_mailbox": job.mailbox_id if job.step > 0 else None,
+                    "reason": f"{label}: temporary failure ({delivery.reason}); retried later"[:200],
+                    "next_at": at,
+                    "mailbox_id": job.mailbox_id if job.step > 0 else None,
                 }
             else:  # the mailbox is at fault: the lead waits for a working mailbox
-                send |= {"b_status": "retry", "b_attempts": job.attempts - 1}
+                send |= {"status": "retry", "attempts": job.attempts - 1}
                 broken[job.mailbox_id] = delivery.reason
                 lead |= {
-                    "b_reason": f"{label}: the mailbox could not send ({delivery.reason})"[:200],
-                    "b_next_at": now,
-                    "b_mailbox": job.mailbox_id if job.step > 0 else None,
+                    "reason": f"{label}: the mailbox could not send ({delivery.reason})"[:200],
+                    "next_at": now,
+                    "mailbox_id": job.mailbox_id if job.step > 0 else None,
                 }
         send_updates.append(send)
         lead_updates.append(lead)
     if not send_updates:
         return dict(counts)
-    await ctx.conn.execute(
-        system_scope(sends)
-        .update()
-        .where(sends.c.id == bindparam("b_id"), one_of(sends.c.status, "sending", "unknown"))
-        .values(
-            status=bindparam("b_status"),
-            error=bindparam("b_error"),
-            sent_at=bindparam("b_sent_at"),
-            attempts=bindparam("b_attempts"),
-        ),
+    await update_each(
+        ctx,
+        system_scope(sends).update(),
         send_updates,
+        where=lambda v: [one_of(sends.c.status, "sending", "unknown")],
     )
-    await ctx.conn.execute(
-        system_scope(campaign_leads)
-        .update()
-        .where(
-            campaign_leads.c.id == bindparam("b_id"),
-            campaign_leads.c.step == bindparam("b_step_was"),
+    await update_each(
+        ctx,
+        system_scope(campaign_leads).update(),
+        lead_updates,
+        types={"step_was": Integer()},
+        where=lambda v: [
+            campaign_leads.c.step == v["step_was"],
             # a lead that unsubscribed, replied or was removed meanwhile keeps that status; `stopped` is
             # the recovery's "outcome unknown", which the real outcome replaces
             one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
-        )
-        .values(
-            status=bindparam("b_status"),
-            step=bindparam("b_step"),
-            reason=bindparam("b_reason"),
-            next_at=bindparam("b_next_at"),
-            last_sent_at=func.coalesce(bindparam("b_last_sent_at"), campaign_leads.c.last_sent_at),
-            thread_message_id=func.coalesce(bindparam("b_thread"), campaign_leads.c.thread_message_id),
-            last_message_id=func.coalesce(bindparam("b_last"), campaign_leads.c.last_message_id),
-            mailbox_id=bindparam("b_mailbox"),
-            finished_at=bindparam("b_finished_at"),
-        ),
-        lead_updates,
+        ],
+        values=lambda v: {
+            **{k: v[k] for k in ("status", "step", "reason", "next_at", "mailbox_id", "finished_at")},
+            **{
+                k: func.coalesce(v[k], campaign_leads.c[k])
+                for k in ("last_sent_at", "thread_message_id", "last_message_id")
+            },
+        },
     )
-    await ctx.conn.execute(
-        system_scope(mailboxes)
-        .update()
-        .where(mailboxes.c.id == bindparam("b_id"))
-        .values(next_send_at=bindparam("b_next")),
-        next_sends,
+    boxes = system_scope(mailboxes).update()
+    await update_each(ctx, boxes, next_sends)
+    await update_each(ctx, boxes, sent_boxes)
+    await update_each(
+        ctx,
+        boxes,
+        [{"id": k, "n": n} for k, n in given_back.items()],
+        types={"n": Integer()},
+        where=lambda v: [mailboxes.c.sent_count > 0],
+        values=lambda v: {"sent_count": mailboxes.c.sent_count - v["n"]},
     )
-    if sent_boxes:
-        await ctx.conn.execute(
-            system_scope(mailboxes)
-            .update()
-            .where(mailboxes.c.id == bindparam("b_id"))
-            .values(last_sent_at=bindparam("b_at")),
-            sent_boxes,
-        )
-    if given_back:
-        await ctx.conn.execute(
-            system_scope(mailboxes)
-            .update()
-            .where(mailboxes.c.id == bindparam("b_id"), mailboxes.c.sent_count > 0)
-            .values(sent_count=mailboxes.c.sent_count - bindparam("b_n")),
-            [{"b_id": k, "b_n": n} for k, n in given_back.items()],
-        )
-    if broken:
-        await ctx.conn.execute(
-            system_scope(mailboxes)
-            .update()
-            .where(mailboxes.c.id == bindparam("b_id"), mailboxes.c.status == "active")
-            .values(status="error", status_reason=bindparam("b_reason"), updated_at=now),
-            [{"b_id": k, "b_reason": f"Sending failed: {v}"[:500]} for k, v in broken.items()],
-        )
+    await update_each(
+        ctx,
+        boxes,
+        [{"id": k, "status_reason": f"Sending failed: {v}"[:500]} for k, v in broken.items()],
+        where=lambda v: [mailboxes.c.status == "active"],
+        values=lambda v: {"status": "error", "status_reason": v["status_reason"], "updated_at": now},
+    )
     for job, delivery in results:
         if delivery.ok or rules.classify(delivery.phase, delivery.code, delivery.reason) != "bounced":
             continue

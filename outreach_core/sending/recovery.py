@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, func, or_
+from sqlalchemy import ColumnElement, func, or_
 
+from outreach_core.bulk import update_each
 from outreach_core.campaigns.audience import campaign_lead_out, send_out
 from outreach_core.campaigns.lifecycle import WAITING
 from outreach_core.campaigns.operations import campaign_row, load_steps
@@ -52,29 +53,29 @@ async def recover_lost_sends(ctx: SystemContext, *, everything: bool = False) ->
     ).all()
     if not lost:
         return 0
-    await ctx.conn.execute(
-        system_scope(sends)
-        .update()
-        .where(sends.c.id == bindparam("b_id"), sends.c.status == "sending")
-        .values(status="unknown", error=LOST_ERROR),
-        [{"b_id": r.id} for r in lost],
+    await update_each(
+        ctx,
+        system_scope(sends).update(),
+        [{"id": r.id} for r in lost],
+        where=lambda v: [sends.c.status == "sending"],
+        values=lambda v: {"status": "unknown", "error": LOST_ERROR},
     )
-    in_lead = [r for r in lost if r.campaign_lead_id is not None]
-    if in_lead:
-        await ctx.conn.execute(
-            system_scope(campaign_leads)
-            .update()
-            .where(
-                campaign_leads.c.id == bindparam("b_id"),
-                campaign_leads.c.step == bindparam("b_step"),
-                one_of(campaign_leads.c.status, *WAITING),
-            )
-            .values(status="stopped", reason=bindparam("b_reason"), next_at=None, finished_at=ctx.now),
-            [
-                {"b_id": r.campaign_lead_id, "b_step": r.step, "b_reason": lost_reason(r.step)}
-                for r in in_lead
-            ],
-        )
+    await update_each(
+        ctx,
+        system_scope(campaign_leads).update(),
+        [
+            {"id": r.campaign_lead_id, "step": r.step, "reason": lost_reason(r.step)}
+            for r in lost
+            if r.campaign_lead_id is not None
+        ],
+        where=lambda v: [campaign_leads.c.step == v["step"], one_of(campaign_leads.c.status, *WAITING)],
+        values=lambda v: {
+            "status": "stopped",
+            "reason": v["reason"],
+            "next_at": None,
+            "finished_at": ctx.now,
+        },
+    )
     return len(lost)
 
 
