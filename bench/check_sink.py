@@ -116,10 +116,23 @@ def main() -> None:
                 violations["outside the window"] += 1
 
     span = (max(e["t"] for e in entries) - min(e["t"] for e in entries)) if entries else 0
-    print(
-        f"{len(entries):,} emails from {len(by_box):,} mailboxes over {span:.0f} s; smallest gap of one "
-        f"mailbox {smallest_gap:.1f} s"
+    gaps = sorted(b - a for times in by_box.values() for a, b in itertools.pairwise(times))
+    # The most the rules allow in this span: every mailbox sending from the first second, every minGapS,
+    # up to its daily limit (the span is within one day here).
+    allowed = sum(
+        min(int(span // boxes[login]["min_gap_s"]) + 1, limit_on(boxes[login], date.today()))
+        for login in boxes
     )
+    print(
+        f"{len(entries):,} emails from {len(by_box):,} mailboxes over {span:.0f} s "
+        f"({len(entries) / span if span else 0:.1f}/s); the rules allow at most {allowed:,} "
+        f"({len(entries) * 100 / allowed if allowed else 0:.1f} % delivered)"
+    )
+    if gaps:
+        print(
+            f"gaps between one mailbox's emails: smallest {smallest_gap:.1f} s, median "
+            f"{gaps[len(gaps) // 2]:.1f} s, 95th percentile {gaps[int(len(gaps) * 0.95)]:.1f} s"
+        )
     for rule, n in sorted(violations.items()):
         print(f"  {rule}: {n}")
     total = sum(violations.values())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import statistics
 import sys
@@ -324,6 +325,7 @@ def main() -> None:
         help="use the database an earlier run seeded (OUTREACH_DATABASE_URL); --passes 0: sink run only",
     )
     args = parser.parse_args()
+    logging.getLogger("mail.log").setLevel(logging.ERROR)  # aiosmtpd warns about its own API per message
     url = os.environ.get("OUTREACH_DATABASE_URL") or (
         f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='sender-bench-')}/outreach.db"
     )

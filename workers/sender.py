@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from outreach_core.ports import Delivery
-from outreach_core.sending.operations import Job, deliver, plan_batch, resolve_batch
+from outreach_core.sending.operations import Handoff, Job, deliver, plan_batch, resolve_batch
 from outreach_core.sending.recovery import recover_lost_sends
 
 if TYPE_CHECKING:
@@ -42,9 +41,10 @@ async def tick(runtime: Runtime) -> int:
     if batch.jobs:
         limit = asyncio.Semaphore(runtime.settings.sender_concurrency)
 
-        async def one(job: Job) -> tuple[Job, Delivery]:
+        async def one(job: Job) -> Handoff:
             async with limit:
-                return job, await deliver(job, smtp, runtime.settings)
+                delivery = await deliver(job, smtp, runtime.settings)
+                return Handoff(job, delivery, runtime.ports.clock.now())
 
         results = await asyncio.gather(*(one(job) for job in batch.jobs))
         await _resolve(runtime, results)
@@ -52,7 +52,7 @@ async def tick(runtime: Runtime) -> int:
     return len(batch.jobs) + batch.changed
 
 
-async def _resolve(runtime: Runtime, results: list[tuple[Job, Delivery]]) -> None:
+async def _resolve(runtime: Runtime, results: list[Handoff]) -> None:
     """Record the outcomes; a database hiccup is retried, after which the rows stay `sending` and become
     `unknown` (never repeated) when they are old enough."""
     for attempt in range(1, _RESOLVE_ATTEMPTS + 1):

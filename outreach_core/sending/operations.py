@@ -104,6 +104,15 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Handoff:
+    """One job's hand-off: its outcome and when it ended (the mailbox's gap counts from then)."""
+
+    job: Job
+    delivery: Delivery
+    ended_at: dt.datetime
+
+
+@dataclass(frozen=True)
 class Batch:
     jobs: list[Job]
     changed: int  # campaign leads stopped or moved to their window, mailboxes put to sleep, campaigns paused
@@ -748,12 +757,14 @@ async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
 # --- resolution --------------------------------------------------------------------------------------------
 
 
-async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Delivery]]) -> dict[str, int]:
+async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict[str, int]:
     """Record each hand-off's outcome (docs/sending.md, "Outcomes"): the ledger row, the campaign lead's
     progress, the mailbox, the lead on a bounce (with `lead.bounced`), and the bounce threshold. Returns
     counts by outcome."""
     now = ctx.now
-    results = list(results)
+    handoffs = list(handoffs)
+    results = [(h.job, h.delivery) for h in handoffs]
+    ended = {h.job.send_id: h.ended_at for h in handoffs}
     counts: dict[str, int] = defaultdict(int)
     send_updates: list[dict[str, Any]] = []
     lead_updates: list[dict[str, Any]] = []
@@ -790,7 +801,11 @@ async def resolve_batch(ctx: SystemContext, results: Iterable[tuple[Job, Deliver
             "mailbox_id": job.mailbox_id,
             "finished_at": None,
         }
-        next_sends.append({"id": job.mailbox_id, "next_send_at": now + dt.timedelta(seconds=job.gap_s)})
+        # from the end of this mailbox's own hand-off, not of the whole batch: mailboxes whose hand-offs
+        # ended early are due early, so a batch's mailboxes spread out instead of waiting for its slowest
+        next_sends.append(
+            {"id": job.mailbox_id, "next_send_at": ended[job.send_id] + dt.timedelta(seconds=job.gap_s)}
+        )
         if outcome == "sent":
             last = job.next_wait_days is None
             send |= {"sent_at": now}

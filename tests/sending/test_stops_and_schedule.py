@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import httpx
 
@@ -175,3 +176,35 @@ async def test_end_on_passed_pauses_the_campaign(
     [campaign] = await rows(ws, "campaigns", id=cid)
     assert campaign.status == "paused" and "2020-01-01" in campaign.paused_reason
     assert await rows(ws, "sends", campaign_id=cid) == []
+
+
+async def test_each_mailbox_gap_counts_from_its_own_hand_off(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    """A slow server delays only its own mailbox: the mailbox whose hand-off ended first is due first, so a
+    batch's mailboxes do not all wait for its slowest hand-off."""
+    ws = await make_workspace()
+    slow_server, fast_server = smtp_servers["starttls"], smtp_servers["tls"]
+
+    def slowly(address: str) -> None:
+        if address == "slow@gap.example":
+            time.sleep(1.5)
+
+    slow_server.rcpt_reply = slowly
+    try:
+        slow = await smtp_mailbox(ws, slow_server, mail_users, min_gap_s=60, max_gap_s=60)
+        fast = await smtp_mailbox(ws, fast_server, mail_users, min_gap_s=60, max_gap_s=60)
+        await launched_campaign(http, ws, [slow], [await add_lead(ws, "slow@gap.example")])
+        await launched_campaign(http, ws, [fast], [await add_lead(ws, "fast@gap.example")])
+        started = datetime.now(UTC)
+        await sender.tick(ws.runtime)
+    finally:
+        slow_server.rcpt_reply = None
+    [slow_box], [fast_box] = await rows(ws, "mailboxes", id=slow), await rows(ws, "mailboxes", id=fast)
+    assert received_by(slow_server, "slow@gap.example") and received_by(fast_server, "fast@gap.example")
+    gap = timedelta(seconds=60)
+    assert started + gap < fast_box.next_send_at < started + gap + timedelta(seconds=1)
+    assert slow_box.next_send_at - fast_box.next_send_at > timedelta(seconds=1.2)
