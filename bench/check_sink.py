@@ -77,7 +77,19 @@ def main() -> None:
     entries = [json.loads(line) for line in Path(args.log).read_text().splitlines() if line.strip()]
     recipients = {to for e in entries for to in e["to"]}
     boxes, leads = asyncio.run(load(url, recipients))
-    violations: Counter[str] = Counter()
+    violations: Counter[str] = Counter(
+        dict.fromkeys(
+            (
+                "duplicate Message-ID",
+                "recipient got a first email twice",
+                "follow-up sent twice",
+                "gap below minGapS",
+                "daily limit exceeded",
+                "outside the window",
+            ),
+            0,
+        )
+    )
 
     ids = Counter(e["messageId"] for e in entries)
     violations["duplicate Message-ID"] = sum(n - 1 for n in ids.values() if n > 1)

@@ -10,6 +10,8 @@
    `bench/check_sink.py` checks independently of the sender's own bookkeeping.
 
     .venv/bin/python bench/sender_scale.py [--mailboxes 1000] [--leads 1000000] [--sink-seconds 600]
+    .venv/bin/python bench/sender_scale.py --reuse --passes 0 --sink-seconds 300 --daily-limit 8 \
+        --window 540-1200      # rerun on the seeded database with tighter rules (same OUTREACH_DATABASE_URL)
 """
 
 from __future__ import annotations
@@ -319,6 +321,10 @@ def main() -> None:
     parser.add_argument("--sink-log", default="sender-sink.jsonl")
     parser.add_argument("--min-gap", type=int, default=30)
     parser.add_argument("--max-gap", type=int, default=60)
+    parser.add_argument("--daily-limit", type=int, default=500, help="with --reuse: every mailbox's limit")
+    parser.add_argument(
+        "--window", default="0-1440", help="with --reuse: every campaign's window, minutes START-END"
+    )
     parser.add_argument(
         "--reuse",
         action="store_true",
@@ -356,12 +362,18 @@ def main() -> None:
                     await conn.execute(
                         text(f"VACUUM ANALYZE {table}" if engine == "PostgreSQL" else "ANALYZE")
                     )
+            start, end = (int(x) for x in args.window.split("-"))
             async with rt.engine.begin() as conn:
                 await conn.execute(
                     mailboxes.update().values(
-                        smtp_port=sink.port, next_send_at=None, min_gap_s=args.min_gap, max_gap_s=args.max_gap
+                        smtp_port=sink.port,
+                        next_send_at=None,
+                        min_gap_s=args.min_gap,
+                        max_gap_s=args.max_gap,
+                        daily_limit=args.daily_limit,
                     )
                 )
+                await conn.execute(campaigns.update().values(window_start=start, window_end=end))
         t0 = time.perf_counter()
         if not args.reuse:
             await seed(rt, args.mailboxes, args.leads, "127.0.0.1", sink.port, (args.min_gap, args.max_gap))
