@@ -9,6 +9,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+POSTGRESQL_SETTINGS = {
+    # asyncpg prepares every statement, and after five executions PostgreSQL may switch to a generic plan
+    # that it keeps until the table's statistics change. Planned while a table was small (the first chunks
+    # of an import), such a plan stays a sequential scan as the table grows to millions of rows, and without
+    # a timely ANALYZE (autovacuum off or behind) one 5,000-address lookup took 49 s instead of 30 ms
+    # (measured). Custom plans see the parameters and the table's current size, at ~0.1 ms of planning.
+    "plan_cache_mode": "force_custom_plan",
+}
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA foreign_keys=ON",
@@ -30,7 +38,12 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         engine = create_async_engine(url, poolclass=NullPool if ":memory:" in url else None)
         _install_sqlite_hooks(engine)
         return engine
-    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": pool_size, "pool_pre_ping": True}
+    kwargs: dict[str, Any] = {
+        "pool_size": pool_size,
+        "max_overflow": pool_size,
+        "pool_pre_ping": True,
+        "connect_args": {"server_settings": POSTGRESQL_SETTINGS},
+    }
     return create_async_engine(url, **kwargs)
 
 
