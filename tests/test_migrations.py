@@ -35,3 +35,11 @@ async def test_sqlite_runs_in_wal_with_foreign_keys(runtime: Runtime) -> None:
     async with runtime.engine.connect() as conn:
         assert (await conn.execute(text("PRAGMA journal_mode"))).scalar_one() == "wal"
         assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
+
+
+async def test_postgresql_plans_each_statement_for_its_parameters(runtime: Runtime) -> None:
+    """A generic plan made while a table was small would stay a sequential scan as an import grows it."""
+    if runtime.is_sqlite:
+        return
+    async with runtime.engine.connect() as conn:
+        assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
