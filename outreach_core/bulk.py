@@ -23,6 +23,7 @@ from sqlalchemy import (
     bindparam,
     func,
     literal,
+    or_,
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -83,6 +84,12 @@ def one_of(ctx: WorkspaceContext, column: ColumnElement[Any], values: Sequence[A
     if ctx.conn.dialect.name == "postgresql":
         return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
     return column.in_(values)
+
+
+def equals_any(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
+    """`column IN (...)` spelled as ORs of literal values, for `update_each` conditions: SQLite runs those
+    as an executemany, which cannot take expanding IN parameters."""
+    return or_(*(column == v for v in values))
 
 
 Values = Mapping[str, ColumnElement[Any]]

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, String, and_, case, exists, false, func, literal, or_
 
 from outreach_core.bulk import insert_from_select, row_ids
+from outreach_core.campaigns.lifecycle import reopened
 from outreach_core.campaigns.operations import campaign_row, lead_counts
 from outreach_core.campaigns.schemas import (
     AddCampaignLeadsIn,
@@ -94,9 +95,7 @@ async def add_leads_to_campaign(
         raced = counts["added"] - int(inserted.rowcount)
         counts["added"] -= raced
         counts["already_in"] += raced
-        values: dict[str, Any] = {"updated_at": ctx.now}
-        if row.status == "completed":
-            values.update(status="paused", completed_at=None, paused_reason="New leads were added.")
+        values = {"updated_at": ctx.now, **reopened(row, "New leads were added.")}
         await ctx.conn.execute(scoped(ctx, campaigns).update().where(campaigns.c.id == id).values(**values))
     return CampaignLeadsAdded(matched=sum(counts.values()), **counts)
 
@@ -181,15 +180,7 @@ async def list_campaign_lead_sends(ctx: WorkspaceContext, id: str, campaignLeadI
     bounced, unknown — outcome lost in a crash, never repeated automatically) and any error. Empty until
     the sender has sent something."""
     await campaign_row(ctx, id)
-    found = (
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .select(campaign_leads.c.id)
-            .where(campaign_leads.c.id == campaignLeadId, campaign_leads.c.campaign_id == id)
-        )
-    ).first()
-    if found is None:
-        raise NotFound("campaign lead", campaignLeadId)
+    await campaign_lead_row(ctx, id, campaignLeadId)
     rows = (
         await ctx.conn.execute(
             scoped(ctx, sends)
@@ -199,6 +190,23 @@ async def list_campaign_lead_sends(ctx: WorkspaceContext, id: str, campaignLeadI
         )
     ).all()
     return SendList(sends=[send_out(r) for r in rows])
+
+
+async def campaign_lead_row(
+    ctx: WorkspaceContext, campaign_id: str, campaign_lead_id: str, *, for_update: bool = False
+) -> Any:
+    """A campaign lead of this campaign (404 for another campaign's or workspace's)."""
+    stmt = (
+        scoped(ctx, campaign_leads)
+        .select()
+        .where(campaign_leads.c.id == campaign_lead_id, campaign_leads.c.campaign_id == campaign_id)
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    row = (await ctx.conn.execute(stmt)).one_or_none()
+    if row is None:
+        raise NotFound("campaign lead", campaign_lead_id)
+    return row
 
 
 def campaign_lead_out(r: Any) -> CampaignLead:

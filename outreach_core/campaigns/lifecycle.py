@@ -7,6 +7,8 @@ running --every campaign lead finished--> completed; adding leads to a completed
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.operations import require_active_plan
@@ -44,9 +46,17 @@ from outreach_core.errors import InvalidState
 from outreach_core.outbox import record_event
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
-RISKY = ("risky", "catch_all")
 """Campaign-lead statuses that can still get email."""
+RISKY = ("risky", "catch_all")
 LAUNCHABLE = ("draft", "paused")
+
+
+def reopened(campaign: Any, reason: str) -> dict[str, Any]:
+    """The values that make a completed campaign paused again, ready to launch, once a lead waits again
+    (leads added, an email to send again); nothing for a campaign in any other status."""
+    if campaign.status != "completed":
+        return {}
+    return {"status": "paused", "completed_at": None, "paused_reason": reason}
 
 
 async def get_launch_checklist(ctx: WorkspaceContext, id: str) -> Checklist:

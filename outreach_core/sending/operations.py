@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Table, func, or_
 
-from outreach_core.bulk import update_each
+from outreach_core.bulk import equals_any, update_each
 from outreach_core.campaigns.compose import LEAD_FIELDS, compose
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.links import unsubscribe_url
@@ -70,7 +70,7 @@ from outreach_core.sending.message import (
     new_message_id,
     to_bytes,
 )
-from outreach_core.sending.recovery import one_of, recover_lost_sends
+from outreach_core.sending.recovery import recover_lost_sends
 
 FOLLOW_UP_CANDIDATES = 3
 """Due follow-ups looked at per mailbox and pass (more wait for the next pass)."""
@@ -762,9 +762,6 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
     progress, the mailbox, the lead on a bounce (with `lead.bounced`), and the bounce threshold. Returns
     counts by outcome."""
     now = ctx.now
-    handoffs = list(handoffs)
-    results = [(h.job, h.delivery) for h in handoffs]
-    ended = {h.job.send_id: h.ended_at for h in handoffs}
     counts: dict[str, int] = defaultdict(int)
     send_updates: list[dict[str, Any]] = []
     lead_updates: list[dict[str, Any]] = []
@@ -772,8 +769,9 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
     sent_boxes: list[dict[str, Any]] = []
     next_sends: list[dict[str, Any]] = []
     broken: dict[str, str] = {}
-    bounced_campaigns: set[tuple[str, str]] = set()
-    for job, delivery in results:
+    bounced: list[tuple[Job, str]] = []  # and why
+    for handoff in handoffs:
+        job, delivery = handoff.job, handoff.delivery
         outcome: rules.Outcome = (
             "sent" if delivery.ok else rules.classify(delivery.phase, delivery.code, delivery.reason)
         )
@@ -804,7 +802,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
         # from the end of this mailbox's own hand-off, not of the whole batch: mailboxes whose hand-offs
         # ended early are due early, so a batch's mailboxes spread out instead of waiting for its slowest
         next_sends.append(
-            {"id": job.mailbox_id, "next_send_at": ended[job.send_id] + dt.timedelta(seconds=job.gap_s)}
+            {"id": job.mailbox_id, "next_send_at": handoff.ended_at + dt.timedelta(seconds=job.gap_s)}
         )
         if outcome == "sent":
             last = job.next_wait_days is None
@@ -829,7 +827,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
                     "reason": f"{label} bounced: {delivery.reason}"[:200],
                     "finished_at": now,
                 }
-                bounced_campaigns.add((job.workspace_id, job.campaign_id))
+                bounced.append((job, delivery.reason))
             elif outcome == "failed":
                 lead |= {
                     "status": "stopped",
@@ -860,7 +858,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
         ctx,
         system_scope(sends).update(),
         send_updates,
-        where=lambda v: [one_of(sends.c.status, "sending", "unknown")],
+        where=lambda v: [equals_any(sends.c.status, "sending", "unknown")],
     )
     await update_each(
         ctx,
@@ -871,7 +869,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
             campaign_leads.c.step == v["step_was"],
             # a lead that unsubscribed, replied or was removed meanwhile keeps that status; `stopped` is
             # the recovery's "outcome unknown", which the real outcome replaces
-            one_of(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
+            equals_any(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
         ],
         values=lambda v: {
             **{k: v[k] for k in ("status", "step", "reason", "next_at", "mailbox_id", "finished_at")},
@@ -899,9 +897,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
         where=lambda v: [mailboxes.c.status == "active"],
         values=lambda v: {"status": "error", "status_reason": v["status_reason"], "updated_at": now},
     )
-    for job, delivery in results:
-        if delivery.ok or rules.classify(delivery.phase, delivery.code, delivery.reason) != "bounced":
-            continue
+    for job, reason in bounced:
         ws = as_workspace(ctx, lifecycle_principal(job.workspace_id))
         await ctx.conn.execute(
             scoped(ws, leads)
@@ -919,10 +915,10 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
                 "mailboxId": job.mailbox_id,
                 "messageId": job.message_id,
                 "step": job.step,
-                "reason": delivery.reason[:300],
+                "reason": reason[:300],
             },
         )
-    for workspace_id, campaign_id in sorted(bounced_campaigns):
+    for workspace_id, campaign_id in sorted({(job.workspace_id, job.campaign_id) for job, _ in bounced}):
         await _check_bounce_rate(as_workspace(ctx, lifecycle_principal(workspace_id)), campaign_id)
     return dict(counts)
 

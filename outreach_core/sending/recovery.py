@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_
+from sqlalchemy import func
 
-from outreach_core.bulk import update_each
-from outreach_core.campaigns.audience import campaign_lead_out, send_out
-from outreach_core.campaigns.lifecycle import WAITING
+from outreach_core.bulk import equals_any, update_each
+from outreach_core.campaigns.audience import campaign_lead_out, campaign_lead_row, send_out
+from outreach_core.campaigns.lifecycle import WAITING, reopened
 from outreach_core.campaigns.operations import campaign_row, load_steps
 from outreach_core.campaigns.schemas import ResolvedSend, ResolveUnknownSendIn
 from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
@@ -22,11 +22,6 @@ LOST_ERROR = (
     "Outcome unknown: the sender stopped during the hand-off to the mail server. "
     "It may have been delivered; it is not sent again automatically."
 )
-
-
-def one_of(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
-    """`column IN (...)` spelled as ORs: executemany statements cannot take expanding IN parameters."""
-    return or_(*(column == v for v in values))
 
 
 def lost_reason(step: int) -> str:
@@ -68,7 +63,7 @@ async def recover_lost_sends(ctx: SystemContext, *, everything: bool = False) ->
             for r in lost
             if r.campaign_lead_id is not None
         ],
-        where=lambda v: [campaign_leads.c.step == v["step"], one_of(campaign_leads.c.status, *WAITING)],
+        where=lambda v: [campaign_leads.c.step == v["step"], equals_any(campaign_leads.c.status, *WAITING)],
         values=lambda v: {
             "status": "stopped",
             "reason": v["reason"],
@@ -81,16 +76,7 @@ async def recover_lost_sends(ctx: SystemContext, *, everything: bool = False) ->
 
 async def _unknown_send(ctx: WorkspaceContext, id: str, campaignLeadId: str, sendId: str) -> tuple[Any, Any]:
     """The campaign lead and its `unknown` send, locked (404 if either is not this campaign's)."""
-    lead = (
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .select()
-            .where(campaign_leads.c.id == campaignLeadId, campaign_leads.c.campaign_id == id)
-            .with_for_update()
-        )
-    ).one_or_none()
-    if lead is None:
-        raise NotFound("campaign lead", campaignLeadId)
+    lead = await campaign_lead_row(ctx, id, campaignLeadId, for_update=True)
     send = (
         await ctx.conn.execute(
             scoped(ctx, sends)
@@ -162,17 +148,13 @@ async def resolve_unknown_send(
             .where(campaign_leads.c.id == campaignLeadId)
             .values(reason=None, **lead_values)
         )
-        if campaign.status == "completed" and lead_values["status"] in WAITING:
+        reopen = reopened(campaign, "A lead has an email to send again.")
+        if reopen and lead_values["status"] in WAITING:
             await ctx.conn.execute(
                 scoped(ctx, campaigns)
                 .update()
                 .where(campaigns.c.id == id)
-                .values(
-                    status="paused",
-                    completed_at=None,
-                    paused_reason="A lead has an email to send again.",
-                    updated_at=ctx.now,
-                )
+                .values(updated_at=ctx.now, **reopen)
             )
     return await _resolved(ctx, campaignLeadId, sendId)
 
