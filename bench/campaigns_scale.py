@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from _seed import bench_lead
 from _server import served
 from leads_scale import percentile, timed
 
@@ -30,7 +31,6 @@ async def _write_rows(url: str, workspace_id: str, n: int) -> None:
     from outreach_core.db.maintenance import refresh_lead_statistics
     from outreach_core.db.tables import leads, mailboxes
     from outreach_core.ids import new_ids
-    from outreach_core.leads.rules import search_text, sort_name
 
     engine = create_engine(url)
     now = datetime.now(UTC)
@@ -66,24 +66,16 @@ async def _write_rows(url: str, workspace_id: str, n: int) -> None:
         rows = []
         for k in range(count):
             i = first + k
-            email = f"person{i}@company{i % 5000}.example"
             rows.append(
-                {
-                    "id": ids[k],
-                    "workspace_id": workspace_id,
-                    "email": email,
-                    "domain": f"company{i % 5000}.example",
-                    "first_name": f"First{i % 100}",
-                    "last_name": "Bench",
-                    "sort_name": sort_name(f"First{i % 100}", "Bench"),
-                    "company": f"Company {i % 5000}",
-                    "custom": {"industry": "software"} if i % 2 else {},
-                    "search_text": search_text(email, f"First{i % 100}", "Bench", f"Company {i % 5000}"),
-                    "verify_status": "risky" if i % 50 == 0 else "valid",
-                    "status": "bounced" if i % 100 == 1 else "active",
-                    "enriched_at": now,
-                    "created_at": now,
-                }
+                bench_lead(
+                    i,
+                    ids[k],
+                    workspace_id,
+                    now,
+                    custom={"industry": "software"} if i % 2 else {},
+                    verify_status="risky" if i % 50 == 0 else "valid",
+                    status="bounced" if i % 100 == 1 else "active",
+                )
             )
         async with engine.begin() as conn:
             await conn.execute(leads.insert(), rows)

@@ -34,6 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _seed import bench_lead  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from outreach_core.context import insert_rows  # noqa: E402
@@ -49,7 +50,6 @@ from outreach_core.db.tables import (  # noqa: E402
     mailboxes,
 )
 from outreach_core.ids import new_ids  # noqa: E402
-from outreach_core.leads.rules import search_text, sort_name  # noqa: E402
 from outreach_core.runtime import Runtime  # noqa: E402
 from outreach_core.sending.operations import plan_batch  # noqa: E402
 from outreach_core.settings import Settings  # noqa: E402
@@ -164,26 +164,7 @@ async def seed(
         lead_rows, cl_rows = [], []
         for k in range(count):
             i = first + k
-            email = f"person{i}@company{i % 5000}.example"
-            lead_rows.append(
-                {
-                    "id": ids[k],
-                    "workspace_id": ws,
-                    "email": email,
-                    "domain": f"company{i % 5000}.example",
-                    "first_name": f"First{i % 100}",
-                    "last_name": "Bench",
-                    "sort_name": sort_name(f"First{i % 100}", "Bench"),
-                    "company": f"Company {i % 5000}",
-                    "timezone": ZONES[i % len(ZONES)],
-                    "custom": {},
-                    "search_text": search_text(email, f"First{i % 100}", "Bench", f"Company {i % 5000}"),
-                    "verify_status": "valid",
-                    "status": "active",
-                    "enriched_at": now,
-                    "created_at": now,
-                }
-            )
+            lead_rows.append(bench_lead(i, ids[k], ws, now, timezone=ZONES[i % len(ZONES)]))
             cl_rows.append(
                 {
                     "id": cl_ids[k],
