@@ -33,6 +33,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "api_keys/usage.py",
     "oauth/operations.py",
     "labels/timers.py",
+    "leads/import_merge.py",
     "verification/operations.py",
     "enrichment/operations.py",
     "campaigns/lifecycle.py",

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workers import campaigns, enrich, label_timers, oauth_purge, search_index, usage_flush, verify
+from workers import (
+    campaigns,
+    enrich,
+    imports,
+    label_timers,
+    oauth_purge,
+    search_index,
+    usage_flush,
+    verify,
+)
 from workers.loop import Worker
 
 __all__ = ["ALL_WORKERS", "WorkerFactory", "select"]
@@ -24,6 +33,12 @@ def _oauth_purge() -> Worker:
     return Worker(
         "oauth-purge", oauth_purge.tick, interval_s=3600.0, max_backoff_s=3600.0, sleep_after_work=True
     )
+
+
+def _import() -> Worker:
+    # A tick that merged rows runs again at once (a queued import drains part after part); idle, new chunks
+    # are picked up within half a second.
+    return Worker("import", imports.tick, interval_s=0.5, max_backoff_s=60.0)
 
 
 def _enrich() -> Worker:
@@ -63,6 +78,7 @@ def _sender() -> Worker:
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
+    "import": _import,
     "enrich": _enrich,
     "search-index": _search_index,
     "label-timers": _label_timers,

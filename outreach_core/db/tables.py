@@ -338,7 +338,10 @@ lead_imports = Table(
     Column("undeliverable", Integer, nullable=False, server_default="0"),
     Column("client_invalid", Integer, nullable=False, server_default="0"),
     Column("client_duplicates", Integer, nullable=False, server_default="0"),
+    Column("queued", Integer, nullable=False, server_default="0"),  # received, waiting in import_queue
+    Column("over_limit", Integer, nullable=False, server_default="0"),  # not imported: contacts limit
     Column("created_at", UtcDateTime, nullable=False),
+    Column("final_at", UtcDateTime, nullable=True),  # the final chunk arrived
     Column("finished_at", UtcDateTime, nullable=True),
     Column("enriched_at", UtcDateTime, nullable=True),
     Index("ix_lead_imports_ws_created", "workspace_id", "created_at"),
@@ -354,11 +357,26 @@ import_chunks = Table(
     Column("created_at", UtcDateTime, nullable=False),
 )
 
+import_queue = Table(
+    "import_queue",
+    metadata,
+    # Received import rows waiting for the import worker, in parts of up to 1,000 rows (see leads/imports.py);
+    # a part is deleted in the transaction that merges it into `leads`.
+    Column("import_id", ID, ForeignKey("lead_imports.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),  # merge order within the import
+    _ws_fk(),
+    Column("rows", JsonType, nullable=False),
+    Column("created_at", UtcDateTime, nullable=False),
+    Index("ix_import_queue_created", "created_at"),
+)
+
 import_seen = Table(
     "import_seen",
     metadata,
     Column("import_id", ID, ForeignKey("lead_imports.id", ondelete="CASCADE"), primary_key=True),
-    Column("email", String(320), primary_key=True),  # every valid address of the import so far: duplicates
+    # addresses this import met but did not create (skipped, updated, suppressed): a later row with one is a
+    # duplicate. Addresses it created are told by `leads.import_id`.
+    Column("email", String(320), primary_key=True),
     _ws_fk(),
 )
 
@@ -596,6 +614,7 @@ __all__ = [
     "campaigns",
     "domain_cache",
     "import_chunks",
+    "import_queue",
     "import_seen",
     "invitations",
     "label_timers",

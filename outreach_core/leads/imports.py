@@ -1,18 +1,23 @@
 """Chunked lead import: `POST /leads/import`, `GET /leads/imports`, `GET /leads/imports/{id}`.
 
-Counters are exact, and `rows = created + updated + skipped + duplicates + suppressed + invalid` holds at
-every point:
+A chunk is validated and its rows queued (`import_queue`) in the request; the import worker merges them
+into the workspace's leads in the order they arrived (`leads/import_merge.py`). Counters are exact, and
+`rows = created + updated + skipped + duplicates + suppressed + invalid + overLimit + queued` holds at every
+point:
 - `rows`: rows received, plus the rows the client dropped itself (`clientInvalid`, `clientDuplicates`);
+- `queued`: rows received and not merged yet; the other counters are final once it is 0;
 - `invalid`: rows without a usable address, plus `clientInvalid`;
 - `duplicates`: rows whose address already appeared earlier in this import (same or earlier chunk), plus
   `clientDuplicates`;
 - `suppressed`: address or domain on the suppression list (not stored);
 - `skipped` / `updated`: the address was already a lead of the workspace (`existing` skip / update);
 - `created`: new leads;
+- `overLimit`: new addresses not imported because the plan's contacts limit was reached;
 - `undeliverable`: later, leads of this import that verification found invalid.
 
 A chunk is identified by the SHA-256 of its content: sending the same chunk again (a client retry) changes
-nothing and returns the import as it is.
+nothing and returns the import as it is. After the final chunk the import stays `importing` until its
+queue is merged, then moves to `enriching` and `done`.
 """
 
 from __future__ import annotations
@@ -21,48 +26,26 @@ import hashlib
 import json
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, null
+from sqlalchemy import func
 
 from outreach_core.billing.operations import require_active_plan
-from outreach_core.bulk import one_of
 from outreach_core.context import WorkspaceContext, insert_rows, scoped
-from outreach_core.db.tables import import_chunks, import_seen, lead_imports, leads, lists
-from outreach_core.enrichment.rules import normalize_country
+from outreach_core.db.tables import import_chunks, import_queue, lead_imports, lists
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
-from outreach_core.ids import new_id, new_ids
-from outreach_core.leads.operations import ensure_contacts_room
-from outreach_core.leads.rules import (
-    ENRICHMENT_INPUTS,
-    derived_columns,
-    normalize_email,
-    search_text,
-    sort_name,
-)
-from outreach_core.leads.schemas import MAX_IMPORT_ROWS, ImportIn, ImportRow, LeadImport, LeadImports
-from outreach_core.lists.operations import add_to_list, resolve_import_list
-from outreach_core.suppressions.operations import suppressed_emails
-
-_FIELDS = (
-    "first_name",
-    "last_name",
-    "company",
-    "title",
-    "website",
-    "phone",
-    "linkedin",
-    "country",
-    "timezone",
-)
-_COUNTERS = ("rows", "created", "updated", "skipped", "duplicates", "suppressed", "invalid")
+from outreach_core.ids import new_id
+from outreach_core.leads.import_merge import close_if_merged
+from outreach_core.leads.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport, LeadImports
+from outreach_core.lists.operations import resolve_import_list
 
 
 async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     """Import leads in chunks of up to 5,000 rows. Omit `importId` on the first call and pass the returned id
-    on every later chunk; set `final: true` on the last one. Addresses are normalised and deduplicated within
-    the import, suppressed ones are skipped, invalid ones counted, and leads already in the workspace are
-    skipped or updated (`existing`). `list` puts every imported lead on an existing list (`{id}`) or a new
-    one (`{name}`). After the final chunk, email providers and countries are filled in (and addresses
-    verified when `verify` is true) in the background; poll `get_import` until `status` is `done`."""
+    on every later chunk; set `final: true` on the last one. A chunk is accepted at once and counted in
+    `rows` and `queued`; the service then normalises and deduplicates the addresses within the import, skips
+    suppressed ones, counts invalid ones, and skips or updates leads already in the workspace (`existing`).
+    `list` puts every imported lead on an existing list (`{id}`) or a new one (`{name}`). Poll `get_import`:
+    `queued` falls to 0 as rows are merged, then email providers and countries are filled in (and addresses
+    verified when `verify` is true) until `status` is `done`."""
     if len(body.rows) > MAX_IMPORT_ROWS:
         raise PayloadTooLarge(
             f"At most {MAX_IMPORT_ROWS:,} rows per call; split the file into chunks.",
@@ -70,7 +53,8 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
         )
     await require_active_plan(ctx)
     imp = await _open_import(ctx, body)
-    chunk_hash = _chunk_hash(body)
+    content = body.model_dump(mode="json", exclude={"import_id"}, by_alias=True, exclude_none=True)
+    chunk_hash = _chunk_hash(content)
     chunks = scoped(ctx, import_chunks)
     seen_chunk = (
         await ctx.conn.execute(
@@ -81,25 +65,31 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     ).first()
     if seen_chunk is not None:
         return await get_import(ctx, imp.id)
-    if imp.status != "importing":
+    if imp.final_at is not None:
         raise InvalidState(
-            "This import is already complete; start a new one without importId.",
+            "This import already had its final chunk; start a new one without importId.",
             {"importId": imp.id, "status": imp.status},
         )
     await ctx.conn.execute(
         chunks.insert({"import_id": imp.id, "chunk_hash": chunk_hash, "created_at": ctx.now})
     )
-    counts = await _import_rows(ctx, imp, body.rows)
-    counts["rows"] += body.client_invalid + body.client_duplicates
-    counts["invalid"] += body.client_invalid
-    counts["duplicates"] += body.client_duplicates
-    values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in _COUNTERS}
+    rows: list[dict[str, Any]] = content["rows"]
+    if rows:
+        await _queue(ctx, imp.id, rows)
+    client_dropped = body.client_invalid + body.client_duplicates
+    values: dict[str, Any] = {
+        "rows": lead_imports.c.rows + len(rows) + client_dropped,
+        "queued": lead_imports.c.queued + len(rows),
+        "invalid": lead_imports.c.invalid + body.client_invalid,
+        "duplicates": lead_imports.c.duplicates + body.client_duplicates,
+    }
     if body.final:
-        values["status"] = "enriching"
-        await ctx.conn.execute(scoped(ctx, import_seen).delete().where(import_seen.c.import_id == imp.id))
+        values["final_at"] = ctx.now
     await ctx.conn.execute(
         scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
     )
+    if body.final:
+        await close_if_merged(ctx, imp.id)
     return await get_import(ctx, imp.id)
 
 
@@ -116,160 +106,26 @@ async def list_imports(ctx: WorkspaceContext) -> LeadImports:
     return LeadImports(imports=await _imports(ctx, None, limit=100))
 
 
-# --- the work of one chunk ---------------------------------------------------------------------------------
+# --- the queue ------------------------------------------------------------------------------------------
+
+PART_ROWS = 1_000
+"""Rows per queued part: the import worker merges one part per transaction, so on SQLite a request waits at
+most one part's merge for the write lock."""
 
 
-async def _import_rows(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -> dict[str, int]:
-    counts = dict.fromkeys(_COUNTERS, 0)
-    counts["rows"] = len(rows)
-    unique: dict[str, tuple[str, ImportRow]] = {}
-    for row in rows:
-        normalized = normalize_email(row.email)
-        if normalized is None:
-            counts["invalid"] += 1
-        elif normalized[0] in unique:
-            counts["duplicates"] += 1
-        else:
-            unique[normalized[0]] = (normalized[1], row)
-    if not unique:
-        return counts
-
-    emails = list(unique)
-    seen = scoped(ctx, import_seen)
-    earlier = set(
-        (
-            await ctx.conn.execute(
-                seen.select(import_seen.c.email).where(
-                    import_seen.c.import_id == imp.id, one_of(ctx, import_seen.c.email, emails)
-                )
-            )
-        ).scalars()
-    )
-    counts["duplicates"] += len(earlier)
-    fresh = [e for e in emails if e not in earlier]
-    if fresh:
-        await insert_rows(ctx, import_seen, [{"import_id": imp.id, "email": e} for e in fresh])
-
-    suppressed = await suppressed_emails(ctx, [(e, unique[e][0]) for e in fresh])
-    counts["suppressed"] = len(suppressed)
-    candidates = [e for e in fresh if e not in suppressed]
-
-    lead_table = scoped(ctx, leads)
-    existing = (
-        {
-            r.email: r.id
-            for r in (
-                await ctx.conn.execute(
-                    lead_table.select(leads.c.id, leads.c.email).where(one_of(ctx, leads.c.email, candidates))
-                )
-            ).all()
-        }
-        if candidates
-        else {}
-    )
-    new = [e for e in candidates if e not in existing]
-    await ensure_contacts_room(ctx, len(new))
-
-    if existing:
-        if imp.existing == "update":
-            counts["updated"] = await _update_existing(ctx, existing, unique)
-        else:
-            counts["skipped"] = len(existing)
-    if new:
-        ids = new_ids("lead", len(new))
-        created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
-        await insert_rows(ctx, leads, created)
-        counts["created"] = len(new)
-    if imp.list_id is not None and (new or existing):
-        members = lead_table.select(leads.c.id).where(one_of(ctx, leads.c.email, new + list(existing)))
-        await add_to_list(ctx, imp.list_id, members)
-    return counts
-
-
-def _new_lead(
-    ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: ImportRow
-) -> dict[str, Any]:
-    first, last, company = _clean(row.first_name), _clean(row.last_name), _clean(row.company)
-    return {
-        "id": lead_id,
-        "email": email,
-        "domain": domain,
-        "first_name": first,
-        "last_name": last,
-        "company": company,
-        "title": _clean(row.title),
-        "website": _clean(row.website),
-        "phone": _clean(row.phone),
-        "linkedin": _clean(row.linkedin),
-        # unrecognised countries are dropped, not stored
-        "country": normalize_country(_clean(row.country)) if row.country else None,
-        "timezone": _clean(row.timezone),
-        "custom": row.custom or {},
-        "sort_name": sort_name(first, last),
-        "search_text": search_text(email, first, last, company),
-        "verify_status": "verifying" if imp.verify else "unknown",
-        "verify_api": bool(imp.verify and ctx.settings.verifier_url),
-        "import_id": imp.id,
-        "created_at": ctx.now,
-        "updated_at": None,
-    }
-
-
-async def _update_existing(
-    ctx: WorkspaceContext, existing: dict[str, str], unique: dict[str, tuple[str, ImportRow]]
-) -> int:
-    """`existing: update`: fill in the values the file has (empty cells leave a field as it is).
-
-    One executemany UPDATE with uniform parameters: each field is `COALESCE(:new, current)`."""
-    lead_table = scoped(ctx, leads)
-    current = {
-        r.id: r
-        for r in (
-            await ctx.conn.execute(lead_table.select().where(leads.c.id.in_(list(existing.values()))))
-        ).all()
-    }
-    params = []
-    for email, lead_id in existing.items():
-        row, now = unique[email][1], current[lead_id]
-        new = {name: _clean(getattr(row, name)) for name in _FIELDS}
-        new["country"] = normalize_country(new["country"])
-        merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in _FIELDS}
-        derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
-        params.append(
-            {
-                "lead_id": lead_id,
-                **{f"new_{name}": value for name, value in new.items()},
-                "new_custom": {**(now.custom or {}), **(row.custom or {})},
-                **{f"new_{name}": value for name, value in derived.items()},
-                "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
-            }
+async def _queue(ctx: WorkspaceContext, import_id: str, rows: list[dict[str, Any]]) -> None:
+    queue = scoped(ctx, import_queue)
+    last = (
+        await ctx.conn.execute(
+            queue.select(func.max(import_queue.c.seq)).where(import_queue.c.import_id == import_id)
         )
-    stmt = (
-        lead_table.update()
-        .where(leads.c.id == bindparam("lead_id"))
-        .values(
-            **{name: func.coalesce(bindparam(f"new_{name}"), getattr(leads.c, name)) for name in _FIELDS},
-            custom=bindparam("new_custom", type_=leads.c.custom.type),
-            sort_name=bindparam("new_sort_name"),
-            search_text=bindparam("new_search_text"),
-            # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_text")),
-            enriched_at=case((bindparam("reset_enrichment"), null()), else_=leads.c.enriched_at),
-            country_source=case(
-                (bindparam("new_country").is_not(None), null()), else_=leads.c.country_source
-            ),
-            updated_at=ctx.now,
-        )
-    )
-    await ctx.conn.execute(stmt, params)
-    return len(params)
-
-
-def _clean(value: str | None) -> str | None:
-    if value is None:
-        return None
-    stripped = value.strip()
-    return stripped or None
+    ).scalar()
+    first = 0 if last is None else last + 1
+    parts = [
+        {"import_id": import_id, "seq": first + n, "rows": rows[i : i + PART_ROWS], "created_at": ctx.now}
+        for n, i in enumerate(range(0, len(rows), PART_ROWS))
+    ]
+    await insert_rows(ctx, import_queue, parts)
 
 
 # --- import rows -------------------------------------------------------------------------------------------
@@ -304,8 +160,7 @@ async def _open_import(ctx: WorkspaceContext, body: ImportIn) -> Any:
     return (await ctx.conn.execute(table.select().where(lead_imports.c.id == import_id))).one()
 
 
-def _chunk_hash(body: ImportIn) -> str:
-    content = body.model_dump(mode="json", exclude={"import_id"}, by_alias=True)
+def _chunk_hash(content: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -334,6 +189,8 @@ async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = Non
             duplicates=r.duplicates,
             suppressed=r.suppressed,
             invalid=r.invalid,
+            over_limit=r.over_limit,
+            queued=r.queued,
             undeliverable=r.undeliverable,
             created_at=r.created_at,
             finished_at=r.finished_at,

@@ -248,6 +248,8 @@ class LeadImport(WireModel):
     duplicates: int
     suppressed: int
     invalid: int
+    over_limit: int = Field(description="New addresses not imported: the plan's contacts limit was reached.")
+    queued: int = Field(description="Rows received and not merged yet; the other counters are final at 0.")
     undeliverable: int
     created_at: Timestamp
     finished_at: Timestamp | None

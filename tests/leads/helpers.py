@@ -32,3 +32,20 @@ async def import_chunk(http: httpx.AsyncClient, ws: WorkspaceHandle, **body: Any
 async def suppress(http: httpx.AsyncClient, ws: WorkspaceHandle, *entries: str) -> None:
     response = await http.post("/api/v1/suppressions", headers=ws.headers, json={"entries": list(entries)})
     assert response.status_code == 200, response.text
+
+
+async def merge_imports(ws: WorkspaceHandle) -> None:
+    """What the import worker does between requests: merge every queued import row."""
+    from workers import imports
+
+    while await imports.tick(ws.runtime):
+        pass
+
+
+async def imported(http: httpx.AsyncClient, ws: WorkspaceHandle, **body: Any) -> dict[str, Any]:
+    """Send one chunk, let the import worker merge it, and return the import as `get_import` then shows it."""
+    response = await import_chunk(http, ws, **body)
+    assert response.status_code == 200, response.text
+    await merge_imports(ws)
+    fetched = await http.get(f"/api/v1/leads/imports/{response.json()['id']}", headers=ws.headers)
+    return fetched.json()  # type: ignore[no-any-return]

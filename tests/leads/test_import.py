@@ -8,9 +8,19 @@ import httpx
 import pytest
 
 from tests.conftest import MakeWorkspace
-from tests.leads.helpers import create, emails, import_chunk, listing, suppress
+from tests.leads.helpers import create, emails, import_chunk, imported, listing, merge_imports, suppress
 
-COUNTERS = ("rows", "created", "updated", "skipped", "duplicates", "suppressed", "invalid")
+COUNTERS = (
+    "rows",
+    "created",
+    "updated",
+    "skipped",
+    "duplicates",
+    "suppressed",
+    "invalid",
+    "overLimit",
+    "queued",
+)
 
 
 def counters(imp: dict[str, Any]) -> dict[str, int]:
@@ -19,6 +29,15 @@ def counters(imp: dict[str, Any]) -> dict[str, int]:
 
 def balanced(imp: dict[str, Any]) -> bool:
     return imp["rows"] == sum(imp[k] for k in COUNTERS if k != "rows")
+
+
+def accepted(rows: int, **client: int) -> dict[str, int]:
+    """The counters of an import whose rows are received but not merged yet."""
+    return {k: 0 for k in COUNTERS} | {"rows": rows, "queued": rows - sum(client.values())} | client
+
+
+async def fetch(http: httpx.AsyncClient, ws: Any, import_id: str) -> dict[str, Any]:
+    return (await http.get(f"/api/v1/leads/imports/{import_id}", headers=ws.headers)).json()  # type: ignore[no-any-return]
 
 
 async def test_counters_are_exact_across_chunks_and_retries(
@@ -42,7 +61,16 @@ async def test_counters_are_exact_across_chunks_and_retries(
     assert first.status_code == 200, first.text
     imp = first.json()
     assert imp["status"] == "importing" and imp["fileName"] == "leads.csv" and imp["listName"] == "Conference"
-    assert counters(imp) == {
+    assert counters(imp) == accepted(9) and balanced(imp)  # received; the import worker has not run yet
+    assert (await listing(http, ws))["total"] == 1
+    retried_early = (
+        await import_chunk(
+            http, ws, importId=imp["id"], fileName="leads.csv", rows=chunk1, list={"name": "Conference"}
+        )
+    ).json()
+    assert counters(retried_early) == accepted(9)  # a retry before the merge queues nothing more
+    await merge_imports(ws)
+    assert counters(await fetch(http, ws, imp["id"])) == {
         "rows": 9,
         "created": 3,
         "updated": 0,
@@ -50,6 +78,8 @@ async def test_counters_are_exact_across_chunks_and_retries(
         "duplicates": 1,
         "suppressed": 2,
         "invalid": 2,
+        "overLimit": 0,
+        "queued": 0,
     }
 
     chunk2 = [
@@ -60,6 +90,10 @@ async def test_counters_are_exact_across_chunks_and_retries(
     ]
     body2 = {"importId": imp["id"], "rows": chunk2, "clientInvalid": 3, "clientDuplicates": 2, "final": True}
     second = (await import_chunk(http, ws, **body2)).json()
+    assert second["status"] == "importing" and second["queued"] == 4 and balanced(second)
+    assert second["rows"] == 9 + 4 + 5 and second["invalid"] == 2 + 3 and second["duplicates"] == 1 + 2
+    await merge_imports(ws)
+    second = await fetch(http, ws, imp["id"])
     expected = {
         "rows": 9 + 4 + 5,
         "created": 4,
@@ -68,9 +102,11 @@ async def test_counters_are_exact_across_chunks_and_retries(
         "duplicates": 1 + 2 + 2,
         "suppressed": 2,
         "invalid": 2 + 1 + 3,
+        "overLimit": 0,
+        "queued": 0,
     }
     assert counters(second) == expected and balanced(second)
-    assert second["status"] in ("enriching", "done")
+    assert second["status"] == "enriching"
 
     retried = (await import_chunk(http, ws, **body2)).json()  # a client retry of the last chunk
     assert counters(retried) == expected
@@ -100,24 +136,14 @@ async def test_existing_update_fills_in_new_values(
 ) -> None:
     ws = await make_workspace()
     lead = await create(http, ws, "keep@acme.io", firstName="Kim", company="Old", custom={"a": 1})
-    imp = (
-        await import_chunk(
-            http,
-            ws,
-            existing="update",
-            final=True,
-            rows=[{"email": "KEEP@acme.io", "company": "New", "firstName": "  ", "custom": {"b": 2}}],
-        )
-    ).json()
-    assert counters(imp) == {
-        "rows": 1,
-        "created": 0,
-        "updated": 1,
-        "skipped": 0,
-        "duplicates": 0,
-        "suppressed": 0,
-        "invalid": 0,
-    }
+    imp = await imported(
+        http,
+        ws,
+        existing="update",
+        final=True,
+        rows=[{"email": "KEEP@acme.io", "company": "New", "firstName": "  ", "custom": {"b": 2}}],
+    )
+    assert counters(imp) == {k: 0 for k in COUNTERS} | {"rows": 1, "updated": 1}
     after = (await http.get(f"/api/v1/leads/{lead['id']}", headers=ws.headers)).json()
     assert after["company"] == "New" and after["firstName"] == "Kim" and after["custom"] == {"a": 1, "b": 2}
     assert await emails(http, ws, search="new") == ["keep@acme.io"]
@@ -127,7 +153,7 @@ async def test_refusals_keep_what_was_imported(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
     ws = await make_workspace()
-    imp = (await import_chunk(http, ws, rows=[{"email": f"r{i}@acme.io"} for i in range(10)])).json()
+    imp = await imported(http, ws, rows=[{"email": f"r{i}@acme.io"} for i in range(10)])
     too_many = await import_chunk(
         http, ws, importId=imp["id"], rows=[{"email": f"x{i}@acme.io"} for i in range(5001)]
     )
@@ -141,9 +167,10 @@ async def test_refusals_keep_what_was_imported(
     assert unknown.status_code == 404
     unknown_list = await import_chunk(http, ws, rows=[{"email": "u@acme.io"}], list={"id": "list_missing"})
     assert unknown_list.status_code == 404
+    await merge_imports(ws)
     assert (await listing(http, ws))["total"] == 10
-    fetched = (await http.get(f"/api/v1/leads/imports/{imp['id']}", headers=ws.headers)).json()
-    assert fetched["created"] == 10 and fetched["rows"] == 10
+    fetched = await fetch(http, ws, imp["id"])
+    assert fetched["created"] == 10 and fetched["rows"] == 10 and fetched["queued"] == 0
 
 
 async def test_import_needs_an_active_plan(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
@@ -153,21 +180,24 @@ async def test_import_needs_an_active_plan(http: httpx.AsyncClient, make_workspa
     assert (await listing(http, ws))["total"] == 0
 
 
-async def test_contacts_limit_refuses_the_chunk_that_would_pass_it(
+async def test_contacts_limit_imports_what_fits_and_counts_the_rest(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
     ws = await make_workspace(plan="starter")  # 2,000 contacts
-    first = (await import_chunk(http, ws, rows=[{"email": f"c{i}@acme.io"} for i in range(1995)])).json()
-    over = await import_chunk(
-        http, ws, importId=first["id"], rows=[{"email": f"d{i}@acme.io"} for i in range(6)]
-    )
-    assert over.status_code == 429 and over.json()["error"]["code"] == "quota_exceeded"
-    assert over.json()["error"]["details"] == {"limit": 2000, "current": 1995, "adding": 6}
-    fits = await import_chunk(
-        http, ws, importId=first["id"], rows=[{"email": f"d{i}@acme.io"} for i in range(5)]
-    )
-    assert fits.status_code == 200 and fits.json()["created"] == 2000
+    first = await imported(http, ws, rows=[{"email": f"c{i}@acme.io"} for i in range(1995)])
+    assert first["created"] == 1995
+    rows = [{"email": f"d{i}@acme.io"} for i in range(7)] + [{"email": "c1@acme.io"}]
+    over = await imported(http, ws, importId=first["id"], rows=rows)
+    assert counters(over) == {k: 0 for k in COUNTERS} | {
+        "rows": 2003,
+        "created": 2000,
+        "overLimit": 2,
+        "duplicates": 1,
+    }
     assert (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()["total"] == 2000
+    assert "d5@acme.io" not in await emails(http, ws, search="d5@")
+    again = await imported(http, ws, importId=first["id"], rows=[{"email": "d6@acme.io"}], final=True)
+    assert again["duplicates"] == 2 and again["overLimit"] == 2 and balanced(again)  # met once, counted once
 
 
 @pytest.mark.parametrize("field", ["clientInvalid", "clientDuplicates"])
@@ -184,8 +214,14 @@ async def test_final_chunk_starts_background_work(
 ) -> None:
     ws = await make_workspace()
     imp = (await import_chunk(http, ws, rows=[{"email": "bg@acme.io"}], final=True)).json()
-    assert imp["status"] == "enriching" and imp["finishedAt"] is None
+    assert imp["status"] == "importing" and imp["queued"] == 1  # accepted; the import worker merges it
     assert (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()["importing"] is True
+    await merge_imports(ws)
+    merged = await fetch(http, ws, imp["id"])
+    assert merged["status"] == "enriching" and merged["created"] == 1 and merged["finishedAt"] is None
+    assert (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()["importing"] is True
+    empty_final = (await import_chunk(http, ws, rows=[], final=True)).json()
+    assert empty_final["status"] == "enriching"  # nothing queued: it moves on at once
 
 
 async def test_import_is_done_once_every_lead_is_enriched(
@@ -198,7 +234,7 @@ async def test_import_is_done_once_every_lead_is_enriched(
     rows = [{"email": f"e{i}@importco.example", "phone": "+49 30 1234567"} for i in range(20)] + [
         {"email": "ann@outlook.com"}
     ]
-    imp = (await import_chunk(http, ws, rows=rows, final=True)).json()
+    imp = await imported(http, ws, rows=rows, final=True)
     assert imp["status"] == "enriching" and imp["enrichedAt"] is None
     await dns_runtime.system(enrich_pending, workspace_id=ws.workspace_id)
     done = (await http.get(f"/api/v1/leads/imports/{imp['id']}", headers=ws.headers)).json()

@@ -10,7 +10,7 @@ import pytest
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import outbox
 from tests.conftest import MakeWorkspace
-from tests.leads.helpers import create, emails, listing, suppress
+from tests.leads.helpers import create, emails, listing, merge_imports, suppress
 
 
 async def test_create_normalises_and_returns_every_field(
@@ -311,6 +311,7 @@ async def test_trigger_counters_agree_with_a_full_count(
         headers=ws.headers,
         json={"rows": [{"email": f"c{i}@acme.io"} for i in range(30)]},
     )
+    await merge_imports(ws)
     await http.patch(
         f"/api/v1/leads/{people['bob@beta.io']['id']}", headers=ws.headers, json={"status": "replied"}
     )
@@ -352,6 +353,8 @@ async def test_countries_are_stored_as_iso_codes(
             ]
         },
     )
-    assert imp.json()["created"] == 2
+    await merge_imports(ws)
+    fetched = await http.get(f"/api/v1/leads/imports/{imp.json()['id']}", headers=ws.headers)
+    assert fetched.json()["created"] == 2
     by_email = {lead["email"]: lead for lead in (await listing(http, ws, pageSize=50))["leads"]}
     assert by_email["uk@acme.io"]["country"] == "GB" and by_email["x@acme.io"]["country"] is None

@@ -1,0 +1,289 @@
+"""The import worker's half of a lead import: queued rows merged into the workspace's leads.
+
+`import_leads` only validates a chunk and queues its rows (`import_queue`, parts of up to 1,000 rows), so
+a chunk is accepted at the speed of one append. This module merges one part per transaction, in the order
+the parts arrived: addresses are normalised, deduplicated within the import and against the workspace,
+checked against the suppression list, then created, updated or skipped, and put on the import's list. Each
+merge adds its outcomes to the import's counters and takes its rows off `queued`, in the same transaction.
+
+Duplicates across parts: an address this import created is a lead whose `import_id` is the import; an
+address it met without creating it (skipped, updated, suppressed) is kept in `import_seen` until the import
+is complete. A million new leads therefore cost no second index of a million addresses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+from sqlalchemy import bindparam, case, func, null
+
+from outreach_core.bulk import one_of
+from outreach_core.context import (
+    Principal,
+    SystemContext,
+    WorkspaceContext,
+    insert_rows,
+    scoped,
+    system_scope,
+    workspace_itself,
+)
+from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
+from outreach_core.enrichment.rules import normalize_country
+from outreach_core.ids import new_ids
+from outreach_core.leads.operations import contacts_room
+from outreach_core.leads.rules import (
+    ENRICHMENT_INPUTS,
+    derived_columns,
+    normalize_email,
+    search_text,
+    sort_name,
+)
+from outreach_core.leads.schemas import ImportRow
+from outreach_core.lists.operations import add_to_list
+from outreach_core.suppressions.operations import suppressed_emails
+
+OUTCOMES = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "over_limit")
+_FIELDS = (
+    "first_name",
+    "last_name",
+    "company",
+    "title",
+    "website",
+    "phone",
+    "linkedin",
+    "country",
+    "timezone",
+)
+_ROWS: TypeAdapter[list[ImportRow]] = TypeAdapter(list[ImportRow])
+
+
+def import_principal(workspace_id: str) -> Principal:
+    """What the import worker acts as: the workspace itself."""
+    return workspace_itself(workspace_id, "import")
+
+
+async def queued_import_workspaces(ctx: SystemContext, limit: int) -> list[str]:
+    """Up to `limit` workspaces with import rows waiting to be merged, the longest waiting first."""
+    q = system_scope(import_queue)
+    rows = await ctx.conn.execute(
+        q.select(import_queue.c.workspace_id)
+        .group_by(import_queue.c.workspace_id)
+        .order_by(func.min(import_queue.c.created_at))
+        .limit(limit)
+    )
+    return [str(ws) for ws in rows.scalars().all()]
+
+
+async def merge_queued_rows(ctx: WorkspaceContext) -> int:
+    """Merge the workspace's oldest queued part of an import into its leads; returns the rows merged (0 when
+    nothing is queued, or another worker holds the import)."""
+    queue = scoped(ctx, import_queue)
+    picked = (
+        await ctx.conn.execute(
+            queue.select(import_queue.c.import_id, import_queue.c.seq, import_queue.c.rows)
+            .join(lead_imports, lead_imports.c.id == import_queue.c.import_id)
+            .order_by(import_queue.c.created_at, import_queue.c.seq)
+            .limit(1)
+            .with_for_update(skip_locked=True, of=lead_imports)
+        )
+    ).first()
+    if picked is None:
+        return 0
+    imp = (
+        await ctx.conn.execute(
+            scoped(ctx, lead_imports).select().where(lead_imports.c.id == picked.import_id)
+        )
+    ).one()
+    rows = _ROWS.validate_python(picked.rows)
+    counts = await _merge(ctx, imp, rows)
+    await ctx.conn.execute(
+        queue.delete().where(import_queue.c.import_id == imp.id, import_queue.c.seq == picked.seq)
+    )
+    values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
+    values["queued"] = lead_imports.c.queued - len(rows)
+    await ctx.conn.execute(
+        scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
+    )
+    await close_if_merged(ctx, imp.id)
+    return len(rows)
+
+
+async def close_if_merged(ctx: WorkspaceContext, import_id: str) -> None:
+    """Once the final chunk has arrived and every queued row is merged, the import moves on to `enriching`
+    (the enrich worker takes it from there) and its list of met addresses is dropped."""
+    closed = await ctx.conn.execute(
+        scoped(ctx, lead_imports)
+        .update()
+        .where(
+            lead_imports.c.id == import_id,
+            lead_imports.c.status == "importing",
+            lead_imports.c.final_at.is_not(None),
+            lead_imports.c.queued == 0,
+        )
+        .values(status="enriching")
+    )
+    if closed.rowcount:
+        await ctx.conn.execute(scoped(ctx, import_seen).delete().where(import_seen.c.import_id == import_id))
+
+
+# --- the work of one part ----------------------------------------------------------------------------------
+
+
+async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -> dict[str, int]:
+    counts = dict.fromkeys(OUTCOMES, 0)
+    unique: dict[str, tuple[str, ImportRow]] = {}
+    for row in rows:
+        normalized = normalize_email(row.email)
+        if normalized is None:
+            counts["invalid"] += 1
+        elif normalized[0] in unique:
+            counts["duplicates"] += 1
+        else:
+            unique[normalized[0]] = (normalized[1], row)
+    if not unique:
+        return counts
+
+    lead_table = scoped(ctx, leads)
+    known = {
+        r.email: r
+        for r in (
+            await ctx.conn.execute(
+                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id).where(
+                    one_of(ctx, leads.c.email, list(unique))
+                )
+            )
+        ).all()
+    }
+    created_here = {e for e, r in known.items() if r.import_id == imp.id}
+    others = [e for e in unique if e not in created_here]
+    met = (
+        set(
+            (
+                await ctx.conn.execute(
+                    scoped(ctx, import_seen)
+                    .select(import_seen.c.email)
+                    .where(import_seen.c.import_id == imp.id, one_of(ctx, import_seen.c.email, others))
+                )
+            ).scalars()
+        )
+        if others
+        else set()
+    )
+    counts["duplicates"] += len(created_here) + len(met)
+    fresh = [e for e in others if e not in met]
+
+    suppressed = await suppressed_emails(ctx, [(e, unique[e][0]) for e in fresh])
+    counts["suppressed"] = len(suppressed)
+    existing = {e: known[e].id for e in fresh if e in known and e not in suppressed}
+    new = [e for e in fresh if e not in known and e not in suppressed]
+    over: list[str] = []
+    room = await contacts_room(ctx)
+    if room is not None and room[1] + len(new) > room[0]:
+        fits = max(room[0] - room[1], 0)
+        new, over = new[:fits], new[fits:]
+        counts["over_limit"] = len(over)
+    not_created = [*suppressed, *existing, *over]
+    if not_created:
+        await insert_rows(ctx, import_seen, [{"import_id": imp.id, "email": e} for e in not_created])
+
+    if existing:
+        if imp.existing == "update":
+            counts["updated"] = await _update_existing(ctx, existing, unique)
+        else:
+            counts["skipped"] = len(existing)
+    if new:
+        ids = new_ids("lead", len(new))
+        created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
+        await insert_rows(ctx, leads, created)
+        counts["created"] = len(new)
+    if imp.list_id is not None and (new or existing):
+        members = lead_table.select(leads.c.id).where(one_of(ctx, leads.c.email, new + list(existing)))
+        await add_to_list(ctx, imp.list_id, members)
+    return counts
+
+
+def _new_lead(
+    ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: ImportRow
+) -> dict[str, Any]:
+    first, last, company = _clean(row.first_name), _clean(row.last_name), _clean(row.company)
+    return {
+        "id": lead_id,
+        "email": email,
+        "domain": domain,
+        "first_name": first,
+        "last_name": last,
+        "company": company,
+        "title": _clean(row.title),
+        "website": _clean(row.website),
+        "phone": _clean(row.phone),
+        "linkedin": _clean(row.linkedin),
+        # unrecognised countries are dropped, not stored
+        "country": normalize_country(_clean(row.country)) if row.country else None,
+        "timezone": _clean(row.timezone),
+        "custom": row.custom or {},
+        "sort_name": sort_name(first, last),
+        "search_text": search_text(email, first, last, company),
+        "verify_status": "verifying" if imp.verify else "unknown",
+        "verify_api": bool(imp.verify and ctx.settings.verifier_url),
+        "import_id": imp.id,
+        "created_at": ctx.now,
+        "updated_at": None,
+    }
+
+
+async def _update_existing(
+    ctx: WorkspaceContext, existing: dict[str, str], unique: dict[str, tuple[str, ImportRow]]
+) -> int:
+    """`existing: update`: fill in the values the file has (empty cells leave a field as it is).
+
+    One executemany UPDATE with uniform parameters: each field is `COALESCE(:new, current)`."""
+    lead_table = scoped(ctx, leads)
+    current = {
+        r.id: r
+        for r in (
+            await ctx.conn.execute(lead_table.select().where(leads.c.id.in_(list(existing.values()))))
+        ).all()
+    }
+    params = []
+    for email, lead_id in existing.items():
+        row, now = unique[email][1], current[lead_id]
+        new = {name: _clean(getattr(row, name)) for name in _FIELDS}
+        new["country"] = normalize_country(new["country"])
+        merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in _FIELDS}
+        derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
+        params.append(
+            {
+                "lead_id": lead_id,
+                **{f"new_{name}": value for name, value in new.items()},
+                "new_custom": {**(now.custom or {}), **(row.custom or {})},
+                **{f"new_{name}": value for name, value in derived.items()},
+                "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
+            }
+        )
+    stmt = (
+        lead_table.update()
+        .where(leads.c.id == bindparam("lead_id"))
+        .values(
+            **{name: func.coalesce(bindparam(f"new_{name}"), getattr(leads.c, name)) for name in _FIELDS},
+            custom=bindparam("new_custom", type_=leads.c.custom.type),
+            sort_name=bindparam("new_sort_name"),
+            search_text=bindparam("new_search_text"),
+            # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
+            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_text")),
+            enriched_at=case((bindparam("reset_enrichment"), null()), else_=leads.c.enriched_at),
+            country_source=case(
+                (bindparam("new_country").is_not(None), null()), else_=leads.c.country_source
+            ),
+            updated_at=ctx.now,
+        )
+    )
+    await ctx.conn.execute(stmt, params)
+    return len(params)
+
+
+def _clean(value: str | None) -> str | None:
+    if value is None:
+        return None
+    stripped = value.strip()
+    return stripped or None
