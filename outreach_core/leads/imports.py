@@ -108,9 +108,10 @@ async def list_imports(ctx: WorkspaceContext) -> LeadImports:
 
 # --- the queue ------------------------------------------------------------------------------------------
 
-PART_ROWS = 1_000
-"""Rows per queued part: the import worker merges one part per transaction, so on SQLite a request waits at
-most one part's merge for the write lock."""
+PART_ROWS = 5_000
+"""Rows per queued part (a whole chunk): the import worker merges one part per transaction. Smaller parts
+would shorten each write transaction, but every merge rewrites the index pages it touches, and at a million
+leads 1,000-row parts cost 50 % more per row than 5,000-row ones (measured on SQLite)."""
 
 
 async def _queue(ctx: WorkspaceContext, import_id: str, rows: list[dict[str, Any]]) -> None:
