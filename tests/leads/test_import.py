@@ -245,3 +245,24 @@ async def test_import_is_done_once_every_lead_is_enriched(
     assert leads["ann@outlook.com"]["esp"] == "microsoft"
     stats = (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()
     assert stats["importing"] is False and stats["esp"]["google"] == 20 and stats["esp"]["microsoft"] == 1
+
+
+async def test_concurrent_import_workers_merge_each_part_once_in_order(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Several import workers at once (PostgreSQL: `SKIP LOCKED` on the import) never merge one part twice
+    or a later part before an earlier one: the counters come out exact."""
+    import asyncio
+
+    from workers import imports
+
+    ws = await make_workspace()
+    first = await import_chunk(http, ws, rows=[{"email": f"a{i}@acme.io"} for i in range(300)])
+    import_id = first.json()["id"]
+    second = [{"email": "a7@acme.io"}] + [{"email": f"b{i}@acme.io"} for i in range(300)]
+    await import_chunk(http, ws, importId=import_id, rows=second, final=True)
+    await asyncio.gather(*(imports.tick(ws.runtime) for _ in range(3)))
+    await merge_imports(ws)
+    merged = await fetch(http, ws, import_id)
+    assert counters(merged) == {k: 0 for k in COUNTERS} | {"rows": 601, "created": 600, "duplicates": 1}
+    assert merged["status"] == "enriching" and (await listing(http, ws))["total"] == 600
