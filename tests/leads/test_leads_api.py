@@ -10,7 +10,7 @@ import pytest
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import outbox
 from tests.conftest import MakeWorkspace
-from tests.leads.helpers import create, emails, listing, merge_imports, suppress
+from tests.leads.helpers import create, emails, import_chunk, listing, merge_imports, suppress
 
 
 async def test_create_normalises_and_returns_every_field(
@@ -220,6 +220,31 @@ async def test_paging_and_total(http: httpx.AsyncClient, make_workspace: MakeWor
     assert [lead["email"] for lead in first["leads"]] == [f"p{i:02d}@example.com" for i in range(10)]
     assert [lead["email"] for lead in third["leads"]] == [f"p{i:02d}@example.com" for i in range(20, 25)]
     assert beyond["leads"] == [] and first["page"] == 1 and first["pageSize"] == 10
+
+
+@pytest.mark.parametrize("sort", ["createdAt", "email", "name", "company"])
+async def test_deep_pages_continue_the_same_order(
+    sort: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Pages past offset 1,000 are read ids-first; they must continue exactly the order of the pages
+    before them, ties (same name, same company, same import time) broken the same way."""
+    ws = await make_workspace()
+    rows = [
+        {"email": f"d{i:04d}@acme.io", "firstName": ["Ann", "Bob", "Cid"][i % 3], "company": f"Co {i % 4}"}
+        for i in range(1030)
+    ]
+    await import_chunk(http, ws, rows=rows)
+    await merge_imports(ws)
+    for direction in ("asc", "desc"):
+        walked = []
+        for page in range(1, 7):
+            walked += await emails(http, ws, sort=sort, dir=direction, page=page)
+        assert sorted(walked) == sorted(r["email"] for r in rows)  # every lead once
+        deep = await listing(http, ws, sort=sort, dir=direction, page=101, pageSize=10)
+        deeper = await listing(http, ws, sort=sort, dir=direction, page=103, pageSize=10)
+        assert [lead["email"] for lead in deep["leads"]] == walked[1000:1010]
+        assert [lead["email"] for lead in deeper["leads"]] == walked[1020:1030]
+        assert deep["total"] == 1030 and deep["leads"][0]["firstName"] in ("Ann", "Bob", "Cid")
 
 
 async def test_stats_count_every_dimension(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
