@@ -241,6 +241,8 @@ def main() -> None:
             ("search=zz (2 chars, none)", {"search": "zz"}),
             ("search=ki (2 chars, many)", {"search": "ki"}),
             (f"deepest page ({deepest:,} x 10)", {"page": deepest, "pageSize": 10}),
+            ("deepest page, sort=company", {"page": deepest, "pageSize": 10, "sort": "company"}),
+            ("deepest page, sort=email", {"page": deepest, "pageSize": 10, "sort": "email"}),
         ]
         if list_id:
             cases.append(("listId", {"listId": list_id}))
