@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import bindparam, case, func, null
+from sqlalchemy import bindparam, case, func, literal, null, select
 
 from outreach_core.bulk import one_of
 from outreach_core.context import (
@@ -57,6 +57,7 @@ _FIELDS = (
     "timezone",
 )
 _ROWS: TypeAdapter[list[ImportRow]] = TypeAdapter(list[ImportRow])
+_CLAIM_CANDIDATES = 20
 STATISTICS_FROM = 5_000
 """The planner statistics of `leads` are refreshed whenever an import has doubled the leads it created,
 from this many on (5,000, 10,000, 20,000 ...; nine times for a million)."""
@@ -81,41 +82,68 @@ async def queued_import_workspaces(ctx: SystemContext, limit: int) -> list[str]:
 
 async def merge_queued_rows(ctx: WorkspaceContext) -> int:
     """Merge the workspace's oldest queued part of an import into its leads; returns the rows merged (0 when
-    nothing is queued, or another worker holds the import)."""
+    nothing is queued, or other workers are merging every import that has some)."""
+    import_id = await _claim(ctx)
+    if import_id is None:
+        return 0
     queue = scoped(ctx, import_queue)
-    picked = (
+    part = (
         await ctx.conn.execute(
-            queue.select(import_queue.c.import_id, import_queue.c.seq, import_queue.c.rows)
-            .join(lead_imports, lead_imports.c.id == import_queue.c.import_id)
-            .order_by(import_queue.c.created_at, import_queue.c.seq)
+            queue.select(import_queue.c.seq, import_queue.c.rows)
+            .where(import_queue.c.import_id == import_id)
+            .order_by(import_queue.c.seq)
             .limit(1)
-            .with_for_update(skip_locked=True, of=lead_imports)
         )
     ).first()
-    if picked is None:
+    if part is None:  # merged by another worker between the listing and the claim
         return 0
     imp = (
-        await ctx.conn.execute(
-            scoped(ctx, lead_imports).select().where(lead_imports.c.id == picked.import_id)
-        )
+        await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id))
     ).one()
-    rows = _ROWS.validate_python(picked.rows)
+    rows = _ROWS.validate_python(part.rows)
     counts = await _merge(ctx, imp, rows)
     await ctx.conn.execute(
-        queue.delete().where(import_queue.c.import_id == imp.id, import_queue.c.seq == picked.seq)
-    )
-    values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
-    values["queued"] = lead_imports.c.queued - len(rows)
-    await ctx.conn.execute(
-        scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
+        queue.delete().where(import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
     )
     if _doubled(imp.created, imp.created + counts["created"]):
         # Without fresh statistics (autovacuum off or behind) PostgreSQL took the workspace for a few rows
         # and looked up a part's 5,000 addresses by filtering every lead: 138 ms at 350,000 leads and
         # growing, instead of 20 ms through the address index (measured).
         await refresh_lead_statistics(ctx.conn)
+    # The import's row is written last: from here to the commit, a chunk of this import waits for it.
+    values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
+    values["queued"] = lead_imports.c.queued - len(rows)
+    await ctx.conn.execute(
+        scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
+    )
     await close_if_merged(ctx, imp.id)
     return len(rows)
+
+
+async def _claim(ctx: WorkspaceContext) -> str | None:
+    """The workspace's import with the longest-waiting queued rows that no other worker is merging.
+
+    PostgreSQL: a transaction-level advisory lock per import, taken with `pg_try_advisory_xact_lock`, so
+    parts of one import are merged one at a time and in order, while the import's row stays free for the
+    requests queueing more chunks (a row lock would make each of them wait for a whole merge). The part is
+    read after the lock is taken, so a part another worker merged just before is not seen again. SQLite
+    runs one writer at a time anyway."""
+    queue = scoped(ctx, import_queue)
+    waiting = (
+        await ctx.conn.execute(
+            queue.select(import_queue.c.import_id)
+            .group_by(import_queue.c.import_id)
+            .order_by(func.min(import_queue.c.created_at))
+            .limit(_CLAIM_CANDIDATES)
+        )
+    ).scalars().all()
+    for import_id in waiting:
+        if ctx.conn.dialect.name != "postgresql":
+            return str(import_id)
+        key = func.hashtextextended(literal(import_id), 0)
+        if (await ctx.conn.execute(select(func.pg_try_advisory_xact_lock(key)))).scalar():
+            return str(import_id)
+    return None
 
 
 def _doubled(before: int, after: int) -> bool:

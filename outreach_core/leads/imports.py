@@ -135,8 +135,12 @@ async def _queue(ctx: WorkspaceContext, import_id: str, rows: list[dict[str, Any
 async def _open_import(ctx: WorkspaceContext, body: ImportIn) -> Any:
     table = scoped(ctx, lead_imports)
     if body.import_id is not None:
+        # Locked (PostgreSQL) so that chunks of one import sent in parallel queue one after the other; the
+        # import worker does not hold this row while it merges (see `import_merge._claim`).
         row = (
-            await ctx.conn.execute(table.select().where(lead_imports.c.id == body.import_id))
+            await ctx.conn.execute(
+                table.select().where(lead_imports.c.id == body.import_id).with_for_update()
+            )
         ).one_or_none()
         if row is None:
             raise NotFound("import", body.import_id)

@@ -266,3 +266,20 @@ async def test_concurrent_import_workers_merge_each_part_once_in_order(
     merged = await fetch(http, ws, import_id)
     assert counters(merged) == {k: 0 for k in COUNTERS} | {"rows": 601, "created": 600, "duplicates": 1}
     assert merged["status"] == "enriching" and (await listing(http, ws))["total"] == 600
+
+
+async def test_chunks_of_one_import_sent_in_parallel_are_all_counted(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A client sending chunks of one import at once: each is queued and merged once (PostgreSQL locks the
+    import's row in the request, so parallel chunks do not collide in the queue)."""
+    import asyncio
+
+    ws = await make_workspace()
+    first = (await import_chunk(http, ws, rows=[{"email": "first@acme.io"}])).json()
+    chunks = [[{"email": f"p{k}-{i}@acme.io"} for i in range(50)] for k in range(4)]
+    sent = await asyncio.gather(*(import_chunk(http, ws, importId=first["id"], rows=c) for c in chunks))
+    assert [r.status_code for r in sent] == [200] * 4
+    await merge_imports(ws)
+    merged = await fetch(http, ws, first["id"])
+    assert counters(merged) == {k: 0 for k in COUNTERS} | {"rows": 201, "created": 201}
