@@ -130,13 +130,17 @@ async def _claim(ctx: WorkspaceContext) -> str | None:
     runs one writer at a time anyway."""
     queue = scoped(ctx, import_queue)
     waiting = (
-        await ctx.conn.execute(
-            queue.select(import_queue.c.import_id)
-            .group_by(import_queue.c.import_id)
-            .order_by(func.min(import_queue.c.created_at))
-            .limit(_CLAIM_CANDIDATES)
+        (
+            await ctx.conn.execute(
+                queue.select(import_queue.c.import_id)
+                .group_by(import_queue.c.import_id)
+                .order_by(func.min(import_queue.c.created_at))
+                .limit(_CLAIM_CANDIDATES)
+            )
         )
-    ).scalars().all()
+        .scalars()
+        .all()
+    )
     for import_id in waiting:
         if ctx.conn.dialect.name != "postgresql":
             return str(import_id)
