@@ -94,6 +94,16 @@ def one_of(ctx: WorkspaceContext, column: ColumnElement[Any], values: Sequence[A
     return column.in_(values)
 
 
+async def try_lock(ctx: SystemContext, name: str) -> bool:
+    """Take a lock named `name` until the transaction ends, unless another transaction holds it (then False,
+    at once). PostgreSQL: a transaction-level advisory lock on a 64-bit hash of the name. SQLite runs one
+    writer at a time, so a write transaction already holds every such lock."""
+    if ctx.conn.dialect.name != "postgresql":
+        return True
+    key = func.hashtextextended(literal(name), 0)
+    return bool((await ctx.conn.execute(select(func.pg_try_advisory_xact_lock(key)))).scalar())
+
+
 def equals_any(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
     """`column IN (...)` spelled as ORs of literal values, for `update_each` conditions: SQLite runs those
     as an executemany, which cannot take expanding IN parameters."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import TypeAdapter
-from sqlalchemy import bindparam, case, func, literal, null, select
+from sqlalchemy import bindparam, case, func, null
 
-from outreach_core.bulk import one_of
+from outreach_core.bulk import one_of, try_lock
 from outreach_core.context import (
     Principal,
     SystemContext,
@@ -142,10 +142,7 @@ async def _claim(ctx: WorkspaceContext) -> str | None:
         .all()
     )
     for import_id in waiting:
-        if ctx.conn.dialect.name != "postgresql":
-            return str(import_id)
-        key = func.hashtextextended(literal(import_id), 0)
-        if (await ctx.conn.execute(select(func.pg_try_advisory_xact_lock(key)))).scalar():
+        if await try_lock(ctx, f"import:{import_id}"):
             return str(import_id)
     return None
 
