@@ -14,8 +14,9 @@ WORKSPACES_PER_TICK = 20
 
 
 async def tick(runtime: Runtime) -> int:
-    """One batch: one queued part (up to 1,000 rows) for each of up to `WORKSPACES_PER_TICK` workspaces, each
-    in its own transaction; returns the rows merged. A failing workspace does not hold up the others."""
+    """One batch: one queued part (a chunk, up to 5,000 rows) for each of up to `WORKSPACES_PER_TICK`
+    workspaces, each in its own transaction; returns the rows merged. A failing workspace does not hold up
+    the others."""
     return await run_per_workspace(
         runtime,
         find=queued_import_workspaces,

@@ -225,9 +225,9 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -> dict
     existing = {e: known[e].id for e in fresh if e in known and e not in suppressed}
     new = [e for e in fresh if e not in known and e not in suppressed]
     over: list[str] = []
-    room = await contacts_room(ctx)
-    if room is not None and room[1] + len(new) > room[0]:
-        fits = max(room[0] - room[1], 0)
+    room = await contacts_room(ctx) if new else None
+    if room is not None and room.current + len(new) > room.limit:
+        fits = max(room.limit - room.current, 0)
         new, over = new[:fits], new[fits:]
         counts["over_limit"] = len(over)
     not_created = [*suppressed, *existing, *over]

@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import func
 
 from outreach_core.billing.operations import require_active_plan
-from outreach_core.context import WorkspaceContext, insert_rows, scoped
+from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import import_chunks, import_queue, lead_imports, lists
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
 from outreach_core.ids import new_id
@@ -108,25 +108,22 @@ async def list_imports(ctx: WorkspaceContext) -> LeadImports:
 
 # --- the queue ------------------------------------------------------------------------------------------
 
-PART_ROWS = 5_000
-"""Rows per queued part (a whole chunk): the import worker merges one part per transaction. Smaller parts
-would shorten each write transaction, but every merge rewrites the index pages it touches, and at a million
-leads 1,000-row parts cost 50 % more per row than 5,000-row ones (measured on SQLite)."""
-
 
 async def _queue(ctx: WorkspaceContext, import_id: str, rows: list[dict[str, Any]]) -> None:
+    """The chunk's rows as one queued part, after the import's parts still waiting. One part per chunk: the
+    worker merges a part per transaction, and smaller parts, though they would shorten each SQLite write
+    transaction, cost 50 % more per row at a million leads (every merge rewrites the index pages it
+    touches; measured with 1,000-row parts)."""
     queue = scoped(ctx, import_queue)
     last = (
         await ctx.conn.execute(
             queue.select(func.max(import_queue.c.seq)).where(import_queue.c.import_id == import_id)
         )
     ).scalar()
-    first = 0 if last is None else last + 1
-    parts = [
-        {"import_id": import_id, "seq": first + n, "rows": rows[i : i + PART_ROWS], "created_at": ctx.now}
-        for n, i in enumerate(range(0, len(rows), PART_ROWS))
-    ]
-    await insert_rows(ctx, import_queue, parts)
+    seq = 0 if last is None else last + 1
+    await ctx.conn.execute(
+        queue.insert({"import_id": import_id, "seq": seq, "rows": rows, "created_at": ctx.now})
+    )
 
 
 # --- import rows -------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func
 
@@ -297,28 +297,31 @@ async def count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
-async def contacts_room(ctx: WorkspaceContext) -> tuple[int, int] | None:
-    """`(limit, current)`: the plan's contacts limit and the workspace's leads now; None when no limit applies
-    (without an active plan nothing limits single leads, and importing needs a plan anyway)."""
+class ContactsRoom(NamedTuple):
+    plan_name: str
+    limit: int
+    current: int
+
+
+async def contacts_room(ctx: WorkspaceContext) -> ContactsRoom | None:
+    """The plan's contacts limit and the workspace's leads now; None when no limit applies (without an
+    active plan nothing limits single leads, and importing needs a plan anyway)."""
     ws = scoped(ctx, workspaces)
     plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
     if not is_active(plan_row.plan, plan_row.plan_status):
         return None
-    return PLANS[plan_row.plan].contacts, await _counted(ctx, None)
+    plan = PLANS[plan_row.plan]
+    return ContactsRoom(plan.name, plan.contacts, await _counted(ctx, None))
 
 
 async def ensure_contacts_room(ctx: WorkspaceContext, adding: int) -> None:
     """Refuse with 429 `quota_exceeded` when `adding` new leads would pass the plan's contacts limit."""
     room = await contacts_room(ctx)
-    if room is None:
-        return
-    limit, current = room
-    if current + adding > limit:
-        plan = (await ctx.conn.execute(scoped(ctx, workspaces).select(workspaces.c.plan))).scalar_one()
+    if room is not None and room.current + adding > room.limit:
         raise QuotaExceeded(
-            f"The {PLANS[plan].name} plan allows {limit:,} contacts; the workspace has {current:,} "
+            f"The {room.plan_name} plan allows {room.limit:,} contacts; the workspace has {room.current:,} "
             f"and this would add {adding:,}. Delete leads or change plan.",
-            {"limit": limit, "current": current, "adding": adding},
+            {"limit": room.limit, "current": room.current, "adding": adding},
         )
 
 
