@@ -107,15 +107,19 @@ async def _refresh_statistics(url: str) -> None:
     await engine.dispose()
 
 
-async def _merge_queue(url: str) -> tuple[int, float]:
-    """What the import worker does: merge every queued row into the workspace's leads."""
+async def _drain(url: str, worker: str) -> tuple[int, float]:
+    """Run a worker's ticks (`workers.<worker>.tick`) until it has nothing left: what it does after an
+    import (the import worker merges every queued row, the search-index worker indexes every pending lead).
+    Returns the items handled and the seconds it took."""
+    from importlib import import_module
+
     from outreach_core.runtime import Runtime
     from outreach_core.settings import Settings
-    from workers import imports
 
+    tick = import_module(f"workers.{worker}").tick
     runtime = Runtime(Settings(database_url=url, secret_key="bench-secret"))
     started, total = time.perf_counter(), 0
-    while done := await imports.tick(runtime):
+    while done := await tick(runtime):
         total += done
     await runtime.dispose()
     return total, time.perf_counter() - started
@@ -128,20 +132,6 @@ def _import_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
     )
-
-
-async def _index_search(url: str) -> tuple[int, float]:
-    """What the search-index worker does after an import: index every pending lead, batch by batch."""
-    from outreach_core.enrichment.operations import index_search
-    from outreach_core.runtime import Runtime
-    from outreach_core.settings import Settings
-
-    runtime = Runtime(Settings(database_url=url, secret_key="bench-secret"))
-    started, total = time.perf_counter(), 0
-    while done := await runtime.system(index_search):
-        total += done
-    await runtime.dispose()
-    return total, time.perf_counter() - started
 
 
 def main() -> None:
@@ -195,7 +185,7 @@ def main() -> None:
             worker.terminate()
             worker.wait()
         else:
-            merged, seconds = asyncio.run(_merge_queue(env["OUTREACH_DATABASE_URL"]))
+            merged, seconds = asyncio.run(_drain(env["OUTREACH_DATABASE_URL"], "imports"))
             print(
                 f"import worker afterwards: {merged:,} rows merged in {seconds:.1f} s "
                 f"= {merged / seconds:,.0f} rows/s"
@@ -219,7 +209,7 @@ def main() -> None:
         # The workers' part (the benchmark runs the server without workers, so that no DNS is needed): the
         # search-index worker indexes the new leads, and the enrich worker refreshes planner statistics
         # when the import finishes.
-        indexed, seconds = asyncio.run(_index_search(env["OUTREACH_DATABASE_URL"]))
+        indexed, seconds = asyncio.run(_drain(env["OUTREACH_DATABASE_URL"], "search_index"))
         print(
             f"search index: {indexed:,} leads indexed in {seconds:.1f} s = {indexed / seconds:,.0f} leads/s"
         )
