@@ -104,6 +104,13 @@ async def try_lock(ctx: SystemContext, name: str) -> bool:
     return bool((await ctx.conn.execute(select(func.pg_try_advisory_xact_lock(key)))).scalar())
 
 
+async def count_upto(ctx: SystemContext, rows: Select[Any], limit: int) -> int:
+    """How many rows `rows` selects, counting no further than `limit`: the database stops reading at the
+    `limit`-th match (`SELECT count(*) FROM (... LIMIT n)`)."""
+    capped = rows.limit(limit).subquery()
+    return int((await ctx.conn.execute(select(func.count()).select_from(capped))).scalar_one())
+
+
 def equals_any(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
     """`column IN (...)` spelled as ORs of literal values, for `update_each` conditions: SQLite runs those
     as an executemany, which cannot take expanding IN parameters."""

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import func
 
 from outreach_core.billing.rules import PLANS, is_active
+from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import labels, lead_counters, lead_imports, lead_labels, leads, lists, workspaces
 from outreach_core.db.tables import list_leads as list_memberships
@@ -58,6 +59,9 @@ _LIST_COLUMNS = (
 )
 DEEP_PAGE_OFFSET = 1_000
 """From this offset on, a page's ids are found first and its rows read after (see `list_leads`)."""
+SEARCH_TOTAL_LIMIT = 10_000
+"""`list_leads` counts a search's matches up to this many (each counted match is read from the table: an
+exact count of a term that 189,314 of a million leads contain took 0.3-0.6 s)."""
 _SORT_COLUMNS = {
     "createdAt": leads.c.created_at,
     "email": leads.c.email,
@@ -71,16 +75,29 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
 
     Filters combine: `search` (part of the email, name or company), `listId`, `labelId` (or `none` for leads
     without labels), and any of `status`, `verify`, `esp`. Sort by createdAt, email, name or company in
-    either direction. `total` counts every match, not just this page.
+    either direction. `total` counts every match, not just this page, except that a `search` is counted only
+    up to 10,000 matches: when more match, `total` is 10,000 and `totalExact` is false (read it as "more
+    than 10,000"); keep paging while a page comes back full.
     """
-    where = filter_conditions(ctx, query)
     lead_table = scoped(ctx, leads)
-    if query.search or query.list_id or (query.label_id and query.label_id != NO_LABEL):
-        total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
-    elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
-        total = await _counted(ctx, query) - await _labelled(ctx, query)
-    else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
-        total = await _counted(ctx, query)
+    total_exact = True
+    if query.search:
+        matched = await count_upto(
+            ctx, lead_table.select(leads.c.id).where(*filter_conditions(ctx, query)), SEARCH_TOTAL_LIMIT + 1
+        )
+        total_exact = matched <= SEARCH_TOTAL_LIMIT
+        total = min(matched, SEARCH_TOTAL_LIMIT)
+        # Many matches: the page tests rows in sort order (it finds its 50 within a few hundred) rather
+        # than collecting every match first.
+        where = filter_conditions(ctx, query, frequent_search=not total_exact)
+    else:
+        where = filter_conditions(ctx, query)
+        if query.list_id or (query.label_id and query.label_id != NO_LABEL):
+            total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
+        elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
+            total = await _counted(ctx, query) - await _labelled(ctx, query)
+        else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
+            total = await _counted(ctx, query)
     sort = _SORT_COLUMNS[query.sort]
     order = (sort.asc(), leads.c.id.asc()) if query.dir == "asc" else (sort.desc(), leads.c.id.desc())
     offset = (query.page - 1) * query.page_size
@@ -104,6 +121,7 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     return LeadPage(
         leads=[_lead(r, labels_by_lead.get(r.id, [])) for r in rows],
         total=total,
+        total_exact=total_exact,
         page=query.page,
         page_size=query.page_size,
     )

@@ -126,6 +126,11 @@ class ListLeadsQuery(LeadFilter):
 class LeadPage(WireModel):
     leads: list[Lead]
     total: int
+    total_exact: bool = Field(
+        default=True,
+        description="False when a search matched more than 10,000 leads: `total` is then 10,000, a lower"
+        " bound. Keep paging while a page comes back full.",
+    )
     page: int
     page_size: int
 

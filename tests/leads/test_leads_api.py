@@ -222,6 +222,44 @@ async def test_paging_and_total(http: httpx.AsyncClient, make_workspace: MakeWor
     assert beyond["leads"] == [] and first["page"] == 1 and first["pageSize"] == 10
 
 
+async def test_a_search_counts_up_to_its_limit_and_pages_the_same_leads(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `SEARCH_TOTAL_LIMIT` matches a search says so (`totalExact` false, `total` the limit) and pages
+    by testing rows in sort order; those pages hold exactly the leads, in exactly the order, of an exactly
+    counted search. Leads created alone are indexed at once; imported ones may still be pending."""
+    from outreach_core.leads import operations
+
+    ws = await make_workspace()
+    await _people(http, ws)  # alpha/beta/gamma/delta: one company or address says "alpha"
+    rows = [
+        {"email": f"m{i:02d}@alpha{i % 3}.io", "firstName": f"N{i % 4}", "company": f"C{i % 5}"}
+        for i in range(12)
+    ]
+    await import_chunk(http, ws, rows=[*rows, {"email": "other@zeta.io", "company": "Zeta"}])
+    await merge_imports(ws)
+    exact = {}
+    for sort in ("createdAt", "email", "name", "company"):
+        for direction in ("asc", "desc"):
+            page = await listing(http, ws, search="alpha", sort=sort, dir=direction, pageSize=10)
+            rest = await listing(http, ws, search="alpha", sort=sort, dir=direction, pageSize=10, page=2)
+            assert (page["total"], page["totalExact"]) == (14, True)
+            exact[sort, direction] = [lead["email"] for lead in page["leads"] + rest["leads"]]
+    monkeypatch.setattr(operations, "SEARCH_TOTAL_LIMIT", 5)
+    for (sort, direction), expected in exact.items():
+        page = await listing(http, ws, search="alpha", sort=sort, dir=direction, pageSize=10)
+        rest = await listing(http, ws, search="alpha", sort=sort, dir=direction, pageSize=10, page=2)
+        assert (page["total"], page["totalExact"]) == (5, False)
+        assert [lead["email"] for lead in page["leads"] + rest["leads"]] == expected, (sort, direction)
+    assert len(expected) == 14 and "other@zeta.io" not in expected
+    # filters still apply on the frequent path; a search matching no more than the limit stays exact
+    narrowed = await listing(http, ws, search="alpha", labelId="none", status="active", pageSize=10, page=2)
+    assert len(narrowed["leads"]) == 4
+    assert (await listing(http, ws, search="alpha0"))["totalExact"] is True
+    assert (await listing(http, ws, search="alpha0"))["total"] == 4
+    assert (await listing(http, ws))["totalExact"] is True  # no search: always exact
+
+
 @pytest.mark.parametrize("sort", ["createdAt", "email", "name", "company"])
 async def test_deep_pages_continue_the_same_order(
     sort: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace
