@@ -99,6 +99,11 @@ def _b64decode(text: str) -> bytes:
     if not _B64URL.fullmatch(text):
         raise ValueError("not URL-safe base64")
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except binascii.Error as exc:
         raise ValueError("invalid base64") from exc
+    # The last character's unused low bits are ignored by the decoder; refusing every spelling but the one
+    # we make keeps a token from having look-alike variants that pass.
+    if _b64encode(raw) != text:
+        raise ValueError("not the canonical base64 spelling")
+    return raw

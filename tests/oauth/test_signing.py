@@ -58,6 +58,22 @@ def test_tampering_is_refused() -> None:
             verify(SECRET, "consent", bad, NOW)
 
 
+def test_only_the_canonical_spelling_of_a_token_passes() -> None:
+    """A 32-byte MAC is 43 base64 characters; the last carries 2 bits the decoder ignores. The three other
+    values of those bits decode to the same MAC, and must not pass as the same token."""
+    token = sign(SECRET, "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    body, mac = token.split(".")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(mac[-1])
+    look_alikes = [alphabet[(last & ~3) | low] for low in range(4) if (last & ~3) | low != last]
+    for spelling in look_alikes:
+        variant = f"{body}.{mac[:-1]}{spelling}"
+        assert base64.urlsafe_b64decode(variant.split(".")[1] + "=") == base64.urlsafe_b64decode(mac + "=")
+        with pytest.raises(InvalidSignature):
+            verify(SECRET, "consent", variant, NOW)
+    assert verify(SECRET, "consent", token, NOW) == PAYLOAD
+
+
 def test_refuses_misuse() -> None:
     with pytest.raises(ValueError):
         sign(SECRET, "consent", PAYLOAD, datetime(2026, 1, 1))  # naive
