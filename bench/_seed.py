@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from outreach_core.leads.rules import search_text, sort_name
+from outreach_core.leads.rules import derived_columns
 
 
 def bench_lead(i: int, lead_id: str, workspace_id: str, now: datetime, **overrides: Any) -> dict[str, Any]:
@@ -20,10 +20,9 @@ def bench_lead(i: int, lead_id: str, workspace_id: str, now: datetime, **overrid
         "domain": f"company{i % 5000}.example",
         "first_name": first,
         "last_name": "Bench",
-        "sort_name": sort_name(first, "Bench"),
         "company": company,
         "custom": {},
-        "search_text": search_text(email, first, "Bench", company),
+        **derived_columns(email, first, "Bench", company),
         "verify_status": "valid",
         "status": "active",
         "enriched_at": now,

@@ -33,13 +33,7 @@ from outreach_core.db.tables import import_queue, import_seen, lead_imports, lea
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.ids import new_ids
 from outreach_core.leads.operations import contacts_room
-from outreach_core.leads.rules import (
-    ENRICHMENT_INPUTS,
-    derived_columns,
-    normalize_email,
-    search_text,
-    sort_name,
-)
+from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email
 from outreach_core.leads.schemas import ImportRow
 from outreach_core.lists.operations import add_to_list
 from outreach_core.suppressions.operations import suppressed_emails
@@ -254,7 +248,7 @@ def _new_lead(
     ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: ImportRow
 ) -> dict[str, Any]:
     first, last, company = _clean(row.first_name), _clean(row.last_name), _clean(row.company)
-    text = search_text(email, first, last, company)
+    derived = derived_columns(email, first, last, company)
     return {
         "id": lead_id,
         "email": email,
@@ -270,14 +264,13 @@ def _new_lead(
         "country": normalize_country(_clean(row.country)) if row.country else None,
         "timezone": _clean(row.timezone),
         "custom": row.custom or {},
-        "sort_name": sort_name(first, last),
-        "search_text": text,
+        **derived,
         # PostgreSQL: indexed at once. The pg_trgm GIN index takes new rows into its pending list cheaply,
         # while the search-index worker's later UPDATE would write every row a second time and, MVCC, leave
         # the table twice its size (a million leads: 659 MB; every scan reads it). SQLite: left to that
         # worker, since the FTS5 trigger (~10,000 rows/s) would hold the single write lock 0.5 s longer per
         # 5,000 rows, and SQLite updates a row in place.
-        "search_index": text if ctx.conn.dialect.name == "postgresql" else None,
+        "search_index": derived["search_text"] if ctx.conn.dialect.name == "postgresql" else None,
         "verify_status": "verifying" if imp.verify else "unknown",
         "verify_api": bool(imp.verify and ctx.settings.verifier_url),
         "import_id": imp.id,

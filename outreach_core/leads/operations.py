@@ -79,25 +79,21 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     up to 10,000 matches: when more match, `total` is 10,000 and `totalExact` is false (read it as "more
     than 10,000"); keep paging while a page comes back full.
     """
+    where = filter_conditions(ctx, query)
     lead_table = scoped(ctx, leads)
     total_exact = True
     if query.search:
-        matched = await count_upto(
-            ctx, lead_table.select(leads.c.id).where(*filter_conditions(ctx, query)), SEARCH_TOTAL_LIMIT + 1
-        )
+        matched = await count_upto(ctx, lead_table.select(leads.c.id).where(*where), SEARCH_TOTAL_LIMIT + 1)
         total_exact = matched <= SEARCH_TOTAL_LIMIT
         total = min(matched, SEARCH_TOTAL_LIMIT)
-        # Many matches: the page tests rows in sort order (it finds its 50 within a few hundred) rather
-        # than collecting every match first.
-        where = filter_conditions(ctx, query, frequent_search=not total_exact)
-    else:
-        where = filter_conditions(ctx, query)
-        if query.list_id or (query.label_id and query.label_id != NO_LABEL):
-            total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
-        elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
-            total = await _counted(ctx, query) - await _labelled(ctx, query)
-        else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
-            total = await _counted(ctx, query)
+        if not total_exact:  # the page tests rows in sort order: it finds its 50 within a few hundred
+            where = filter_conditions(ctx, query, frequent_search=True)
+    elif query.list_id or (query.label_id and query.label_id != NO_LABEL):
+        total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
+    elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
+        total = await _counted(ctx, query) - await _labelled(ctx, query)
+    else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
+        total = await _counted(ctx, query)
     sort = _SORT_COLUMNS[query.sort]
     order = (sort.asc(), leads.c.id.asc()) if query.dir == "asc" else (sort.desc(), leads.c.id.desc())
     offset = (query.page - 1) * query.page_size
