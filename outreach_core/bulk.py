@@ -111,6 +111,17 @@ async def count_upto(ctx: SystemContext, rows: Select[Any], limit: int) -> int:
     return int((await ctx.conn.execute(select(func.count()).select_from(capped))).scalar_one())
 
 
+async def count_sample(
+    ctx: SystemContext, rows: Select[Any], size: int, condition: Callable[[Any], ColumnElement[bool]]
+) -> tuple[int, int]:
+    """Of the first `size` rows `rows` selects, how many there are and how many meet `condition` (built
+    from the sample's columns): a cheap look at how common something is."""
+    sample = rows.limit(size).subquery()
+    stmt = select(func.count(), func.count().filter(condition(sample.c))).select_from(sample)
+    sampled, meeting = (await ctx.conn.execute(stmt)).one()
+    return int(sampled), int(meeting)
+
+
 def equals_any(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:
     """`column IN (...)` spelled as ORs of literal values, for `update_each` conditions: SQLite runs those
     as an executemany, which cannot take expanding IN parameters."""

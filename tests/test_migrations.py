@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
+from outreach_core.db.migrate import alembic_config, migrate
 from outreach_core.db.tables import metadata
 from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from tests.conftest import PG_URL
 
 
 async def test_migrated_schema_matches_tables(runtime: Runtime) -> None:
@@ -23,10 +29,10 @@ async def test_migrated_schema_matches_tables(runtime: Runtime) -> None:
 
 
 def _is_search_index(diff: Any) -> bool:
-    """The lead search index (FTS5 / pg_trgm) is created by raw DDL in migration 0002 on purpose."""
+    """The lead search indexes (FTS5 / pg_trgm / short terms) are created by raw DDL on purpose."""
     obj = diff[1] if isinstance(diff, tuple) and len(diff) > 1 else None
     name = getattr(obj, "name", "") or ""
-    return name.startswith("leads_fts") or name == "ix_leads_search_trgm"
+    return name.startswith("leads_fts") or name in ("ix_leads_search_trgm", "ix_leads_search_short")
 
 
 async def test_sqlite_runs_in_wal_with_foreign_keys(runtime: Runtime) -> None:
@@ -43,3 +49,48 @@ async def test_postgresql_plans_each_statement_for_its_parameters(runtime: Runti
         return
     async with runtime.engine.connect() as conn:
         assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
+
+
+async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_downgrading_by_long_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0008 refills SQLite's search index for leads indexed before it, with each text's end marks,
+    so 1-2 character terms find them through the index; going back to 0007 rebuilds the index as it was."""
+    from outreach_core.auth.operations import authenticate_api_key
+    from outreach_core.leads import operations
+    from outreach_core.leads.operations import create_lead, list_leads
+    from outreach_core.leads.schemas import CreateLeadIn, ListLeadsQuery
+    from outreach_core.workspace.operations import init_workspace
+
+    if PG_URL:
+        pytest.skip("migration 0008 refills SQLite's FTS5 index; on PostgreSQL it only adds an index")
+    rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32))
+    await migrate(rt.engine, "0007")
+    made = await rt.system(init_workspace, email="o@example.com", name="O", workspace="W", plan="growth")
+    principal = await rt.system_read(authenticate_api_key, made.apiKey)
+    for email, company in (("ann@a.io", "Buzz"), ("bob@b.io", "Jazz Co"), ("cid@c.io", "Acme")):
+        await rt.execute(principal, create_lead, CreateLeadIn(email=email, company=company))
+
+    async def never_common(ctx: object, term: str) -> bool:
+        return False
+
+    async def found(term: str) -> list[str]:
+        page = await rt.read(principal, list_leads, ListLeadsQuery(search=term))
+        return sorted(lead.email for lead in page.leads)
+
+    monkeypatch.setattr(operations, "_common_short_term", never_common)  # the index answers
+    try:
+        await migrate(rt.engine)
+        assert await found("zz") == ["ann@a.io", "bob@b.io"]  # "buzz" ends the text: found by its end marks
+        assert await found("me") == ["cid@c.io"]
+        assert await found("co") == ["bob@b.io"]
+        assert await found("q") == []
+
+        def downgrade(sync_conn: Any) -> None:
+            command.downgrade(alembic_config(sync_conn), "0007")
+
+        async with rt.engine.begin() as conn:
+            await conn.run_sync(downgrade)
+        assert await found("buzz") == ["ann@a.io"] and await found("jazz co") == ["bob@b.io"]
+    finally:
+        await rt.dispose()

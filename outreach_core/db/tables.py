@@ -380,9 +380,11 @@ import_seen = Table(
     _ws_fk(),
 )
 
-# The SQLite trigram index over `leads.search_index` (raw DDL in migration 0005; PostgreSQL uses pg_trgm).
-# A lightweight clause, not part of `metadata`: its rows are lead rowids, always joined to scoped leads.
+# The SQLite trigram index over `leads.search_index` (raw DDL in migrations 0005 and 0008; PostgreSQL uses
+# pg_trgm), and the list of its trigrams. Lightweight clauses, not part of `metadata`: the index's rows are
+# lead rowids, always joined to scoped leads; the list holds trigrams, no lead data.
 leads_fts = table("leads_fts", column("rowid"), column("leads_fts"))
+leads_fts_vocab = table("leads_fts_vocab", column("term"))
 
 domain_cache = Table(
     "domain_cache",
@@ -624,6 +626,7 @@ __all__ = [
     "lead_labels",
     "leads",
     "leads_fts",
+    "leads_fts_vocab",
     "list_leads",
     "lists",
     "mailboxes",

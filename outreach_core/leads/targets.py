@@ -8,45 +8,92 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, literal_column, not_, or_, true
+from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, literal_column, not_, or_, true
 
 from outreach_core.context import WorkspaceContext, scoped, unscoped
-from outreach_core.db.tables import lead_labels, leads, leads_fts, list_leads
+from outreach_core.db.tables import lead_labels, leads, leads_fts, leads_fts_vocab, list_leads
 from outreach_core.leads.schemas import LeadFilter, LeadTarget
 
 MIN_TRIGRAM = 3
+END = "\x1f"
+"""Follows each text in SQLite's trigram index, and cuts pairs apart in PostgreSQL's index of short terms
+(migration 0008); a term holding it is matched by testing rows."""
 NO_LABEL = "none"
+
+
+def search_needle(term: str) -> str:
+    """What a `search` term matches: stripped and lower-cased, like `search_text`."""
+    return term.strip().lower()
+
+
+def search_pattern(needle: str) -> str:
+    """The `LIKE` pattern matching `needle` anywhere (its own `%`, `_` and `\\` escaped)."""
+    return "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False) -> ColumnElement[bool]:
     """Substring match over email, name and company (case-insensitive).
 
-    Leads the enrich worker has indexed (`search_index` set) are found through the trigram index: SQLite's
-    FTS5 table `leads_fts`, PostgreSQL's pg_trgm GIN index on `search_index`. Leads not indexed yet (just
-    imported) are matched with `LIKE` on `search_text`, found through the partial index
-    `ix_leads_search_pending`, so results are complete at once. Terms shorter than 3 characters cannot use a
-    trigram index and scan the workspace's leads.
+    Leads the enrich worker has indexed (`search_index` set) are found through an index. Terms of 3 or more
+    characters use the trigram index: SQLite's FTS5 table `leads_fts`, PostgreSQL's pg_trgm GIN index on
+    `search_index`. Terms of 1-2 characters use, on SQLite, the trigrams of `leads_fts` that start with the
+    term (its texts end with two `END` characters, so each place the term occurs starts one); on PostgreSQL,
+    the pg_trgm index `ix_leads_search_short` over each text cut into pairs (`lead_search_pairs`, migration
+    0008). Other short terms are matched by testing rows. Leads not indexed yet (just imported) are matched
+    with `LIKE` on `search_text`, found through the partial index `ix_leads_search_pending`, so results are
+    complete at once.
 
     `frequent` (the caller knows many leads match): test each row with `LIKE` on `search_text` instead, so
     that a page walks its sort index and stops at its last match rather than first collecting every match
-    from the trigram index (189,314 of them for one term at a million leads). Same matches: `search_index`
-    is a copy of `search_text` once set.
+    from the index (189,314 of them for one term at a million leads). Same matches: `search_index` is a copy
+    of `search_text` once set.
     """
-    needle = term.strip().lower()
+    needle = search_needle(term)
     if not needle:
         return true()
-    pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    if frequent or len(needle) < MIN_TRIGRAM:
+    pattern = search_pattern(needle)
+    sqlite = ctx.conn.dialect.name == "sqlite"
+    short = len(needle) < MIN_TRIGRAM
+    if frequent or END in needle or (short and not _short_term_indexed(needle, sqlite=sqlite)):
         return leads.c.search_text.like(pattern, escape="\\")
     pending = and_(leads.c.search_index.is_(None), leads.c.search_text.like(pattern, escape="\\"))
-    if ctx.conn.dialect.name == "sqlite":
-        phrase = '"' + needle.replace('"', '""') + '"'
-        fts = unscoped(leads_fts)  # type: ignore[arg-type]
-        indexed = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(phrase))
-        unindexed = scoped(ctx, leads).select(literal_column("leads.rowid")).where(pending).correlate(None)
-        found: ColumnElement[bool] = literal_column("leads.rowid").in_(indexed.union_all(unindexed))
-        return found
-    return or_(leads.c.search_index.like(pattern, escape="\\"), pending)
+    if not sqlite:
+        if not short:
+            return or_(leads.c.search_index.like(pattern, escape="\\"), pending)
+        # `search_text` rechecks: a LIKE of 1-2 characters on `search_index` would have the planner read the
+        # whole trigram index (3.4 s at a million leads)
+        pairs = func.lead_search_pairs(leads.c.search_index)
+        in_pairs = pairs.like(f"% {needle} %" if len(needle) == 2 else f"% {needle}%")
+        return or_(and_(in_pairs, leads.c.search_text.like(pattern, escape="\\")), pending)
+    fts = unscoped(leads_fts)  # type: ignore[arg-type]
+    query = _trigrams_starting_with(needle) if short else literal('"' + needle.replace('"', '""') + '"')
+    matched = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(query))
+    unindexed = scoped(ctx, leads).select(literal_column("leads.rowid")).where(pending).correlate(None)
+    found: ColumnElement[bool] = literal_column("leads.rowid").in_(matched.union_all(unindexed))
+    return found
+
+
+def _short_term_indexed(needle: str, *, sqlite: bool) -> bool:
+    """Whether a 1-2 character term goes through an index. SQLite compares it with the index's trigrams,
+    whose case FTS5 folds itself: safe for ASCII. PostgreSQL's pg_trgm finds only letters and digits in a
+    pattern (of others it would read its whole index), and tells them by the database's locale."""
+    if sqlite:
+        return needle.isascii()
+    return needle.isascii() and needle.isalnum()
+
+
+def _trigrams_starting_with(needle: str) -> ColumnElement[str]:
+    """An FTS5 query matching any trigram of the index that starts with `needle` (1-2 ASCII characters),
+    read from `leads_fts_vocab`; `""` (matches nothing) when there is none."""
+    vocab = unscoped(leads_fts_vocab)  # type: ignore[arg-type]
+    term = leads_fts_vocab.c.term
+    successor = needle[:-1] + chr(ord(needle[-1]) + 1)
+    alternative = literal('"') + func.replace(term, '"', '""') + literal('"')
+    alternatives = func.coalesce(func.group_concat(alternative, " OR "), '""')
+    query: ColumnElement[str] = (
+        vocab.select(alternatives).where(term >= needle, term < successor).scalar_subquery()
+    )
+    return query
 
 
 def filter_conditions(

@@ -260,6 +260,94 @@ async def test_a_search_counts_up_to_its_limit_and_pages_the_same_leads(
     assert (await listing(http, ws))["totalExact"] is True  # no search: always exact
 
 
+async def test_an_edited_lead_is_found_by_what_it_kept_and_not_by_what_it_lost(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Editing a searchable field re-indexes the lead: the old text leaves the index and the new one enters,
+    whatever the two share (on SQLite the trigger once dropped the shared trigrams with the old text)."""
+    ws = await make_workspace()
+    lead = await create(http, ws, "ann.lee@acme.io", firstName="Ann", company="Acme Widgets")
+    await create(http, ws, "bob@other.io", company="Acme Gadgets")
+    edited = await http.patch(
+        f"/api/v1/leads/{lead['id']}", headers=ws.headers, json={"company": "Acme Tools"}
+    )
+    assert edited.status_code == 200
+    assert await emails(http, ws, search="ann.lee@acme") == ["ann.lee@acme.io"]
+    assert await emails(http, ws, search="acme tools") == ["ann.lee@acme.io"]
+    assert await emails(http, ws, search="widgets") == []
+    assert sorted(await emails(http, ws, search="acme")) == ["ann.lee@acme.io", "bob@other.io"]
+
+
+# Texts that end in a distinctive character or pair, hold characters the index or LIKE treat specially
+# (quote, %, _, backslash, accents), and repeat pairs, for the short-term search below.
+SHORT_TERM_PEOPLE = [
+    ("ann@alpha.io", "Ann", None, "Buzz"),
+    ("bob@beta.io", None, "Qi", 'Say "Hi"'),
+    ("cid@gamma.io", "Zoë", None, "Café Ñu"),
+    ("dee@delta.io", None, None, "50%_off\\x"),
+    ("eve@zz.io", "Eve", None, None),
+    ("fay@quux.io", "Fay", "O'Neil", "Quux & Co"),
+]
+
+
+async def test_one_and_two_character_terms_match_through_the_index_as_by_testing_rows(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1-2 character term that is not common goes through the index (SQLite: trigrams that start with it,
+    each text followed by two end marks; PostgreSQL: the index of characters and pairs). Every character
+    and pair of every text, and some that occur nowhere, find exactly the leads whose text holds them:
+    indexed leads, pending ones, an edited one and not a deleted one, and nothing of another workspace."""
+    from outreach_core.leads import operations
+    from workers import search_index
+
+    ws, other = await make_workspace(), await make_workspace()
+    await create(http, other, "zz@qq.io", company="Buzz Ñu")
+    first, later = SHORT_TERM_PEOPLE[:3], SHORT_TERM_PEOPLE[3:]
+    for email, first_name, last_name, company in first:
+        await create(http, ws, email, firstName=first_name, lastName=last_name, company=company)
+    rows = [{"email": e, "firstName": f, "lastName": la, "company": c} for e, f, la, c in later]
+    await import_chunk(http, ws, rows=[*rows, {"email": "gone@yy.io", "company": "Yy"}])
+    await merge_imports(ws)
+    gone = await listing(http, ws, search="gone@")
+    assert (
+        await http.post(
+            "/api/v1/leads/delete", headers=ws.headers, json={"target": {"ids": [gone["leads"][0]["id"]]}}
+        )
+    ).json() == {"deleted": 1}
+    while await search_index.tick(ws.runtime):  # the imported leads are indexed now...
+        pass
+    await import_chunk(http, ws, rows=[{"email": "hal@kk.io", "company": "Jx"}])  # ...this one is pending
+    await merge_imports(ws)
+    bob = (await listing(http, ws, search="bob@"))["leads"][0]
+    edited = await http.patch(f"/api/v1/leads/{bob['id']}", headers=ws.headers, json={"company": "Vw"})
+    assert edited.status_code == 200
+    texts = {
+        e: " ".join(p for p in (e, f, la, c) if p).lower()
+        for e, f, la, c in [*SHORT_TERM_PEOPLE, ("hal@kk.io", None, None, "Jx")]
+    }
+    texts["bob@beta.io"] = "bob@beta.io qi vw"
+    terms = {t[i : i + n] for t in texts.values() for n in (1, 2) for i in range(len(t) - n + 1)}
+    terms = {t for t in terms if t.strip() == t} | {"hi", "yy", "q", "zq", "%x", "\\", "ü"}
+
+    async def found(term: str) -> set[str]:
+        page = await listing(http, ws, search=term, pageSize=200)
+        assert page["totalExact"] is True and page["total"] == len(page["leads"]), term
+        return {lead["email"] for lead in page["leads"]}
+
+    async def common(ctx: object, term: str) -> bool:
+        return is_common
+
+    monkeypatch.setattr(operations, "_common_short_term", common)
+    is_common = False  # the index answers
+    by_index = {term: await found(term) for term in sorted(terms)}
+    is_common = True  # rows are tested
+    for term, emails_found in by_index.items():
+        expected = {e for e, text in texts.items() if term in text}
+        assert emails_found == expected, term
+        assert await found(term) == expected, term
+    assert by_index["zz"] == {"ann@alpha.io", "eve@zz.io"} and by_index["i"] >= {"bob@beta.io"}
+
+
 @pytest.mark.parametrize("sort", ["createdAt", "email", "name", "company"])
 async def test_deep_pages_continue_the_same_order(
     sort: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace
