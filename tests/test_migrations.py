@@ -78,7 +78,7 @@ async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_down
         page = await rt.read(principal, list_leads, ListLeadsQuery(search=term))
         return sorted(lead.email for lead in page.leads)
 
-    monkeypatch.setattr(operations, "_common_short_term", never_common)  # the index answers
+    monkeypatch.setattr(operations, "common_short_term", never_common)  # the index answers
     try:
         await migrate(rt.engine)
         assert await found("zz") == ["ann@a.io", "bob@b.io"]  # "buzz" ends the text: found by its end marks

@@ -24,7 +24,7 @@ from outreach_core.db.tables import campaign_leads, campaigns, leads, list_leads
 from outreach_core.db.types import UtcDateTime
 from outreach_core.errors import NotFound
 from outreach_core.leads.schemas import Removed
-from outreach_core.leads.targets import search_condition
+from outreach_core.leads.targets import common_short_term, search_condition
 
 UNREACHABLE_LEAD_STATUSES = ("unsubscribed", "bounced", "suppressed")
 RISKY = ("risky", "catch_all")
@@ -143,7 +143,8 @@ async def list_campaign_leads(
     # then the page joined to its leads.
     page = scoped(ctx, campaign_leads).select(campaign_leads.c.id)
     if query.search and query.search.strip():
-        where.append(search_condition(ctx, query.search))
+        frequent = await common_short_term(ctx, query.search)
+        where.append(search_condition(ctx, query.search, frequent=frequent))
         total = (await ctx.conn.execute(joined.with_only_columns(func.count()).where(*where))).scalar_one()
         page = page.join(leads, leads.c.id == campaign_leads.c.lead_id)
     else:

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import func
 
 from outreach_core.billing.rules import PLANS, is_active
-from outreach_core.bulk import count_sample, count_upto
+from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import labels, lead_counters, lead_imports, lead_labels, leads, lists, workspaces
 from outreach_core.db.tables import list_leads as list_memberships
@@ -36,14 +36,7 @@ from outreach_core.leads.schemas import (
     TargetIn,
     UpdateLeadIn,
 )
-from outreach_core.leads.targets import (
-    MIN_TRIGRAM,
-    NO_LABEL,
-    filter_conditions,
-    search_needle,
-    search_pattern,
-    target_ids,
-)
+from outreach_core.leads.targets import NO_LABEL, common_short_term, filter_conditions, target_ids
 from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.outbox import record_event
 from outreach_core.suppressions.operations import suppressed_emails
@@ -69,10 +62,6 @@ DEEP_PAGE_OFFSET = 1_000
 SEARCH_TOTAL_LIMIT = 10_000
 """`list_leads` counts a search's matches up to this many (each counted match is read from the table: an
 exact count of a term that 189,314 of a million leads contain took 0.3-0.6 s)."""
-SHORT_TERM_SAMPLE = 1_000
-"""A 1-2 character search term that at least a tenth of the workspace's first this many leads contain is
-matched by testing rows, which find the count's limit and a page within a few thousand; a rarer one through
-its index, whose cost grows with its matches (every lead starting with "a" is 98 % of a million leads)."""
 _SORT_COLUMNS = {
     "createdAt": leads.c.created_at,
     "email": leads.c.email,
@@ -90,7 +79,7 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     up to 10,000 matches: when more match, `total` is 10,000 and `totalExact` is false (read it as "more
     than 10,000"); keep paging while a page comes back full.
     """
-    frequent = query.search is not None and await _common_short_term(ctx, query.search)
+    frequent = query.search is not None and await common_short_term(ctx, query.search)
     where = filter_conditions(ctx, query, frequent_search=frequent)
     lead_table = scoped(ctx, leads)
     total_exact = True
@@ -362,22 +351,6 @@ def _country(value: str | None) -> str | None:
     if code is None:
         raise InvalidInput.field("country", "not a recognised country (use an ISO code such as DE or a name)")
     return code
-
-
-async def _common_short_term(ctx: WorkspaceContext, term: str) -> bool:
-    """Whether `term` has 1-2 characters and is common in the workspace (see `SHORT_TERM_SAMPLE`); a
-    workspace smaller than the sample is always tested row by row."""
-    needle = search_needle(term)
-    if not needle or len(needle) >= MIN_TRIGRAM:
-        return False
-    pattern = search_pattern(needle)
-    sampled, containing = await count_sample(
-        ctx,
-        scoped(ctx, leads).select(leads.c.search_text),
-        SHORT_TERM_SAMPLE,
-        lambda sample: sample.search_text.like(pattern, escape="\\"),
-    )
-    return sampled < SHORT_TERM_SAMPLE or containing * 10 >= sampled
 
 
 async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:

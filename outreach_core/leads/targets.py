@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, literal_column, not_, or_, true
 
+from outreach_core.bulk import count_sample
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import lead_labels, leads, leads_fts, leads_fts_vocab, list_leads
 from outreach_core.leads.schemas import LeadFilter, LeadTarget
@@ -19,6 +20,11 @@ END = "\x1f"
 """Follows each text in SQLite's trigram index, and cuts pairs apart in PostgreSQL's index of short terms
 (migration 0008); a term holding it is matched by testing rows."""
 NO_LABEL = "none"
+SHORT_TERM_SAMPLE = 1_000
+"""A 1-2 character search term that at least a tenth of the workspace's first this many leads contain is
+matched by testing rows (at that density the count's limit comes within about 100,000 rows and a page within
+a few hundred); a rarer one through its index, whose cost grows with the term's matches (on SQLite, listing
+the trigrams that start with "a", a letter 98 % of a million leads hold, takes 0.28 s)."""
 
 
 def search_needle(term: str) -> str:
@@ -71,6 +77,22 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
     unindexed = scoped(ctx, leads).select(literal_column("leads.rowid")).where(pending).correlate(None)
     found: ColumnElement[bool] = literal_column("leads.rowid").in_(matched.union_all(unindexed))
     return found
+
+
+async def common_short_term(ctx: WorkspaceContext, term: str) -> bool:
+    """Whether `term` has 1-2 characters and is common in the workspace (see `SHORT_TERM_SAMPLE`); a
+    workspace smaller than the sample is always tested row by row."""
+    needle = search_needle(term)
+    if not needle or len(needle) >= MIN_TRIGRAM:
+        return False
+    pattern = search_pattern(needle)
+    sampled, containing = await count_sample(
+        ctx,
+        scoped(ctx, leads).select(leads.c.search_text),
+        SHORT_TERM_SAMPLE,
+        lambda sample: sample.search_text.like(pattern, escape="\\"),
+    )
+    return sampled < SHORT_TERM_SAMPLE or containing * 10 >= sampled
 
 
 def _short_term_indexed(needle: str, *, sqlite: bool) -> bool:

@@ -337,7 +337,7 @@ async def test_one_and_two_character_terms_match_through_the_index_as_by_testing
     async def common(ctx: object, term: str) -> bool:
         return is_common
 
-    monkeypatch.setattr(operations, "_common_short_term", common)
+    monkeypatch.setattr(operations, "common_short_term", common)
     is_common = False  # the index answers
     by_index = {term: await found(term) for term in sorted(terms)}
     is_common = True  # rows are tested
