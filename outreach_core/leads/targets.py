@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, func, literal, literal_column, not_, or_, true
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Text,
+    and_,
+    cast,
+    exists,
+    func,
+    literal,
+    literal_column,
+    not_,
+    or_,
+    true,
+)
+from sqlalchemy.dialects import postgresql
 
 from outreach_core.bulk import count_sample
 from outreach_core.context import WorkspaceContext, scoped, unscoped
@@ -44,10 +58,10 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
     characters use the trigram index: SQLite's FTS5 table `leads_fts`, PostgreSQL's pg_trgm GIN index on
     `search_index`. Terms of 1-2 characters use, on SQLite, the trigrams of `leads_fts` that start with the
     term (its texts end with two `END` characters, so each place the term occurs starts one); on PostgreSQL,
-    the pg_trgm index `ix_leads_search_short` over each text cut into pairs (`lead_search_pairs`, migration
-    0008). Other short terms are matched by testing rows. Leads not indexed yet (just imported) are matched
-    with `LIKE` on `search_text`, found through the partial index `ix_leads_search_pending`, so results are
-    complete at once.
+    the GIN index `ix_leads_search_short` over each text's characters and pairs of characters
+    (`lead_search_grams`, migration 0008). Other short terms are matched by testing rows. Leads not indexed
+    yet (just imported) are matched with `LIKE` on `search_text`, found through the partial index
+    `ix_leads_search_pending`, so results are complete at once.
 
     `frequent` (the caller knows many leads match): test each row with `LIKE` on `search_text` instead, so
     that a page walks its sort index and stops at its last match rather than first collecting every match
@@ -66,11 +80,11 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
     if not sqlite:
         if not short:
             return or_(leads.c.search_index.like(pattern, escape="\\"), pending)
-        # `search_text` rechecks: a LIKE of 1-2 characters on `search_index` would have the planner read the
-        # whole trigram index (3.4 s at a million leads)
-        pairs = func.lead_search_pairs(leads.c.search_index)
-        in_pairs = pairs.like(f"% {needle} %" if len(needle) == 2 else f"% {needle}%")
-        return or_(and_(in_pairs, leads.c.search_text.like(pattern, escape="\\")), pending)
+        # `search_text` rechecks (cheaply, as `@>` is exact): a LIKE of 1-2 characters on `search_index`
+        # would have the planner read the whole trigram index (3.4 s at a million leads)
+        grams = func.lead_search_grams(leads.c.search_index).collate("C")
+        in_grams = grams.op("@>")(cast(postgresql.array([needle]), postgresql.ARRAY(Text)))
+        return or_(and_(in_grams, leads.c.search_text.like(pattern, escape="\\")), pending)
     fts = unscoped(leads_fts)  # type: ignore[arg-type]
     query = _trigrams_starting_with(needle) if short else literal('"' + needle.replace('"', '""') + '"')
     matched = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(query))
@@ -96,12 +110,9 @@ async def common_short_term(ctx: WorkspaceContext, term: str) -> bool:
 
 
 def _short_term_indexed(needle: str, *, sqlite: bool) -> bool:
-    """Whether a 1-2 character term goes through an index. SQLite compares it with the index's trigrams,
-    whose case FTS5 folds itself: safe for ASCII. PostgreSQL's pg_trgm finds only letters and digits in a
-    pattern (of others it would read its whole index), and tells them by the database's locale."""
-    if sqlite:
-        return needle.isascii()
-    return needle.isascii() and needle.isalnum()
+    """Whether a 1-2 character term goes through an index: always on PostgreSQL; on SQLite when it is ASCII,
+    as FTS5 folds the case of the trigrams it lists itself."""
+    return not sqlite or needle.isascii()
 
 
 def _trigrams_starting_with(needle: str) -> ColumnElement[str]:

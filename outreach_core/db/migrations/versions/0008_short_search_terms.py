@@ -57,16 +57,18 @@ SQLITE_TRIGGERS = (
     "leads_fts_index",
 )
 
-# PostgreSQL: a pg_trgm GIN index over each text cut into pairs of characters, once from the first and once
-# from the second, every pair followed by a space: "fizz" -> " fi zz  iz z ". Every adjacent pair of the
-# text is one there (" zz "), every character starts one (" z"), and pg_trgm indexes each as a word
-# ("  z", " zz", "zz "); two characters that are not spaces stand side by side only within a pair.
+# PostgreSQL: a GIN index over each text's characters and pairs of adjacent characters ("fizz" -> f, i, z,
+# fi, iz, zz). regexp_replace cuts the text into pairs twice, from the first and from the second character,
+# so every adjacent pair is one element; U+001F separates them (a pair holding one is cut in two, which adds
+# no false pair). `@>` on it is exact, so nothing is rechecked per match; COLLATE "C" compares the elements
+# byte by byte, whatever the database's collation.
 POSTGRESQL_SEARCH = [
-    "CREATE FUNCTION lead_search_pairs(t text) RETURNS text "
+    "CREATE FUNCTION lead_search_grams(t text) RETURNS text[] "
     "LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$ SELECT "
-    "' ' || regexp_replace(t, '(..)', '\\1 ', 'g') || ' ' "
-    "|| regexp_replace(substr(t, 2), '(..)', '\\1 ', 'g') || ' ' $$",
-    "CREATE INDEX ix_leads_search_short ON leads USING gin (lead_search_pairs(search_index) gin_trgm_ops)",
+    "regexp_split_to_array(t, '') "
+    "|| string_to_array(regexp_replace(t, '(..)', E'\\\\1\\x1f', 'g'), E'\\x1f') "
+    "|| string_to_array(regexp_replace(substr(t, 2), '(..)', E'\\\\1\\x1f', 'g'), E'\\x1f') $$",
+    'CREATE INDEX ix_leads_search_short ON leads USING gin ((lead_search_grams(search_index)) COLLATE "C")',
 ]
 
 
@@ -88,7 +90,7 @@ def downgrade() -> None:
             op.execute(statement)
     else:
         op.execute("DROP INDEX IF EXISTS ix_leads_search_short")
-        op.execute("DROP FUNCTION IF EXISTS lead_search_pairs(text)")
+        op.execute("DROP FUNCTION IF EXISTS lead_search_grams(text)")
 
 
 def _drop_sqlite_triggers() -> None:
