@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from tests.campaigns.helpers import add_lead, call, campaign_lead_rows, new_campaign, ok, write_send
 from tests.conftest import MakeWorkspace
@@ -82,6 +83,38 @@ async def test_add_from_lists_and_ids_together_and_refuse_bad_input(
     result = await ok(http, ws, "POST", f"/campaigns/{cid}/leads", {"leadIds": [foreign_lead]})
     assert result["matched"] == 0 and result["added"] == 0
     assert len(await campaign_lead_rows(ws, cid)) == 5
+
+
+@pytest.mark.parametrize("common", [True, False])
+async def test_a_short_search_finds_the_same_campaign_leads_by_index_or_by_testing_rows(
+    common: bool, http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1-2 character term is matched through the index unless common in the workspace; both find the
+    campaign's leads whose email, name or company hold it, at the end of the text too."""
+    from outreach_core.campaigns import audience
+    from workers import search_index
+
+    async def judged(ctx: object, term: str) -> bool:
+        return common
+
+    monkeypatch.setattr(audience, "common_short_term", judged)
+    ws = await make_workspace()
+    cid = await new_campaign(http, ws)
+    people = {"ann@a.test": "Fizz", "bob@b.test": "Jazz", "cid@c.test": "Acme", "dee@d.test": "Buzz"}
+    ids = [await add_lead(ws, email, company=company) for email, company in people.items()]
+    await ok(http, ws, "POST", f"/campaigns/{cid}/leads", {"leadIds": ids[:3]})  # not dee
+    while await search_index.tick(ws.runtime):
+        pass
+
+    async def found(term: str) -> list[str]:
+        page = await ok(http, ws, "GET", f"/campaigns/{cid}/leads", params={"search": term, "pageSize": 50})
+        assert page["total"] == len(page["leads"])
+        return sorted(x["email"] for x in page["leads"])
+
+    assert await found("zz") == ["ann@a.test", "bob@b.test"]
+    assert await found("z") == ["ann@a.test", "bob@b.test"]
+    assert await found("me") == ["cid@c.test"]
+    assert await found("q") == []
 
 
 async def test_list_filter_search_page_and_remove(
