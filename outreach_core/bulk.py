@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     ARRAY,
     ColumnElement,
+    CompoundSelect,
     Insert,
     Select,
     String,
@@ -104,7 +105,7 @@ async def try_lock(ctx: SystemContext, name: str) -> bool:
     return bool((await ctx.conn.execute(select(func.pg_try_advisory_xact_lock(key)))).scalar())
 
 
-async def count_upto(ctx: SystemContext, rows: Select[Any], limit: int) -> int:
+async def count_upto(ctx: SystemContext, rows: Select[Any] | CompoundSelect[Any], limit: int) -> int:
     """How many rows `rows` selects, counting no further than `limit`: the database stops reading at the
     `limit`-th match (`SELECT count(*) FROM (... LIMIT n)`)."""
     capped = rows.limit(limit).subquery()

@@ -36,7 +36,13 @@ from outreach_core.leads.schemas import (
     TargetIn,
     UpdateLeadIn,
 )
-from outreach_core.leads.targets import NO_LABEL, common_short_term, filter_conditions, target_ids
+from outreach_core.leads.targets import (
+    NO_LABEL,
+    common_short_term,
+    filter_conditions,
+    matching_ids,
+    target_ids,
+)
 from outreach_core.lists.operations import add_to_list, resolve_import_list
 from outreach_core.outbox import record_event
 from outreach_core.suppressions.operations import suppressed_emails
@@ -84,7 +90,8 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     lead_table = scoped(ctx, leads)
     total_exact = True
     if query.search:
-        matched = await count_upto(ctx, lead_table.select(leads.c.id).where(*where), SEARCH_TOTAL_LIMIT + 1)
+        counted = matching_ids(ctx, query, frequent_search=frequent)
+        matched = await count_upto(ctx, counted, SEARCH_TOTAL_LIMIT + 1)
         total_exact = matched <= SEARCH_TOTAL_LIMIT
         total = min(matched, SEARCH_TOTAL_LIMIT)
         if not total_exact and not frequent:  # the page tests rows in sort order: it finds its 50 quickly

@@ -72,13 +72,11 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
     if not needle:
         return true()
     pattern = search_pattern(needle)
-    sqlite = ctx.conn.dialect.name == "sqlite"
-    short = len(needle) < MIN_TRIGRAM
-    if frequent or END in needle or (short and not _short_term_indexed(needle, sqlite=sqlite)):
+    if not _indexed(ctx, needle, frequent):
         return leads.c.search_text.like(pattern, escape="\\")
-    pending = and_(leads.c.search_index.is_(None), leads.c.search_text.like(pattern, escape="\\"))
-    if not sqlite:
-        if not short:
+    pending = _pending(pattern)
+    if ctx.conn.dialect.name != "sqlite":
+        if len(needle) >= MIN_TRIGRAM:
             return or_(leads.c.search_index.like(pattern, escape="\\"), pending)
         # `search_text` rechecks (cheaply, as `@>` is exact): a LIKE of 1-2 characters on `search_index`
         # would have the planner read the whole trigram index (3.4 s at a million leads)
@@ -86,11 +84,50 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
         in_grams = grams.op("@>")(cast(postgresql.array([needle]), postgresql.ARRAY(Text)))
         return or_(and_(in_grams, leads.c.search_text.like(pattern, escape="\\")), pending)
     fts = unscoped(leads_fts)  # type: ignore[arg-type]
-    query = _trigrams_starting_with(needle) if short else literal('"' + needle.replace('"', '""') + '"')
-    matched = fts.select(leads_fts.c.rowid).where(leads_fts.c.leads_fts.op("MATCH")(query))
+    matched = fts.select(leads_fts.c.rowid).where(_fts_match(needle))
     unindexed = scoped(ctx, leads).select(literal_column("leads.rowid")).where(pending).correlate(None)
     found: ColumnElement[bool] = literal_column("leads.rowid").in_(matched.union_all(unindexed))
     return found
+
+
+def matching_ids(ctx: WorkspaceContext, f: LeadFilter, *, frequent_search: bool = False) -> Any:
+    """A SELECT of the ids of the workspace's leads that `f` selects, shaped for counting them: the same
+    leads as `filter_conditions`. On SQLite, a search through the FTS5 index reads its matches as a stream
+    joined to the leads, which a LIMIT stops early; `search_condition`'s `rowid IN (...)` first collects the
+    matches of every workspace (counting 10,001 of the 189,314 leads holding "hooli": 80-88 ms that way,
+    11 ms this way)."""
+    lead_table = scoped(ctx, leads)
+    needle = search_needle(f.search or "")
+    if ctx.conn.dialect.name != "sqlite" or not needle or not _indexed(ctx, needle, frequent_search):
+        return lead_table.select(leads.c.id).where(
+            *filter_conditions(ctx, f, frequent_search=frequent_search)
+        )
+    others = filter_conditions(ctx, f.model_copy(update={"search": None}))
+    on_rowid = literal_column("leads.rowid") == leads_fts.c.rowid
+    streamed = lead_table.select(leads.c.id).join_from(leads_fts, leads, on_rowid).where(_fts_match(needle))
+    unindexed = lead_table.select(leads.c.id).where(_pending(search_pattern(needle)))
+    return streamed.where(*others).union_all(unindexed.where(*others))
+
+
+def _indexed(ctx: WorkspaceContext, needle: str, frequent: bool) -> bool:
+    """Whether a search for `needle` goes through an index rather than testing rows."""
+    if frequent or END in needle:
+        return False
+    return len(needle) >= MIN_TRIGRAM or _short_term_indexed(needle, sqlite=ctx.conn.dialect.name == "sqlite")
+
+
+def _pending(pattern: str) -> ColumnElement[bool]:
+    """Leads not in the search index yet that match `pattern` (`ix_leads_search_pending` finds them)."""
+    return and_(leads.c.search_index.is_(None), leads.c.search_text.like(pattern, escape="\\"))
+
+
+def _fts_match(needle: str) -> ColumnElement[bool]:
+    """The FTS5 condition on `leads_fts` for `needle`: the phrase of its trigrams, or for 1-2 characters the
+    trigrams that start with it."""
+    short = len(needle) < MIN_TRIGRAM
+    query = _trigrams_starting_with(needle) if short else literal('"' + needle.replace('"', '""') + '"')
+    match: ColumnElement[bool] = leads_fts.c.leads_fts.op("MATCH")(query)
+    return match
 
 
 async def common_short_term(ctx: WorkspaceContext, term: str) -> bool:
