@@ -31,6 +31,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.selectable import Join
 from sqlalchemy.types import TypeEngine
 
 from outreach_core.context import SystemContext, WorkspaceContext, is_workspace_owned
@@ -121,6 +123,21 @@ async def count_sample(
     stmt = select(func.count(), func.count().filter(condition(sample.c))).select_from(sample)
     sampled, meeting = (await ctx.conn.execute(stmt)).one()
     return int(sampled), int(meeting)
+
+
+class OuterLoopJoin(Join):
+    """An inner join of a table (left) and a from-clause whose left side is read first: SQLite's
+    `CROSS JOIN`, the one join order its planner keeps (elsewhere a plain `JOIN`)."""
+
+    inherit_cache = True
+
+
+@compiles(OuterLoopJoin, "sqlite")
+def _cross_join(join: OuterLoopJoin, compiler: Any, **kw: Any) -> str:
+    # the plain join's text (and its bookkeeping of joined tables), with the first " JOIN ", the one after
+    # the left table, made a CROSS JOIN
+    plain: str = compiler.visit_join(join, **kw)
+    return plain.replace(" JOIN ", " CROSS JOIN ", 1)
 
 
 def equals_any(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:

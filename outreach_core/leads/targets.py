@@ -24,7 +24,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 
-from outreach_core.bulk import count_sample
+from outreach_core.bulk import OuterLoopJoin, count_sample
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import lead_labels, leads, leads_fts, leads_fts_vocab, list_leads
 from outreach_core.leads.schemas import LeadFilter, LeadTarget
@@ -103,8 +103,10 @@ def matching_ids(ctx: WorkspaceContext, f: LeadFilter, *, frequent_search: bool 
             *filter_conditions(ctx, f, frequent_search=frequent_search)
         )
     others = filter_conditions(ctx, f.model_copy(update={"search": None}))
-    on_rowid = literal_column("leads.rowid") == leads_fts.c.rowid
-    streamed = lead_table.select(leads.c.id).join_from(leads_fts, leads, on_rowid).where(_fts_match(needle))
+    # FTS5 first, whatever the planner estimates: read the other way, a lead at a time, it would look every
+    # lead of the workspace up in the index
+    from_matches = OuterLoopJoin(leads_fts, leads, literal_column("leads.rowid") == leads_fts.c.rowid)
+    streamed = lead_table.select(leads.c.id).select_from(from_matches).where(_fts_match(needle))
     unindexed = lead_table.select(leads.c.id).where(_pending(search_pattern(needle)))
     return streamed.where(*others).union_all(unindexed.where(*others))
 

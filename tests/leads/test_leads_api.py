@@ -9,6 +9,7 @@ import pytest
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import outbox
+from outreach_core.leads.schemas import LeadFilter
 from tests.conftest import MakeWorkspace
 from tests.leads.helpers import create, emails, import_chunk, listing, merge_imports, suppress
 
@@ -276,6 +277,39 @@ async def test_an_edited_lead_is_found_by_what_it_kept_and_not_by_what_it_lost(
     assert await emails(http, ws, search="acme tools") == ["ann.lee@acme.io"]
     assert await emails(http, ws, search="widgets") == []
     assert sorted(await emails(http, ws, search="acme")) == ["ann.lee@acme.io", "bob@other.io"]
+
+
+async def test_an_indexed_search_is_counted_from_a_stream_of_its_matches(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """SQLite counts a search by reading the FTS5 matches as the outer loop (a LIMIT stops it), not by first
+    collecting every match of every workspace; the count is the same: pending leads and filters included."""
+    from sqlalchemy import text
+
+    from outreach_core.leads.targets import matching_ids
+
+    ws = await make_workspace()
+    if not ws.runtime.is_sqlite:
+        pytest.skip("PostgreSQL counts through a bitmap of the trigram index")
+    for i in range(3):
+        await create(http, ws, f"hooli{i}@acme.io")  # indexed at once
+    await import_chunk(http, ws, rows=[{"email": "x@hooli.io"}, {"email": "y@other.io"}])  # pending
+    await merge_imports(ws)
+    lead = await listing(http, ws, search="hooli1@")
+    await http.patch(
+        f"/api/v1/leads/{lead['leads'][0]['id']}", headers=ws.headers, json={"status": "replied"}
+    )
+
+    async def plan(ctx: WorkspaceContext) -> list[str]:
+        stmt = matching_ids(ctx, LeadFilter(search="hooli")).limit(10)
+        sql = str(stmt.compile(dialect=ctx.conn.dialect, compile_kwargs={"literal_binds": True}))
+        return [row[-1] for row in (await ctx.conn.execute(text("EXPLAIN QUERY PLAN " + sql))).all()]
+
+    steps = await ws.runtime.read(await ws.principal(), plan)
+    assert next(s for s in steps if "leads" in s).startswith("SCAN leads_fts"), steps
+    assert not any("LIST SUBQUERY" in s for s in steps), steps
+    assert (await listing(http, ws, search="hooli"))["total"] == 4
+    assert (await listing(http, ws, search="hooli", status="active"))["total"] == 3
 
 
 # Texts that end in a distinctive character or pair, hold characters the index or LIKE treat specially
