@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    CompoundSelect,
     Select,
     Text,
     and_,
@@ -90,7 +91,9 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
     return found
 
 
-def matching_ids(ctx: WorkspaceContext, f: LeadFilter, *, frequent_search: bool = False) -> Any:
+def matching_ids(
+    ctx: WorkspaceContext, f: LeadFilter, *, frequent_search: bool = False
+) -> Select[Any] | CompoundSelect[Any]:
     """A SELECT of the ids of the workspace's leads that `f` selects, shaped for counting them: the same
     leads as `filter_conditions`. On SQLite, a search through the FTS5 index reads its matches as a stream
     joined to the leads, which a LIMIT stops early; `search_condition`'s `rowid IN (...)` first collects the
