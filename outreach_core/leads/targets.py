@@ -115,10 +115,12 @@ def matching_ids(
 
 
 def _indexed(ctx: WorkspaceContext, needle: str, frequent: bool) -> bool:
-    """Whether a search for `needle` goes through an index rather than testing rows."""
+    """Whether a search for `needle` goes through an index rather than testing rows: not when the caller
+    knows it is frequent or it holds `END`; a 1-2 character term always on PostgreSQL, and on SQLite when it
+    is ASCII, as FTS5 folds the case of the trigrams it lists itself."""
     if frequent or END in needle:
         return False
-    return len(needle) >= MIN_TRIGRAM or _short_term_indexed(needle, sqlite=ctx.conn.dialect.name == "sqlite")
+    return len(needle) >= MIN_TRIGRAM or ctx.conn.dialect.name != "sqlite" or needle.isascii()
 
 
 def _pending(pattern: str) -> ColumnElement[bool]:
@@ -149,12 +151,6 @@ async def common_short_term(ctx: WorkspaceContext, term: str) -> bool:
         lambda sample: sample.search_text.like(pattern, escape="\\"),
     )
     return sampled < SHORT_TERM_SAMPLE or containing * 10 >= sampled
-
-
-def _short_term_indexed(needle: str, *, sqlite: bool) -> bool:
-    """Whether a 1-2 character term goes through an index: always on PostgreSQL; on SQLite when it is ASCII,
-    as FTS5 folds the case of the trigrams it lists itself."""
-    return not sqlite or needle.isascii()
 
 
 def _trigrams_starting_with(needle: str) -> ColumnElement[str]:
