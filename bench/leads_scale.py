@@ -230,6 +230,12 @@ def main() -> None:
             ("search=hooli (many match)", {"search": "hooli"}),
             ("search=hooli sort=company (matches sort last)", {"search": "hooli", "sort": "company"}),
             ("search=hooli sort=company dir=asc", {"search": "hooli", "sort": "company", "dir": "asc"}),
+            ("search=hooli sort=name", {"search": "hooli", "sort": "name"}),
+            ("search=hooli sort=email dir=asc", {"search": "hooli", "sort": "email", "dir": "asc"}),
+            (
+                "search=oli. sort=email dir=asc (every match past 93% of the order)",
+                {"search": "oli.", "sort": "email", "dir": "asc"},
+            ),
             ("search=kim.lee1 (hundreds match)", {"search": "kim.lee1"}),
             ("search=ann.lee12345 (few match)", {"search": "ann.lee12345"}),
             ("search=zz (2 chars, none)", {"search": "zz"}),

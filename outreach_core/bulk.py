@@ -15,9 +15,11 @@ from typing import Any
 
 from sqlalchemy import (
     ARRAY,
+    Boolean,
     ColumnElement,
     CompoundSelect,
     Insert,
+    Integer,
     Select,
     String,
     Table,
@@ -32,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.selectable import Join
 from sqlalchemy.types import TypeEngine
 
@@ -138,6 +141,43 @@ def _cross_join(join: OuterLoopJoin, compiler: Any, **kw: Any) -> str:
     # the left table, made a CROSS JOIN
     plain: str = compiler.visit_join(join, **kw)
     return plain.replace(" JOIN ", " CROSS JOIN ", 1)
+
+
+class byte_length(FunctionElement[int]):
+    """The length of a text in bytes of UTF-8: `octet_length` (SQLite before 3.43 has none)."""
+
+    type = Integer()
+    inherit_cache = True
+
+
+@compiles(byte_length)
+def _octet_length(element: byte_length, compiler: Any, **kw: Any) -> str:
+    return f"octet_length({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(byte_length, "sqlite")
+def _blob_length(element: byte_length, compiler: Any, **kw: Any) -> str:
+    return f"length(CAST({compiler.process(element.clauses, **kw)} AS BLOB))"
+
+
+class holds(FunctionElement[bool]):
+    """Whether a text holds another, byte for byte (`strpos` / `instr`): unlike `LIKE '%...%'`, no planner
+    takes it for a trigram index lookup, so it is tested on each row a scan reads."""
+
+    type = Boolean()
+    inherit_cache = True
+
+
+@compiles(holds)
+def _strpos(element: holds, compiler: Any, **kw: Any) -> str:
+    text, part = (compiler.process(c, **kw) for c in element.clauses)
+    return f"(strpos({text}, {part}) > 0)"
+
+
+@compiles(holds, "sqlite")
+def _instr(element: holds, compiler: Any, **kw: Any) -> str:
+    text, part = (compiler.process(c, **kw) for c in element.clauses)
+    return f"(instr({text}, {part}) > 0)"
 
 
 def equals_any(column: ColumnElement[str], *values: str) -> ColumnElement[bool]:

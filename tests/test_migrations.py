@@ -29,10 +29,15 @@ async def test_migrated_schema_matches_tables(runtime: Runtime) -> None:
 
 
 def _is_search_index(diff: Any) -> bool:
-    """The lead search indexes (FTS5 / pg_trgm / short terms) are created by raw DDL on purpose."""
+    """The lead search indexes (FTS5 / pg_trgm / short terms / SQLite's email order) are created by raw DDL
+    on purpose."""
     obj = diff[1] if isinstance(diff, tuple) and len(diff) > 1 else None
     name = getattr(obj, "name", "") or ""
-    return name.startswith("leads_fts") or name in ("ix_leads_search_trgm", "ix_leads_search_short")
+    return name.startswith("leads_fts") or name in (
+        "ix_leads_search_trgm",
+        "ix_leads_search_short",
+        "ix_leads_ws_email_search",
+    )
 
 
 async def test_sqlite_runs_in_wal_with_foreign_keys(runtime: Runtime) -> None:
@@ -92,5 +97,47 @@ async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_down
         async with rt.engine.begin() as conn:
             await conn.run_sync(downgrade)
         assert await found("buzz") == ["ann@a.io"] and await found("jazz co") == ["bob@b.io"]
+    finally:
+        await rt.dispose()
+
+
+async def test_upgrading_takes_texts_too_long_for_the_sort_indexes_out_of_the_search_index(
+    tmp_path: Path,
+) -> None:
+    """Migration 0009 empties `search_index` for texts over 900 bytes before the sort indexes carry it: such
+    a lead (indexed under 0008) is still found, by testing rows, and so are the others, either way."""
+    from outreach_core.auth.operations import authenticate_api_key
+    from outreach_core.leads.operations import create_lead, list_leads
+    from outreach_core.leads.schemas import CreateLeadIn, ListLeadsQuery
+    from outreach_core.workspace.operations import init_workspace
+
+    rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32))
+    await migrate(rt.engine, "0008")
+    made = await rt.system(init_workspace, email="o@example.com", name="O", workspace="W", plan="growth")
+    principal = await rt.system_read(authenticate_api_key, made.apiKey)
+    long_company = "Hooli " + "".join(chr(0x4E00 + i * 13) for i in range(290))
+    for email, company in (("ann@a.io", long_company), ("bob@b.io", "Hooli")):
+        lead = CreateLeadIn(email=email, first_name=company[-50:], company=company)  # ann: over 1,000 bytes
+        await rt.execute(principal, create_lead, lead)
+    async with rt.engine.begin() as conn:  # as revision 0008 indexed every text, however long
+        await conn.execute(text("UPDATE leads SET search_index = search_text"))
+
+    async def state() -> tuple[list[str], int]:
+        page = await rt.read(principal, list_leads, ListLeadsQuery(search="hooli"))
+        async with rt.engine.connect() as conn:
+            indexed = (await conn.execute(text("SELECT count(search_index) FROM leads"))).scalar_one()
+        return sorted(lead.email for lead in page.leads), indexed
+
+    try:
+        assert await state() == (["ann@a.io", "bob@b.io"], 2)
+        await migrate(rt.engine)
+        assert await state() == (["ann@a.io", "bob@b.io"], 1)
+
+        def downgrade(sync_conn: Any) -> None:
+            command.downgrade(alembic_config(sync_conn), "0008")
+
+        async with rt.engine.begin() as conn:
+            await conn.run_sync(downgrade)
+        assert await state() == (["ann@a.io", "bob@b.io"], 1)
     finally:
         await rt.dispose()

@@ -197,8 +197,9 @@ leads = Table(
     Column("timezone", String(64), nullable=True),
     Column("custom", JsonType, nullable=False),
     Column("search_text", Text, nullable=False, server_default=""),  # lower(email name company)
-    # search_text once the enrich worker has indexed it (FTS5 / pg_trgm index this column only); NULL until
-    # then, and such rows are searched with LIKE on search_text (see leads/targets.py)
+    # search_text once the search-index worker has indexed it (FTS5 / pg_trgm index this column only); NULL
+    # until then, or for good when over 900 bytes (leads/rules.py), and such rows are searched with LIKE on
+    # search_text (see leads/targets.py)
     Column("search_index", Text, nullable=True),
     Column("esp", String(12), nullable=False, server_default="unknown"),
     Column("mx_host", String(253), nullable=True),
@@ -214,10 +215,13 @@ leads = Table(
     Column("enriched_at", UtcDateTime, nullable=True),  # null = enrichment (ESP, country) still to do
     Column("created_at", UtcDateTime, nullable=False),
     Column("updated_at", UtcDateTime, nullable=True),
-    UniqueConstraint("workspace_id", "email"),
-    Index("ix_leads_ws_created", "workspace_id", "created_at", "id"),
-    Index("ix_leads_ws_sort_name", "workspace_id", "sort_name", "id"),
-    Index("ix_leads_ws_company", "workspace_id", "company", "id"),
+    # The sort indexes carry `search_index`, so that a search paging by walking one reads no table rows
+    # (migration 0009); on SQLite the (workspace_id, email, search_index) index `ix_leads_ws_email_search`
+    # does for sort=email what INCLUDE does here, made by raw DDL as SQLAlchemy has no per-dialect index.
+    UniqueConstraint("workspace_id", "email", postgresql_include=["search_index"]),
+    Index("ix_leads_ws_created", "workspace_id", "created_at", "id", "search_index"),
+    Index("ix_leads_ws_sort_name", "workspace_id", "sort_name", "id", "search_index"),
+    Index("ix_leads_ws_company", "workspace_id", "company", "id", "search_index"),
     Index("ix_leads_ws_status", "workspace_id", "status", "created_at", "id"),
     Index("ix_leads_ws_verify", "workspace_id", "verify_status", "created_at", "id"),
     Index("ix_leads_ws_esp", "workspace_id", "esp", "created_at", "id"),

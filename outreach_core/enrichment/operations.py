@@ -25,6 +25,7 @@ import structlog
 from sqlalchemy import bindparam, not_, or_
 from sqlalchemy.dialects import postgresql, sqlite
 
+from outreach_core.bulk import byte_length
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.maintenance import refresh_lead_statistics
 from outreach_core.db.tables import domain_cache, lead_imports, leads
@@ -37,6 +38,7 @@ from outreach_core.enrichment.rules import (
     normalize_timezone,
     parse_mx,
 )
+from outreach_core.leads.rules import SEARCH_INDEX_MAX_BYTES
 from outreach_core.leads.schemas import ESPS, Esp
 from outreach_core.ports import DnsResolver
 
@@ -340,13 +342,18 @@ async def enrich_pending(
 
 async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
     """Put up to `limit` leads into the search index (`search_index` = `search_text`); returns how many.
+    A text over `SEARCH_INDEX_MAX_BYTES` stays out of it (see leads/rules.py).
 
     Imports leave `search_index` NULL so that a chunk pays no trigram indexing (the most expensive part of an
     insert on both engines); until a lead is indexed, search finds it with LIKE over the pending rows. The
     batch is small because on SQLite it holds the write lock (FTS5 trigram indexing runs at roughly 10,000
     rows/s). On PostgreSQL the batch is claimed with `FOR UPDATE SKIP LOCKED`."""
     table = system_scope(leads)
-    pending = table.select(leads.c.id).where(leads.c.search_index.is_(None)).limit(limit)
+    pending = (
+        table.select(leads.c.id)
+        .where(leads.c.search_index.is_(None), byte_length(leads.c.search_text) <= SEARCH_INDEX_MAX_BYTES)
+        .limit(limit)
+    )
     if ctx.conn.dialect.name == "postgresql":
         pending = pending.with_for_update(skip_locked=True)
     result = await ctx.conn.execute(

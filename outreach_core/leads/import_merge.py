@@ -33,7 +33,7 @@ from outreach_core.db.tables import import_queue, import_seen, lead_imports, lea
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.ids import new_ids
 from outreach_core.leads.operations import contacts_room
-from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email
+from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email, search_index_value
 from outreach_core.leads.schemas import ImportRow
 from outreach_core.lists.operations import add_to_list
 from outreach_core.suppressions.operations import suppressed_emails
@@ -270,7 +270,9 @@ def _new_lead(
         # the table twice its size (a million leads: 659 MB; every scan reads it). SQLite: left to that
         # worker, since the FTS5 trigger (~10,000 rows/s) would hold the single write lock 0.5 s longer per
         # 5,000 rows, and SQLite updates a row in place.
-        "search_index": derived["search_text"] if ctx.conn.dialect.name == "postgresql" else None,
+        "search_index": (
+            search_index_value(derived["search_text"]) if ctx.conn.dialect.name == "postgresql" else None
+        ),
         "verify_status": "verifying" if imp.verify else "unknown",
         "verify_api": bool(imp.verify and ctx.settings.verifier_url),
         "import_id": imp.id,
@@ -305,6 +307,7 @@ async def _update_existing(
                 **{f"new_{name}": value for name, value in new.items()},
                 "new_custom": {**(now.custom or {}), **(row.custom or {})},
                 **{f"new_{name}": value for name, value in derived.items()},
+                "new_search_index": search_index_value(derived["search_text"]),
                 "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
             }
         )
@@ -317,7 +320,7 @@ async def _update_existing(
             sort_name=bindparam("new_sort_name"),
             search_text=bindparam("new_search_text"),
             # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_text")),
+            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_index")),
             enriched_at=case((bindparam("reset_enrichment"), null()), else_=leads.c.enriched_at),
             country_source=case(
                 (bindparam("new_country").is_not(None), null()), else_=leads.c.country_source

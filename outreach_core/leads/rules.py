@@ -70,6 +70,18 @@ def search_text(email: str, first: str | None, last: str | None, company: str | 
     return " ".join([p for p in (email, first, last, company) if p]).lower()
 
 
+SEARCH_INDEX_MAX_BYTES = 900
+"""A lead's `search_text` longer than this (in UTF-8) stays out of the search indexes (`search_index` NULL)
+and is found by testing rows. The sort indexes carry `search_index` (migration 0009) and a PostgreSQL
+B-tree entry holds at most 2,704 bytes: with the longest sort key (`sort_name`, 401 characters of up to 4
+bytes) and the ids, 900 bytes always fit. Any address with names and company in a Latin script fits."""
+
+
+def search_index_value(text: str) -> str | None:
+    """What `search_index` holds for a lead whose `search_text` is `text` once it is indexed."""
+    return text if len(text.encode()) <= SEARCH_INDEX_MAX_BYTES else None
+
+
 def derived_columns(email: str, first: str | None, last: str | None, company: str | None) -> dict[str, str]:
     """The columns kept from a lead's own fields: `sort_name` (sort=name) and `search_text` (search)."""
     return {"sort_name": sort_name(first, last), "search_text": search_text(email, first, last, company)}

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import outbox
+from outreach_core.db.tables import leads, outbox
 from outreach_core.leads.schemas import LeadFilter
 from tests.conftest import MakeWorkspace
 from tests.leads.helpers import create, emails, import_chunk, listing, merge_imports, suppress
@@ -259,6 +259,98 @@ async def test_a_search_counts_up_to_its_limit_and_pages_the_same_leads(
     assert (await listing(http, ws, search="alpha0"))["totalExact"] is True
     assert (await listing(http, ws, search="alpha0"))["total"] == 4
     assert (await listing(http, ws))["totalExact"] is True  # no search: always exact
+
+
+async def test_a_search_many_leads_hold_pages_from_the_sort_index_alone(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A search that pages by walking the sort order reads each lead's text from the sort index itself
+    (migration 0009), not from the table: with the planner kept off whole-table plans, every sort in both
+    directions is an index-only walk of its own index."""
+    from sqlalchemy import text
+
+    from outreach_core.leads.operations import _SORT_COLUMNS
+    from outreach_core.leads.targets import search_walk
+
+    ws = await make_workspace()
+    for i in range(3):
+        await create(http, ws, f"hooli{i}@acme.io", firstName=f"Ann{i}", company=f"Hooli {i}")
+    sqlite = ws.runtime.is_sqlite
+    own_index = {
+        "createdAt": "ix_leads_ws_created",
+        "name": "ix_leads_ws_sort_name",
+        "company": "ix_leads_ws_company",
+        "email": "ix_leads_ws_email_search" if sqlite else "uq_leads_workspace_id_email",
+    }
+
+    async def plan(ctx: WorkspaceContext, sort: str, direction: str) -> str:
+        sorted_by = (leads.c.email,) if sort == "email" else (_SORT_COLUMNS[sort], leads.c.id)
+        walk = search_walk(ctx, LeadFilter(search="hooli"), sorted_by, direction, page_size=2, offset=0)
+        sql = str(walk.compile(dialect=ctx.conn.dialect, compile_kwargs={"literal_binds": True}))
+        if sqlite:
+            return "\n".join(row[-1] for row in (await ctx.conn.execute(text("EXPLAIN QUERY PLAN " + sql))))
+        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_sort"):
+            await ctx.conn.execute(text(f"SET LOCAL {setting} = off"))
+        return "\n".join(row[0] for row in (await ctx.conn.execute(text("EXPLAIN " + sql))))
+
+    for sort, index in own_index.items():
+        for direction in ("asc", "desc"):
+            steps = await ws.runtime.read(await ws.principal(), plan, sort, direction)
+            walked = f"USING COVERING INDEX {index} " if sqlite else "Index Only Scan"
+            assert walked in steps and index in steps, (sort, direction, steps)
+    page = await listing(http, ws, search="hooli", sort="company", dir="desc", pageSize=10)
+    assert [lead["company"] for lead in page["leads"]] == ["Hooli 2", "Hooli 1", "Hooli 0"]
+
+
+async def test_a_lead_whose_text_is_too_long_for_the_index_is_stored_and_found(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names and company in a 4-byte script can make a lead's text longer than a PostgreSQL index entry may
+    be: such a lead is still created, imported and updated, stays out of the search indexes (the
+    search-index worker does not take it up again and again) and is found by testing rows, on every path."""
+    from outreach_core.leads import operations
+    from workers import search_index
+
+    long_names = {"firstName": "Hooli" + _han(0, 195), "lastName": _han(200, 200)}
+    ws = await make_workspace()
+    created = await create(http, ws, "long1@acme.io", **long_names, company=_han(400, 300))
+    await create(http, ws, "short@hooli.io", firstName="Bo", company="Hooli")
+    await create(http, ws, "plain@acme.io", company="Acme")  # indexed, then made long by an import
+    rows = [
+        {"email": "long2@acme.io", **long_names, "company": "Initech " + _han(400, 290)},
+        {
+            "email": "plain@acme.io",
+            "firstName": "Hooli",
+            "lastName": _han(200, 200),
+            "company": _han(400, 300),
+        },
+    ]
+    response = await import_chunk(http, ws, rows=rows, existing="update")
+    assert response.status_code == 200, response.text
+    await merge_imports(ws)
+    for _ in range(20):  # the worker indexes what fits and then has nothing left to do
+        if not await search_index.tick(ws.runtime):
+            break
+    else:
+        pytest.fail("the search-index worker kept taking up leads too long for the index")
+    everyone = {"long1@acme.io", "long2@acme.io", "plain@acme.io", "short@hooli.io"}
+    assert set(await emails(http, ws, search="hooli")) == everyone
+    assert set(await emails(http, ws, search=_han(400, 3))) == everyone - {"short@hooli.io"}
+    assert await emails(http, ws, search="initech " + _han(400, 1)) == ["long2@acme.io"]
+    indexed = [await emails(http, ws, search="hooli", sort="email", dir=d) for d in ("asc", "desc")]
+    monkeypatch.setattr(operations, "SEARCH_TOTAL_LIMIT", 1)  # now pages by walking the sort order
+    walked = [await emails(http, ws, search="hooli", sort="email", dir=d) for d in ("asc", "desc")]
+    assert walked == indexed == [sorted(everyone), sorted(everyone, reverse=True)]
+    edited = await http.patch(
+        f"/api/v1/leads/{created['id']}", headers=ws.headers, json={"firstName": "Ann", "lastName": None}
+    )
+    assert edited.status_code == 200, edited.text
+    assert "long1@acme.io" not in await emails(http, ws, search="hooli")
+
+
+def _han(start: int, length: int) -> str:
+    """`length` distinct Han characters (3 bytes each in UTF-8), in an order that does not compress."""
+    return "".join(chr(0x4E00 + (i * 7919) % 20_000) for i in range(start, start + length))
 
 
 async def test_an_edited_lead_is_found_by_what_it_kept_and_not_by_what_it_lost(
