@@ -48,6 +48,25 @@ async def test_sqlite_runs_in_wal_with_foreign_keys(runtime: Runtime) -> None:
         assert (await conn.execute(text("PRAGMA foreign_keys"))).scalar_one() == 1
 
 
+async def test_refreshed_sqlite_statistics_reach_connections_already_open(runtime: Runtime) -> None:
+    """SQLite reads planner statistics when a connection loads the schema, and reloads it only when the
+    schema version changes, which ANALYZE alone does not do once `sqlite_stat1` exists: the refresh after an
+    import changes the version, so the server's pooled connections plan with the new statistics."""
+    from outreach_core.db.maintenance import refresh_lead_statistics
+
+    if not runtime.is_sqlite:
+        return
+    async with runtime.engine.connect() as already_open:
+        version = text("PRAGMA schema_version")
+        for _ in range(2):  # the second time `sqlite_stat1` exists already
+            before = (await already_open.execute(version)).scalar_one()
+            await already_open.rollback()  # its next transaction sees what was committed meanwhile
+            async with runtime.engine.begin() as conn:
+                await refresh_lead_statistics(conn)
+            assert (await already_open.execute(version)).scalar_one() > before
+            await already_open.rollback()
+
+
 async def test_postgresql_plans_each_statement_for_its_parameters(runtime: Runtime) -> None:
     """A generic plan made while a table was small would stay a sequential scan as an import grows it."""
     if runtime.is_sqlite:

@@ -113,8 +113,7 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
         # Many leads match: the page walks the sort order, testing each lead's text as it goes, and stops
         # at its last match (see `search_walk`).
         walk = search_walk(ctx, query, sorted_by, query.dir, page_size=query.page_size, offset=offset)
-        keys = list((await ctx.conn.execute(walk.limit(query.page_size).offset(offset))).scalars())
-        rows = await _rows_by(ctx, key, keys)
+        rows = await _rows_by(ctx, key, list((await ctx.conn.execute(walk)).scalars()))
     elif offset < DEEP_PAGE_OFFSET:
         page = lead_table.select(*_LIST_COLUMNS).where(*where).order_by(*order)
         rows = list((await ctx.conn.execute(page.limit(query.page_size).offset(offset))).all())

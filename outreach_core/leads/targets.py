@@ -150,7 +150,8 @@ def search_walk(
     ]
     merged = union_all(*walks).subquery()
     in_order = _ordered(tuple(merged.c[c.name] for c in sorted_by), direction)
-    return merged.select().with_only_columns(merged.c[sorted_by[-1].name]).order_by(*in_order)
+    page = merged.select().with_only_columns(merged.c[sorted_by[-1].name]).order_by(*in_order)
+    return page.limit(page_size).offset(offset)
 
 
 def _ordered(columns: tuple[ColumnElement[Any], ...], direction: str) -> list[ColumnElement[Any]]:
