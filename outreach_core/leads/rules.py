@@ -74,7 +74,7 @@ SEARCH_INDEX_MAX_BYTES = 900
 """A lead's `search_text` longer than this (in UTF-8) stays out of the search indexes (`search_index` NULL)
 and is found by testing rows. The sort indexes carry `search_index` (migration 0009) and a PostgreSQL
 B-tree entry holds at most 2,704 bytes: with the longest sort key (`sort_name`, 401 characters of up to 4
-bytes) and the ids, 900 bytes always fit. Any address with names and company in a Latin script fits."""
+bytes) and the ids, 900 bytes always fit. A typical lead's text has about 70 bytes."""
 
 
 def search_index_value(text: str) -> str | None:
