@@ -41,6 +41,7 @@ from outreach_core.leads.targets import (
     common_short_term,
     filter_conditions,
     matching_ids,
+    ordered,
     search_walk,
     target_ids,
 )
@@ -102,13 +103,12 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
         total = await _counted(ctx, query)
     # An address is unique in a workspace: sort=email needs no id tie-break, and the unique index
-    # (workspace_id, email) then gives the order alone. Every other sort index ends with the id.
-    by_email = query.sort == "email"
-    sorted_by = (leads.c.email,) if by_email else (_SORT_COLUMNS[query.sort], leads.c.id)
-    order = [c.asc() if query.dir == "asc" else c.desc() for c in sorted_by]
+    # (workspace_id, email) then gives the order alone. Every other sort index ends with the id. The last
+    # sort column is the key that finds a page's rows once the page is known.
+    sorted_by = (leads.c.email,) if query.sort == "email" else (_SORT_COLUMNS[query.sort], leads.c.id)
+    order = ordered(sorted_by, query.dir)
+    key = sorted_by[-1]
     offset = (query.page - 1) * query.page_size
-    # The key that finds a page's rows once the page is known: the id, or the address for sort=email.
-    key = leads.c.email if by_email else leads.c.id
     if query.search and (frequent or not total_exact):
         # Many leads match: the page walks the sort order, testing each lead's text as it goes, and stops
         # at its last match (see `search_walk`).

@@ -142,19 +142,20 @@ def search_walk(
     walks = [
         lead_table.select(*sorted_by)
         .where(half, *others)
-        .order_by(*_ordered(sorted_by, direction))
+        .order_by(*ordered(sorted_by, direction))
         .limit(offset + page_size)
         .subquery()
         .select()
         for half in halves
     ]
     merged = union_all(*walks).subquery()
-    in_order = _ordered(tuple(merged.c[c.name] for c in sorted_by), direction)
+    in_order = ordered(tuple(merged.c[c.name] for c in sorted_by), direction)
     page = merged.select().with_only_columns(merged.c[sorted_by[-1].name]).order_by(*in_order)
     return page.limit(page_size).offset(offset)
 
 
-def _ordered(columns: tuple[ColumnElement[Any], ...], direction: str) -> list[ColumnElement[Any]]:
+def ordered(columns: tuple[ColumnElement[Any], ...], direction: str) -> list[ColumnElement[Any]]:
+    """`ORDER BY` terms for `columns`, each ascending or each descending."""
     return [c.asc() if direction == "asc" else c.desc() for c in columns]
 
 
