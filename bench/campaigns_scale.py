@@ -66,17 +66,17 @@ async def _write_rows(url: str, workspace_id: str, n: int) -> None:
         rows = []
         for k in range(count):
             i = first + k
-            rows.append(
-                bench_lead(
-                    i,
-                    ids[k],
-                    workspace_id,
-                    now,
-                    custom={"industry": "software"} if i % 2 else {},
-                    verify_status="risky" if i % 50 == 0 else "valid",
-                    status="bounced" if i % 100 == 1 else "active",
-                )
+            row = bench_lead(
+                i,
+                ids[k],
+                workspace_id,
+                now,
+                custom={"industry": "software"} if i % 2 else {},
+                verify_status="risky" if i % 50 == 0 else "valid",
+                status="bounced" if i % 100 == 1 else "active",
             )
+            # as the search-index worker leaves them, so a search reads the index
+            rows.append({**row, "search_index": row["search_text"]})
         async with engine.begin() as conn:
             await conn.execute(leads.insert(), rows)
     async with engine.begin() as conn:
@@ -150,6 +150,21 @@ def main() -> None:
                 "GET /campaigns/{id}/leads status=not_contacted",
                 f"/api/v1/campaigns/{cid}/leads",
                 {"status": "not_contacted"},
+            ),
+            (
+                "GET /campaigns/{id}/leads search=first7 (11 % of the leads)",
+                f"/api/v1/campaigns/{cid}/leads",
+                {"search": "first7"},
+            ),
+            (
+                "GET /campaigns/{id}/leads search=bench (every lead)",
+                f"/api/v1/campaigns/{cid}/leads",
+                {"search": "bench"},
+            ),
+            (
+                "GET /campaigns/{id}/leads search=person123457@ (one lead)",
+                f"/api/v1/campaigns/{cid}/leads",
+                {"search": "person123457@"},
             ),
             (
                 f"GET /campaigns/{{id}}/leads deepest page ({deepest:,} x 200)",

@@ -292,6 +292,11 @@ class CampaignLead(WireModel):
 class CampaignLeadPage(WireModel):
     leads: list[CampaignLead]
     total: int
+    total_exact: bool = Field(
+        default=True,
+        description="False when a search matched more than 10,000 of the campaign's leads: `total` is then"
+        " 10,000, a lower bound. Keep paging while a page comes back full.",
+    )
     page: int
     page_size: int
 

@@ -36,6 +36,9 @@ END = "\x1f"
 """Follows each text in SQLite's trigram index, and cuts pairs apart in PostgreSQL's index of short terms
 (migration 0008); a term holding it is matched by testing rows."""
 NO_LABEL = "none"
+SEARCH_TOTAL_LIMIT = 10_000
+"""A search's matches are counted up to this many (each counted match is read: an exact count of a term
+that 189,314 of a million leads contain took 0.3-0.6 s); past it a listing reports `totalExact: false`."""
 SHORT_TERM_SAMPLE = 1_000
 """A 1-2 character search term that at least a tenth of the workspace's first this many leads contain is
 matched by testing rows (at that density the count's limit comes within about 100,000 rows and a page within
@@ -152,6 +155,12 @@ def search_walk(
     in_order = ordered(tuple(merged.c[c.name] for c in sorted_by), direction)
     page = merged.select().with_only_columns(merged.c[sorted_by[-1].name]).order_by(*in_order)
     return page.limit(page_size).offset(offset)
+
+
+def holds_term(needle: str) -> ColumnElement[bool]:
+    """Whether the lead row at hand holds `needle` (a `search_needle`), tested on the row itself: the test
+    of a walk that reads each lead anyway, in an order no search index gives (a campaign's leads)."""
+    return or_(holds(leads.c.search_index, needle), _pending(search_pattern(needle)))
 
 
 def ordered(columns: tuple[ColumnElement[Any], ...], direction: str) -> list[ColumnElement[Any]]:

@@ -117,6 +117,75 @@ async def test_a_short_search_finds_the_same_campaign_leads_by_index_or_by_testi
     assert await found("q") == []
 
 
+async def test_a_campaign_search_pages_the_same_leads_whichever_side_drives_it(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search of a campaign's leads walks a small campaign, testing each lead; a large one starts from the
+    term's matches in the search index and, past the count limit, pages by walking the campaign. All three
+    give the same leads in the same order (the order they were added), the count says whether it is exact,
+    and leads of other campaigns, leads not indexed yet and a page past the end are handled alike."""
+    from outreach_core.campaigns import audience
+    from workers import search_index
+
+    ws = await make_workspace()
+    cid, other = await new_campaign(http, ws), await new_campaign(http, ws, "Other")
+    ids = [
+        await add_lead(
+            ws,
+            f"p{i:02d}@{'zest' if i % 5 == 0 else 'plain'}.test",
+            company="Zest Co" if i % 3 == 0 else "Acme",
+        )
+        for i in range(30)
+    ]
+    while await search_index.tick(ws.runtime):
+        pass
+    pending = [await add_lead(ws, f"late{i}@zest.test") for i in range(2)]  # not in the search index yet
+    # added in three batches, the later ids first, so the campaign's order is not the leads' order
+    for batch in (ids[12:24], [*pending, *ids[:12]], ids[24:27]):
+        await ok(http, ws, "POST", f"/campaigns/{cid}/leads", {"leadIds": batch})
+    await ok(http, ws, "POST", f"/campaigns/{other}/leads", {"leadIds": ids[27:]})  # zest, elsewhere
+
+    async def pages(**params: object) -> tuple[list[str], int, bool]:
+        found, totals = [], set()
+        for page in (1, 2, 3):
+            got = await ok(
+                http,
+                ws,
+                "GET",
+                f"/campaigns/{cid}/leads",
+                params={"search": "zest", "pageSize": 10, "page": page, **params},
+            )
+            found += [x["email"] for x in got["leads"]]
+            totals.add((got["total"], got["totalExact"]))
+        assert len(totals) == 1, totals
+        total, exact = totals.pop()
+        return found, total, exact
+
+    walked, total, exact = await pages()
+    zest = {
+        f"p{i:02d}@{'zest' if i % 5 == 0 else 'plain'}.test" for i in range(27) if i % 3 == 0 or i % 5 == 0
+    }
+    assert sorted(walked) == sorted(zest | {"late0@zest.test", "late1@zest.test"})
+    assert (total, exact) == (len(walked), True) == (15, True)
+    batches = [{e for e in zest if 12 <= int(e[1:3]) < 24}, {e for e in zest if int(e[1:3]) < 12}, set()]
+    batches[1] |= {"late0@zest.test", "late1@zest.test"}
+    batches[2] = set(walked) - batches[0] - batches[1]
+    assert [len(b) for b in batches] == [5, 8, 2]
+    assert [set(walked[:5]), set(walked[5:13]), set(walked[13:])] == batches  # in the order they were added
+    assert await pages(status=["replied"]) == ([], 0, True)
+
+    monkeypatch.setattr(audience, "SEARCH_TOTAL_LIMIT", 20)  # 29 campaign leads: from the index, 15 found
+    assert await pages() == (walked, 15, True)
+    beyond = await ok(
+        http, ws, "GET", f"/campaigns/{cid}/leads", params={"search": "zest", "pageSize": 10, "page": 4}
+    )
+    assert (beyond["leads"], beyond["total"], beyond["totalExact"]) == ([], 15, True)
+    assert await pages(status=["not_contacted"]) == (walked, 15, True)
+
+    monkeypatch.setattr(audience, "SEARCH_TOTAL_LIMIT", 5)  # past the limit: the page walks the campaign
+    assert await pages() == (walked, 5, False)
+
+
 async def test_list_filter_search_page_and_remove(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
