@@ -82,7 +82,7 @@ def on_sqlite(rows: list[str]) -> None:
                 term: str | bytes = TERM if kind == "text" else TERM.encode()
                 for test in ("instr(texts, ?) > 0", "holds(texts, ?)"):
                     sql = f"SELECT id FROM blocks WHERE {test} ORDER BY id LIMIT 1"
-                    ms, found = median_ms(lambda sql=sql, term=term: db.execute(sql, (term,)).fetchone())
+                    ms, found = median_ms(lambda sql=sql, term=term: db.execute(sql, (term,)).fetchone()[0])
                     label = "instr" if test.startswith("instr") else "Python find (function)"
                     print(f"| SQLite | {size:,} | {kind} | {label} | {found} | {ms:.1f} |")
         db.close()
