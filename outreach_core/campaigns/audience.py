@@ -163,7 +163,7 @@ async def list_campaign_leads(
     offset = (query.page - 1) * query.page_size
     needle = search_needle(query.search or "")
     if needle:
-        total, total_exact, keys = await _searched_page(ctx, id, query, in_campaign, size, needle)
+        total, total_exact, keys = await _searched_page(ctx, query, in_campaign, size, needle)
     else:
         total, total_exact = size, True
         # the page's ids from the campaign's own index: no lead is read for the rows an offset skips
@@ -199,7 +199,6 @@ _IN_ADDED_ORDER = (campaign_leads.c.added_at, campaign_leads.c.id)
 
 async def _searched_page(
     ctx: WorkspaceContext,
-    id: str,
     query: ListCampaignLeadsQuery,
     in_campaign: list[ColumnElement[bool]],
     size: int,
@@ -249,8 +248,8 @@ async def _searched_page(
 def _in_campaign_of_each(
     ctx: WorkspaceContext, lead_ids: Select[Any] | CompoundSelect[Any], in_campaign: list[ColumnElement[bool]]
 ) -> Select[Any]:
-    """(id, added_at) of the campaign leads of `lead_ids`, looking each lead up in turn in the unique
-    `(campaign_id, lead_id)` index, so that a LIMIT stops the reading of `lead_ids` early. PostgreSQL
+    """(id, added_at) of the campaign leads of `lead_ids`, looking each lead up in turn in an index of the
+    campaign leads by lead, so that a LIMIT stops the reading of `lead_ids` early. PostgreSQL
     otherwise merges the leads and the campaign's million rows in lead id order (1.2 s for 10,001 of them);
     `LATERAL (... LIMIT 1)` cannot be merged. SQLite has no LATERAL; its CROSS JOIN keeps the order."""
     looked_up = (campaign_leads.c.id, campaign_leads.c.added_at)
