@@ -140,8 +140,6 @@ def search_walk(
     lead_table = scoped(ctx, leads)
     needle = search_needle(f.search or "")
     others = filter_conditions(ctx, f.model_copy(update={"search": None}))
-    # `holds`, not LIKE: PostgreSQL would otherwise weigh reading the trigram index for every match instead
-    halves = (holds(leads.c.search_index, needle), _pending(search_pattern(needle)))
     walks = [
         lead_table.select(*sorted_by)
         .where(half, *others)
@@ -149,7 +147,7 @@ def search_walk(
         .limit(offset + page_size)
         .subquery()
         .select()
-        for half in halves
+        for half in _held_where(needle)
     ]
     merged = union_all(*walks).subquery()
     in_order = ordered(tuple(merged.c[c.name] for c in sorted_by), direction)
@@ -160,7 +158,13 @@ def search_walk(
 def holds_term(needle: str) -> ColumnElement[bool]:
     """Whether the lead row at hand holds `needle` (a `search_needle`), tested on the row itself: the test
     of a walk that reads each lead anyway, in an order no search index gives (a campaign's leads)."""
-    return or_(holds(leads.c.search_index, needle), _pending(search_pattern(needle)))
+    return or_(*_held_where(needle))
+
+
+def _held_where(needle: str) -> tuple[ColumnElement[bool], ColumnElement[bool]]:
+    """`needle` tested on a lead's row, for the indexed leads and for the others: `holds`, not LIKE, on
+    `search_index`, or PostgreSQL would weigh reading the trigram index for every match instead."""
+    return holds(leads.c.search_index, needle), _pending(search_pattern(needle))
 
 
 def ordered(columns: tuple[ColumnElement[Any], ...], direction: str) -> list[ColumnElement[Any]]:
