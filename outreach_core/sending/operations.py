@@ -27,7 +27,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from sqlalchemy import ColumnElement, Integer, Table, func, or_
@@ -763,9 +763,14 @@ async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
     try:
         message = to_bytes(build_message(job.email))
     except UnsafeHeader as exc:
-        # the mailbox's own value (display name ...) would break every email: the mailbox's problem
-        phase: Literal["sender", "message"] = "sender" if exc.mailbox else "message"
-        return Delivery(ok=False, phase=phase, reason=f"the email could not be built: {exc.reason}")
+        if exc.mailbox:  # the mailbox's own value (display name ...) would break every email: the mailbox's
+            return Delivery(
+                ok=False,
+                phase="sender",
+                reason=f"the email could not be built: {exc.reason}; correct it (update_mailbox), then "
+                "test the mailbox again (retest_mailbox)",
+            )
+        return Delivery(ok=False, phase="message", reason=f"the email could not be built: {exc.reason}")
     except Exception:  # anything else the email package refuses: this email's
         _log.exception("sender_message_unbuildable", send_id=job.send_id)
         return Delivery(ok=False, phase="message", reason="the email could not be built")
