@@ -421,7 +421,7 @@ class SmtpMailSender:
                     if client.is_connected:
                         try:
                             await client.noop()
-                        except aiosmtplib.SMTPException:
+                        except (aiosmtplib.SMTPException, OSError):
                             client.close()
                     if not client.is_connected:
                         phase = "connect"
