@@ -19,9 +19,10 @@ import dns.resolver
 import httpx
 import structlog
 
-from outreach_core.ports import Delivery, MailServer
+from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, guarded_http_client, tls_context
+from outreach_core.ports import Delivery, DnsResolver, MailServer
 from outreach_core.settings import Settings
-from outreach_core.urls import is_blocked_address, url_problem
+from outreach_core.urls import url_problem
 
 _log = structlog.get_logger()
 
@@ -65,9 +66,11 @@ class HttpxClient:
     """`ports.HttpClient` over httpx, for the verifier API (and any other outgoing JSON POST).
 
     - TLS trusts the system store plus `OUTREACH_TLS_CA_FILE` when set.
-    - Unless `allow_private_urls` (`OUTREACH_ALLOW_PRIVATE_URLS=1`), URLs whose host is, or resolves to, a
-      loopback or private address are refused without sending anything (see `outreach_core.urls`).
-      Redirects are never followed, so a public URL cannot bounce the request to a private one.
+    - Connections go through `outreach_app.outgoing`: the host is resolved once (through
+      `OUTREACH_DNS_NAMESERVERS` when set) and, unless `allow_private_urls` (`OUTREACH_ALLOW_PRIVATE_URLS=1`),
+      refused without sending anything when an address is not globally routable; the connection is made to
+      the address checked. Redirects are never followed, so a public URL cannot bounce the request to a
+      private one.
     - `timeout_s` bounds the whole exchange (connect, send, wait, read), not each phase.
     - The answer is read up to `max_response_bytes`; a longer body is cut there.
 
@@ -82,22 +85,21 @@ class HttpxClient:
         tls_ca_file: str | None = None,
         allow_private_urls: bool = False,
         max_response_bytes: int = 1 << 20,
+        dns: DnsResolver | None = None,
     ) -> None:
-        tls = ssl.create_default_context()
-        if tls_ca_file:
-            tls.load_verify_locations(cafile=tls_ca_file)
         self._allow_private = allow_private_urls
         self._max_bytes = max_response_bytes
-        self._client = httpx.AsyncClient(
-            verify=tls,
-            follow_redirects=False,
-            trust_env=False,
-            headers={"User-Agent": "outreach"},
-        )
+        guard = AddressGuard(allow_private_urls, dns)
+        tls = tls_context(tls_ca_file)
+        self._client = guarded_http_client(guard, tls, headers={"User-Agent": "outreach"})
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HttpxClient:
-        return cls(tls_ca_file=settings.tls_ca_file, allow_private_urls=settings.allow_private_urls)
+        return cls(
+            tls_ca_file=settings.tls_ca_file,
+            allow_private_urls=settings.allow_private_urls,
+            dns=_configured_dns(settings),
+        )
 
     async def post_json(
         self, url: str, body: bytes, headers: dict[str, str], timeout_s: float
@@ -109,12 +111,10 @@ class HttpxClient:
             return 0, f"refused: {problem}".encode()
         try:
             async with asyncio.timeout(timeout_s):
-                if not self._allow_private:
-                    problem = await _resolved_problem(url)
-                    if problem is not None:
-                        _log.warning("http_refused", url=_redact(url), problem=problem)
-                        return 0, f"refused: {problem}".encode()
                 return await self._post(url, body, headers)
+        except NotContacted as exc:
+            _log.warning("http_refused", url=_redact(url), problem=exc.reason)
+            return 0, exc.reason.encode()
         except TimeoutError:
             return 0, b"timed out"
         except httpx.HTTPError as exc:
@@ -140,18 +140,9 @@ class HttpxClient:
             await response.aclose()
 
 
-async def _resolved_problem(url: str) -> str | None:
-    """Why `url` must not be used once its host name is resolved (any private address refuses it)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror:
-        return "host name not resolved"
-    if any(is_blocked_address(str(info[4][0])) for info in infos):
-        return "the host resolves to a private or loopback address"
-    return None
+def _configured_dns(settings: Settings) -> DnsResolver | None:
+    """The resolver of outgoing connections: `OUTREACH_DNS_NAMESERVERS` if set, else None (the system's)."""
+    return DnspythonResolver(settings.dns_nameservers) if settings.dns_nameservers else None
 
 
 def _describe(exc: httpx.HTTPError) -> str:
@@ -176,21 +167,25 @@ class MailLoginClient:
 
     - TLS trusts the system store plus `OUTREACH_TLS_CA_FILE`; certificates and host names are verified.
     - Each login (connect, TLS, greeting, login, goodbye) is bounded by `timeout_s` as a whole.
-    - Unless `allow_private` (`OUTREACH_ALLOW_PRIVATE_URLS=1`), hosts that are, or resolve to, loopback or
-      private addresses are refused without connecting, so mailbox settings cannot probe the server's
-      network.
+    - Hosts are resolved once and the connection is made to the address checked (`outreach_app.outgoing`):
+      unless `allow_private` (`OUTREACH_ALLOW_PRIVATE_URLS=1`), a host that is, or resolves to, an address
+      that is not globally routable is refused without connecting, so mailbox settings cannot probe the
+      server's network; the refusal names the setting.
     - Failures are short fixed phrases (plus the server's reply code): exception texts never reach the
       caller, so neither can anything a server or library put in them.
     """
 
     def __init__(
-        self, *, tls_ca_file: str | None = None, timeout_s: float = 10.0, allow_private: bool = False
+        self,
+        *,
+        tls_ca_file: str | None = None,
+        timeout_s: float = 10.0,
+        allow_private: bool = False,
+        dns: DnsResolver | None = None,
     ) -> None:
-        self._tls = ssl.create_default_context()
-        if tls_ca_file:
-            self._tls.load_verify_locations(cafile=tls_ca_file)
+        self._tls = tls_context(tls_ca_file)
         self._timeout_s = timeout_s
-        self._allow_private = allow_private
+        self._guard = AddressGuard(allow_private, dns)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> MailLoginClient:
@@ -198,15 +193,15 @@ class MailLoginClient:
             tls_ca_file=settings.tls_ca_file,
             timeout_s=settings.mail_login_timeout_s,
             allow_private=settings.allow_private_urls,
+            dns=_configured_dns(settings),
         )
 
     async def test_smtp(self, server: MailServer, password: str) -> str | None:
         try:
             async with asyncio.timeout(self._timeout_s):
-                problem = await self._address_problem(server)
-                if problem is not None:
-                    return problem
                 return await self._smtp(server, password)
+        except NotContacted as exc:
+            return exc.reason
         except TimeoutError:
             return self._timed_out(server)
         except Exception as exc:  # every failure becomes a fixed phrase; see the class docstring
@@ -215,10 +210,9 @@ class MailLoginClient:
     async def test_imap(self, server: MailServer, password: str) -> str | None:
         try:
             async with asyncio.timeout(self._timeout_s):
-                problem = await self._address_problem(server)
-                if problem is not None:
-                    return problem
                 return await self._imap(server, password)
+        except NotContacted as exc:
+            return exc.reason
         except TimeoutError:
             return self._timed_out(server)
         except Exception as exc:
@@ -229,16 +223,9 @@ class MailLoginClient:
         return f"timed out after {self._timeout_s:g} s at {where} (check the port and security)"
 
     async def _smtp(self, server: MailServer, password: str) -> str | None:
-        client = aiosmtplib.SMTP(
-            hostname=server.host,
-            port=server.port,
-            use_tls=server.security == "tls",
-            start_tls=server.security == "starttls",
-            tls_context=self._tls,
-            timeout=self._timeout_s,
-        )
+        client = _smtp_client(server, self._tls, self._timeout_s)
         try:
-            await client.connect()
+            await _smtp_connect(client, self._guard, server)
         except aiosmtplib.SMTPNotSupported:
             return "the SMTP server does not offer STARTTLS; try security tls (usually port 465)"
         try:
@@ -256,13 +243,13 @@ class MailLoginClient:
         return None
 
     async def _imap(self, server: MailServer, password: str) -> str | None:
-        client: aioimaplib.IMAP4
-        if server.security == "tls":
-            client = aioimaplib.IMAP4_SSL(
-                host=server.host, port=server.port, timeout=self._timeout_s, ssl_context=self._tls
-            )
-        else:
-            client = aioimaplib.IMAP4(host=server.host, port=server.port, timeout=self._timeout_s)
+        sock = await self._guard.open_socket(server.host, server.port)
+        client = SocketIMAP4(
+            sock,
+            server.host,
+            timeout=self._timeout_s,
+            ssl_context=self._tls if server.security == "tls" else None,
+        )
         try:
             await client.wait_hello_from_server()
             if server.security == "starttls":
@@ -280,25 +267,25 @@ class MailLoginClient:
             if transport is not None:
                 transport.close()
 
-    async def _address_problem(self, server: MailServer) -> str | None:
-        return await _address_problem(server, self._allow_private)
+
+def _smtp_client(server: MailServer, tls: ssl.SSLContext, timeout_s: float) -> aiosmtplib.SMTP:
+    """An SMTP client for `server` that connects over sockets `_smtp_connect` opens (to checked addresses);
+    `hostname` stays the server's name, for SNI and the certificate check."""
+    return aiosmtplib.SMTP(
+        hostname=server.host,
+        port=None,
+        use_tls=server.security == "tls",
+        start_tls=server.security == "starttls",
+        tls_context=tls,
+        timeout=timeout_s,
+    )
 
 
-async def _address_problem(server: MailServer, allow_private: bool) -> str | None:
-    """Why the server must not be contacted (a loopback or private address, unless allowed), or None."""
-    if allow_private:
-        return None
-    if is_blocked_address(server.host):
-        return f"refused: {server.host} is a private or loopback address"
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(
-            server.host, server.port, type=socket.SOCK_STREAM
-        )
-    except socket.gaierror:
-        return f"host not found: {server.host}"
-    if any(is_blocked_address(str(info[4][0])) for info in infos):
-        return f"refused: {server.host} resolves to a private or loopback address"
-    return None
+async def _smtp_connect(client: aiosmtplib.SMTP, guard: AddressGuard, server: MailServer) -> None:
+    """Connect `client` (greeting, EHLO, TLS) over a socket to a checked address of the server. The socket
+    belongs to asyncio's transport from then on, which closes it (closing it here too early would let its
+    descriptor number be reused while the transport still holds it)."""
+    await client.connect(sock=await guard.open_socket(server.host, server.port))
 
 
 async def _imap_starttls(
@@ -324,6 +311,11 @@ async def _imap_starttls(
     return None
 
 
+_UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})
+"""OpenSSL verify codes of a certificate whose issuer is not trusted (unable to get the issuer certificate,
+self-signed, self-signed in the chain, unable to get the local issuer, unable to verify the first one)."""
+
+
 def _connection_problem(exc: BaseException, server: MailServer) -> str:
     """A fixed phrase for a connection-level failure, looking through wrapped causes."""
     where = f"{server.host}:{server.port}"
@@ -331,7 +323,13 @@ def _connection_problem(exc: BaseException, server: MailServer) -> str:
     while seen is not None:
         if isinstance(seen, ssl.SSLCertVerificationError):
             reason = seen.verify_message or "not trusted"
-            return f"TLS error: the certificate of {where} was not accepted ({reason})"
+            hint = ""
+            if seen.verify_code in _UNKNOWN_ISSUER:
+                hint = (
+                    "; if the server's certificate comes from a private CA, set OUTREACH_TLS_CA_FILE to a "
+                    "file with that CA's certificate"
+                )
+            return f"TLS error: the certificate of {where} was not accepted ({reason}){hint}"
         if isinstance(seen, ssl.SSLError):
             return f"TLS error: the TLS handshake with {where} failed (check security tls or starttls)"
         if isinstance(seen, ConnectionRefusedError):
@@ -371,10 +369,15 @@ class SmtpMailSender:
     - Connections are kept per (host, port, security, user) and reused by the next send through the same
       mailbox (checked with NOOP first; a dead one is replaced before anything is sent). `close_idle`
       closes those unused for `idle_s` (SMTP servers drop idle clients after a few minutes anyway).
-    - TLS trusts the system store plus `OUTREACH_TLS_CA_FILE`; private addresses are refused unless
-      `OUTREACH_ALLOW_PRIVATE_URLS=1`, as for login tests.
+    - TLS trusts the system store plus `OUTREACH_TLS_CA_FILE`; hosts are resolved once and connected to at
+      the address checked, refused when not globally routable unless `OUTREACH_ALLOW_PRIVATE_URLS=1`, as
+      for login tests (`outreach_app.outgoing`).
+    - An envelope address that is not plain ASCII (`josé@example.com`) is sent with `SMTPUTF8` when the
+      server offers it; when it does not, that one email fails (phase `message`) and nothing is sent.
     - Each send is bounded by `timeout_s` as a whole. Failures come back as a `Delivery` with the phase,
-      the server's reply code and text, or a fixed phrase: exception texts never leave the adapter.
+      the server's reply code and text, or a fixed phrase: exception texts never leave the adapter. Only
+      the connection, TLS and login phases are the mailbox's; what happens from MAIL FROM on is this
+      email's (`outreach_core.sending.rules.classify`).
     """
 
     def __init__(
@@ -384,12 +387,11 @@ class SmtpMailSender:
         timeout_s: float = 30.0,
         allow_private: bool = False,
         idle_s: float = 120.0,
+        dns: DnsResolver | None = None,
     ) -> None:
-        self._tls = ssl.create_default_context()
-        if tls_ca_file:
-            self._tls.load_verify_locations(cafile=tls_ca_file)
+        self._tls = tls_context(tls_ca_file)
         self._timeout_s = timeout_s
-        self._allow_private = allow_private
+        self._guard = AddressGuard(allow_private, dns)
         self._idle_s = idle_s
         self._connections: dict[_Key, _Connection] = {}
 
@@ -399,42 +401,32 @@ class SmtpMailSender:
             tls_ca_file=settings.tls_ca_file,
             timeout_s=settings.sender_smtp_timeout_s,
             allow_private=settings.allow_private_urls,
+            dns=_configured_dns(settings),
         )
 
     async def send(
         self, server: MailServer, password: str, mail_from: str, rcpt_to: str, message: bytes
     ) -> Delivery:
         key = (server.host, server.port, server.security, server.user)
+        where = f"{server.host}:{server.port}"
         phase: Literal["connect", "auth", "mail"] = "connect"
         try:
             async with asyncio.timeout(self._timeout_s):
-                problem = await _address_problem(server, self._allow_private)
-                if problem is not None:
-                    return Delivery(ok=False, phase="connect", reason=problem)
                 connection = self._connections.get(key)
                 if connection is None:
-                    connection = self._connections[key] = _Connection(
-                        aiosmtplib.SMTP(
-                            hostname=server.host,
-                            port=server.port,
-                            use_tls=server.security == "tls",
-                            start_tls=server.security == "starttls",
-                            tls_context=self._tls,
-                            timeout=self._timeout_s,
-                        ),
-                        time.monotonic(),
-                    )
+                    client = _smtp_client(server, self._tls, self._timeout_s)
+                    connection = self._connections[key] = _Connection(client, time.monotonic())
                 async with connection.lock:
                     client = connection.client
                     if client.is_connected:
                         try:
                             await client.noop()
-                        except aiosmtplib.SMTPException:
+                        except (aiosmtplib.SMTPException, OSError):
                             client.close()
                     if not client.is_connected:
                         phase = "connect"
                         try:
-                            await client.connect()
+                            await _smtp_connect(client, self._guard, server)
                         except aiosmtplib.SMTPNotSupported:
                             return Delivery(
                                 ok=False, phase="tls", reason="the SMTP server does not offer STARTTLS"
@@ -451,10 +443,19 @@ class SmtpMailSender:
                                 reason=f"SMTP login failed: the server refused the user name or password "
                                 f"({exc.code})",
                             )
+                    connection.last_used = time.monotonic()
+                    options: list[str] = []
+                    if not (mail_from.isascii() and rcpt_to.isascii()):
+                        if not client.supports_extension("smtputf8"):
+                            return _no_smtputf8(mail_from, rcpt_to, where)
+                        options.append("SMTPUTF8")
                     phase = "mail"
-                    await client.sendmail(mail_from, [rcpt_to], message)
+                    await client.sendmail(mail_from, [rcpt_to], message, mail_options=options)
                     connection.last_used = time.monotonic()
                     return Delivery(ok=True, phase="data", code=250, reason="accepted")
+        except NotContacted as exc:
+            self._drop(key)
+            return Delivery(ok=False, phase="connect", reason=exc.reason)
         except aiosmtplib.SMTPRecipientsRefused as exc:
             refused = exc.recipients[0] if exc.recipients else None
             code = refused.code if refused else None
@@ -478,11 +479,17 @@ class SmtpMailSender:
             return Delivery(
                 ok=False,
                 phase="connect" if phase in ("connect", "auth") else "data",
-                reason=f"timed out after {self._timeout_s:g} s at {server.host}:{server.port}",
+                reason=f"timed out after {self._timeout_s:g} s at {where}",
             )
         except Exception as exc:  # every other failure becomes a fixed phrase; see the class docstring
             self._drop(key)
+            if phase == "mail" and isinstance(exc, UnicodeError | aiosmtplib.SMTPNotSupported):
+                return Delivery(
+                    ok=False, phase="message", reason=f"the email could not be written to {where}"
+                )
             reason = _connection_problem(exc, server)
+            if phase == "mail":  # cut off mid-transaction: this email is retried, the connection replaced
+                return Delivery(ok=False, phase="data", reason=reason)
             return Delivery(ok=False, phase="tls" if reason.startswith("TLS") else "connect", reason=reason)
 
     def _drop(self, key: _Key) -> None:
@@ -505,6 +512,24 @@ class SmtpMailSender:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(connection.client.quit(), 5)
             connection.client.close()
+
+
+def _no_smtputf8(mail_from: str, rcpt_to: str, where: str) -> Delivery:
+    """An address that is not plain ASCII, on a server without SMTPUTF8 (RFC 6531): the recipient's cannot be
+    sent through it, so this one email fails; the mailbox's own would fail every email (the mailbox's)."""
+    if not mail_from.isascii():
+        return Delivery(
+            ok=False,
+            phase="sender",
+            reason=f"the mailbox's address {mail_from} is not plain ASCII and the SMTP server at {where} "
+            "does not offer SMTPUTF8, which such an address needs",
+        )
+    return Delivery(
+        ok=False,
+        phase="message",
+        reason=f"the address {rcpt_to} is not plain ASCII and the SMTP server at {where} does not offer "
+        "SMTPUTF8, which such an address needs",
+    )
 
 
 def _reply_text(text: str) -> str:

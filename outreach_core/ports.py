@@ -75,15 +75,20 @@ class MailLogin(Protocol):
     async def test_imap(self, server: MailServer, password: str) -> str | None: ...
 
 
+Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "sender", "message"]
+
+
 @dataclass(frozen=True)
 class Delivery:
     """What happened to one hand-off. `ok` = the server accepted the message (250 after DATA). Otherwise
-    `phase` says where it failed (connect, tls, auth, mail, rcpt, data), `code` is the server's reply code
+    `phase` says where it failed (connect, tls, auth, mail, rcpt, data; `credentials`: the stored password
+    is unusable; `sender`: the mailbox's own settings make every email unbuildable; `message`: this email
+    cannot be built or cannot go to this address through this server), `code` is the server's reply code
     (None when there was no reply: refused, TLS, timeout) and `reason` a short fixed phrase plus the server's
     own reply text (never the password or an exception's text)."""
 
     ok: bool
-    phase: Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "message"] = "data"
+    phase: Phase = "data"
     code: int | None = None
     reason: str = ""
 

@@ -40,6 +40,7 @@ from tests.mail_servers import (  # noqa: F401  (fixtures used by every test pac
     mail_servers,
     mail_users,
     smtp_servers,
+    smtputf8_server,
 )
 
 PG_URL = os.environ.get("OUTREACH_TEST_DATABASE_URL")
@@ -183,12 +184,12 @@ async def app(runtime: Runtime) -> Any:
     return build_app(runtime, flush_usage=False)  # tests flush explicitly with workers.usage_flush.tick
 
 
-@pytest.fixture(scope="session")
-async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=live_port, log_config=None, lifespan="on", access_log=False
-    )
-    server = uvicorn.Server(config)
+@asynccontextmanager
+async def serving(app: Any, port: int, **config: Any) -> AsyncIterator[str]:
+    """`app` behind a real uvicorn server on 127.0.0.1:`port`, in this event loop (`config`: uvicorn's
+    options, e.g. `ssl_certfile`/`ssl_keyfile`); yields its base URL."""
+    options = {"log_config": None, "lifespan": "on", "access_log": False, **config}
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **options))
     task = asyncio.create_task(server.serve())
     for _ in range(200):
         if server.started:
@@ -198,9 +199,17 @@ async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
         await asyncio.sleep(0.02)
     else:
         raise RuntimeError("uvicorn did not start")
-    yield f"http://127.0.0.1:{live_port}"
-    server.should_exit = True
-    await asyncio.wait_for(task, timeout=10)
+    try:
+        yield f"{'https' if 'ssl_certfile' in config else 'http'}://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=10)
+
+
+@pytest.fixture(scope="session")
+async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
+    async with serving(app, live_port) as url:
+        yield url
 
 
 @pytest.fixture

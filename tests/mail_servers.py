@@ -87,6 +87,7 @@ class Received:
     mail_from: str
     rcpt_tos: list[str]
     data: bytes
+    mail_options: list[str] = field(default_factory=list)  # MAIL FROM parameters (SMTPUTF8, SIZE=...)
 
 
 @dataclass
@@ -127,6 +128,9 @@ class _Handler:
 
     async def handle_DATA(self, smtp: SMTP, session: Session, envelope: Envelope) -> str:
         login = session.auth_data.login.decode() if isinstance(session.auth_data, LoginPassword) else None
+        reply = self.server.data_reply(envelope.rcpt_tos) if self.server.data_reply else None
+        if reply is not None:
+            return reply
         with self.server.lock:
             self.server.messages.append(
                 Received(
@@ -134,6 +138,7 @@ class _Handler:
                     mail_from=str(envelope.mail_from),
                     rcpt_tos=list(envelope.rcpt_tos),
                     data=bytes(envelope.original_content or b""),
+                    mail_options=list(envelope.mail_options),
                 )
             )
         return "250 Message accepted"
@@ -142,9 +147,10 @@ class _Handler:
 class SmtpServer:
     """aiosmtpd in its own thread: `security` "starttls" (STARTTLS required before AUTH) or "tls" (implicit
     TLS). AUTH PLAIN/LOGIN against `users`. `messages` records what was accepted; `rcpt_reply(address)` may
-    return an SMTP reply (e.g. "550 5.1.1 no such user") to refuse a recipient."""
+    return an SMTP reply (e.g. "550 5.1.1 no such user") to refuse a recipient, `data_reply(recipients)` one
+    to refuse the message after DATA. `smtputf8` offers SMTPUTF8 (RFC 6531; aiosmtpd does not by default)."""
 
-    def __init__(self, security: Security, ca: MailCA, users: Users) -> None:
+    def __init__(self, security: Security, ca: MailCA, users: Users, *, smtputf8: bool = False) -> None:
         self.security = security
         self.host = HOST
         self.port = free_port()
@@ -152,6 +158,7 @@ class SmtpServer:
         self.messages: list[Received] = []
         self.lock = threading.Lock()
         self.rcpt_reply: Callable[[str], str | None] | None = None
+        self.data_reply: Callable[[list[str]], str | None] | None = None
         tls = ca.server_context()
         common: dict[str, Any] = {
             "hostname": HOST,
@@ -159,6 +166,7 @@ class SmtpServer:
             "server_hostname": "localhost",
             "authenticator": self._authenticate,
             "auth_require_tls": security == "starttls",
+            "enable_SMTPUTF8": smtputf8,
         }
         if security == "starttls":
             self._controller = Controller(_Handler(self), tls_context=tls, require_starttls=True, **common)
@@ -403,6 +411,15 @@ def smtp_servers(mail_ca: MailCA, mail_users: Users) -> Iterator[dict[Security, 
     yield servers
     for server in servers.values():
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def smtputf8_server(mail_ca: MailCA, mail_users: Users) -> Iterator[SmtpServer]:
+    """A STARTTLS server that offers SMTPUTF8 (the `smtp_servers` ones do not)."""
+    server = SmtpServer("starttls", mail_ca, mail_users, smtputf8=True)
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

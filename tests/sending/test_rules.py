@@ -128,17 +128,30 @@ def test_stop_rules() -> None:
     [
         ("rcpt", 451, "4.3.0 try again later", "retry"),
         ("rcpt", 452, "4.2.2 mailbox full", "retry"),
-        ("data", 421, "4.7.0 rate limited", "mailbox_error"),
-        ("rcpt", 450, "4.7.1 policy", "mailbox_error"),
+        # from MAIL FROM on, a reply is this email's outcome ...
+        ("data", 421, "4.7.0 rate limited", "retry"),
+        ("rcpt", 450, "4.7.1 policy", "retry"),
         ("rcpt", 550, "5.1.1 no such user", "bounced"),
         ("rcpt", 550, "no such user", "bounced"),
         ("rcpt", 550, "5.2.1 mailbox disabled", "bounced"),
-        ("data", 550, "5.7.1 message rejected as spam", "mailbox_error"),
-        ("data", 554, "5.4.5 daily sending quota exceeded", "mailbox_error"),
+        ("rcpt", 554, "5.7.1 recipient address rejected: access denied", "failed"),
+        ("data", 550, "5.7.1 message rejected as spam", "failed"),
+        ("data", 554, "5.4.5 daily sending quota exceeded", "retry"),
+        ("data", 552, "5.3.4 message too big", "failed"),
+        ("mail", 552, "5.3.4 message size exceeds fixed limit", "failed"),
+        ("mail", 451, "4.3.0 try again", "retry"),
+        ("data", None, "the server closed the connection", "retry"),
+        ("rcpt", None, "timed out", "retry"),
+        ("message", None, "the address is not plain ASCII and the server does not offer SMTPUTF8", "failed"),
+        # ... except authentication replies, and a refusal of the mailbox's own address at MAIL FROM
+        ("rcpt", 530, "5.7.0 authentication required", "mailbox_error"),
+        ("mail", 553, "5.7.1 sender address rejected: not owned by user", "mailbox_error"),
+        # connection, TLS, login and the mailbox's own settings: the mailbox's
         ("auth", 535, "5.7.8 bad credentials", "mailbox_error"),
         ("connect", None, "connection refused", "mailbox_error"),
         ("tls", None, "TLS error", "mailbox_error"),
-        ("data", 552, "5.3.4 message too big", "failed"),
+        ("credentials", None, "the stored password cannot be decrypted", "mailbox_error"),
+        ("sender", None, "the mailbox's display name contains a line break", "mailbox_error"),
     ],
 )
 def test_smtp_outcome_classes(phase: rules.Phase, code: int | None, text: str, outcome: str) -> None:
@@ -190,10 +203,25 @@ def test_message_headers_and_parts() -> None:
 
 
 @pytest.mark.parametrize(
-    "field",
-    ["subject", "from_name", "to_email", "from_email", "message_id", "unsubscribe_url", "in_reply_to"],
+    ("field", "mailbox"),
+    [
+        ("subject", False),
+        ("from_name", True),
+        ("to_email", False),
+        ("from_email", True),
+        ("message_id", True),
+        ("unsubscribe_url", False),
+        ("in_reply_to", False),
+    ],
 )
-@pytest.mark.parametrize("breaker", ["\r\nBcc: victim@example.org", "\nX-Injected: 1", "a\rb"])
-def test_header_values_with_line_breaks_are_refused(field: str, breaker: str) -> None:
-    with pytest.raises(UnsafeHeader):
+@pytest.mark.parametrize(
+    "breaker",
+    ["\r\nBcc: victim@example.org", "\nX-Injected: 1", "a\rb", "\x00", "\x1b[31m", "\x85", "\u2028"],
+)
+def test_header_values_with_line_breaks_are_refused(field: str, mailbox: bool, breaker: str) -> None:
+    """Refused, saying whose value it is: the mailbox's (every email from it would fail) or this email's."""
+    with pytest.raises(UnsafeHeader) as refused:
         build_message(_outgoing(**{field: "value" + breaker}))
+    assert refused.value.mailbox is mailbox
+    if field == "from_name":
+        assert "displayName" in refused.value.reason

@@ -15,13 +15,20 @@ from tests.verification.conftest import VerifierApi
     [
         *("127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0"),
         *("::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "224.0.0.1"),
+        # not globally routable, though a denylist of the usual ranges let them through (issue 19)
+        *("192.0.0.8", "198.18.0.1", "192.0.2.1", "240.0.0.1", "255.255.255.255", "ff02::1", "2001:db8::1"),
+        # IPv6 spellings of IPv4 addresses: mapped, NAT64, 6to4, IPv4-compatible
+        *("::ffff:10.0.0.1", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "::7f00:1"),
     ],
 )
 def test_private_addresses_are_blocked(address: str) -> None:
     assert is_blocked_address(address)
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "2606:4700::1111", "example.com"])
+@pytest.mark.parametrize(
+    "address",
+    ["93.184.216.34", "2606:4700::1111", "example.com", "192.0.0.9", "::ffff:8.8.8.8", "64:ff9b::808:808"],
+)
 def test_public_addresses_are_not(address: str) -> None:
     assert not is_blocked_address(address)
 

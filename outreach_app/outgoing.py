@@ -1,0 +1,223 @@
+"""Outgoing connections to hosts that users name: mail servers (login tests and sending), the verifier API,
+and any other outgoing HTTP (webhooks, website fetches).
+
+`AddressGuard` resolves a host name **once**, refuses it unless every address is globally routable
+(`outreach_core.urls`; `OUTREACH_ALLOW_PRIVATE_URLS=1` turns the refusal off), and the caller connects to an
+address it returned, never to the name: a DNS answer cannot change between the check and the connection
+(DNS rebinding). TLS still verifies the certificate against the host name (SNI and the name check use the
+name, the TCP connection the checked address).
+
+- Mail: `open_socket` connects to a checked address; aiosmtplib takes the socket (`sock=`) with
+  `hostname` = the name, and `SocketIMAP4` does the same for aioimaplib.
+- HTTP: `guarded_http_client` is an `httpx.AsyncClient` whose connections are opened by `GuardedBackend`,
+  an httpcore network backend that checks and connects to the address itself. Connection pooling stays
+  keyed by the URL's host name, so a connection opened (and its certificate checked) for one name is never
+  reused for another. The webhook worker uses the same client.
+
+Names are resolved through `OUTREACH_DNS_NAMESERVERS` when it is set (the DNS port, as for every other
+lookup), else through the system resolver (`getaddrinfo`, which also reads /etc/hosts). `localhost` and
+`*.localhost` are the machine itself (RFC 6761) and are never looked up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import aioimaplib
+import dns.exception
+import httpcore
+import httpx
+
+from outreach_core.ports import DnsResolver
+from outreach_core.urls import ALLOW_PRIVATE_HINT, address_kind, is_local_name, parse_ip
+
+
+class NotContacted(Exception):
+    """The host was not contacted: refused (not a public address) or not found. `reason` is a sentence for
+    the person who configured the host."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class AddressGuard:
+    """Resolves a host once and checks every address it has (see the module docstring)."""
+
+    allow_private: bool = False
+    dns: DnsResolver | None = None  # None: the system resolver
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to, in order; raises `NotContacted` when the host has none, or when
+        one of them is not globally routable (unless private addresses are allowed)."""
+        literal = parse_ip(host)
+        if literal is not None:
+            found = [str(literal)]
+        elif is_local_name(host):
+            found = ["127.0.0.1", "::1"]
+        else:
+            found = await self._resolve(host.rstrip("."), port)
+        if not found:
+            raise NotContacted(f"host not found: {host}")
+        if not self.allow_private:
+            for address in found:
+                ip = parse_ip(address)
+                kind = address_kind(ip) if ip is not None else "unknown"
+                if kind is None:
+                    continue
+                if literal is not None:
+                    raise NotContacted(
+                        f"refused: {host} is a {kind} address, not a public one; {ALLOW_PRIVATE_HINT}"
+                    )
+                raise NotContacted(
+                    f"refused: {host} resolves to {address}, a {kind} address, not a public one; "
+                    f"{ALLOW_PRIVATE_HINT}"
+                )
+        return found
+
+    async def _resolve(self, host: str, port: int) -> list[str]:
+        if self.dns is not None:
+            try:
+                v4, v6 = await asyncio.gather(self.dns.lookup(host, "A"), self.dns.lookup(host, "AAAA"))
+            except dns.exception.DNSException:
+                raise NotContacted(f"could not resolve {host} (DNS did not answer)") from None
+            return _unique(v4 + v6)
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            raise NotContacted(f"host not found: {host}") from None
+        return _unique(str(info[4][0]) for info in infos)
+
+    async def open_socket(self, host: str, port: int) -> socket.socket:
+        """A TCP socket connected to a checked address of `host` (non-blocking, for asyncio)."""
+        return await open_socket(await self.addresses(host, port), port)
+
+
+def _unique(addresses: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(addresses))
+
+
+async def open_socket(addresses: list[str], port: int) -> socket.socket:
+    """Connect to the first of `addresses` that accepts; the last error when none does."""
+    loop = asyncio.get_running_loop()
+    error: OSError | None = None
+    for address in addresses:
+        ip = parse_ip(address)
+        family = socket.AF_INET6 if ip is not None and ip.version == 6 else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        try:
+            await loop.sock_connect(sock, (address, port))
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    raise error or OSError(f"no address to connect to on port {port}")
+
+
+class SocketIMAP4(aioimaplib.IMAP4):  # type: ignore[misc]
+    """aioimaplib over a socket already connected (to a checked address). With `ssl_context`, implicit TLS
+    is negotiated on it, verified against `host`."""
+
+    def __init__(
+        self, sock: socket.socket, host: str, *, timeout: float, ssl_context: ssl.SSLContext | None = None
+    ) -> None:
+        self._sock = sock
+        super().__init__(host=host, port=0, timeout=timeout, ssl_context=ssl_context)
+
+    def create_client(
+        self,
+        host: str,
+        port: int,
+        loop: asyncio.AbstractEventLoop | None,
+        conn_lost_cb: Any = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        local_loop = loop or asyncio.get_running_loop()
+        self.protocol = aioimaplib.IMAP4ClientProtocol(local_loop, conn_lost_cb)
+        self._client_task = local_loop.create_task(
+            local_loop.create_connection(
+                lambda: self.protocol,
+                sock=self._sock,
+                ssl=ssl_context,
+                server_hostname=host if ssl_context is not None else None,
+            )
+        )
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, connecting only to addresses `guard` checked (TLS is then started by
+    httpcore with the URL's host name as SNI and certificate name)."""
+
+    def __init__(self, guard: AddressGuard) -> None:
+        self._guard = guard
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        error: httpcore.ConnectError | None = None
+        for address in await self._guard.addresses(host, port):
+            try:
+                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error or httpcore.ConnectError(f"no address for {host}")
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are not used for outgoing requests")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class GuardedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport over `GuardedBackend` (no proxies, HTTP/1.1)."""
+
+    def __init__(self, guard: AddressGuard, tls: ssl.SSLContext, limits: httpx.Limits | None = None) -> None:
+        limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
+        super().__init__(verify=tls, trust_env=False, limits=limits)
+        # httpx builds its pool without a way to pass a network backend: replace it with one that has it
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=tls,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=GuardedBackend(guard),
+        )
+
+
+def guarded_http_client(guard: AddressGuard, tls: ssl.SSLContext, **kwargs: Any) -> httpx.AsyncClient:
+    """An `httpx.AsyncClient` that only connects to addresses `guard` accepts, never follows redirects and
+    ignores proxy environment variables. A refused host raises `NotContacted` from the request."""
+    return httpx.AsyncClient(
+        transport=GuardedTransport(guard, tls), follow_redirects=False, trust_env=False, **kwargs
+    )
+
+
+def tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """The system's trust store plus `OUTREACH_TLS_CA_FILE` when set; certificates and names verified."""
+    context = ssl.create_default_context()
+    if ca_file:
+        context.load_verify_locations(cafile=ca_file)
+    return context
