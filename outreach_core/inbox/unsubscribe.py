@@ -1,0 +1,97 @@
+"""Unsubscribe requests written in a reply, in English, German, French and Spanish.
+
+Only the person's own words count (`quotes.own_text`): the quoted original holds our own unsubscribe line.
+Two rules, on the text lower-cased with accents removed:
+
+1. **A phrase anywhere** in the first 2,000 characters: "unsubscribe me", "remove me from your list",
+   "take me off your list", "stop emailing me", "do not contact me", "abmelden", "bitte aus dem Verteiler
+   nehmen", "keine weiteren E-Mails", "désinscrire", "retirez-moi de votre liste", "ne plus recevoir",
+   "darme de baja", "no me envíen más correos", ... (the patterns below).
+2. **A short reply that is a keyword** ("STOP", "Unsubscribe!", "remove please", "Abmelden", "baja"): at
+   most six words, one of them a keyword. A longer text with "stop" in it ("I can't stop thinking about
+   it") is not a request.
+"""
+
+from __future__ import annotations
+
+import re
+
+from outreach_core.inbox.folding import fold
+
+__all__ = ["find_unsubscribe_request"]
+
+SCAN_LIMIT = 2000
+_SHORT_WORDS = 6
+
+_PHRASES = re.compile(
+    "|".join(
+        (
+            # English
+            r"\bunsubscribe\b",
+            r"\bremove (?:me|us|my (?:e-?mail|address|name|details|contact)|this (?:e-?mail|address))\b",
+            r"\b(?:take|get|drop|strike) (?:me|us|my (?:e-?mail|address|name)) (?:off|from|out of)\b",
+            r"\bopt(?:ing)?[ -]?(?:me |us )?out\b",
+            r"\bstop (?:e-?mailing|mailing|contacting|sending|writing|messaging|spamming|bothering|emailing)\b",
+            r"\b(?:do not|don't|dont|never|please don't|pls don't) (?:e-?mail|contact|write|message|mail|send)"
+            r" (?:me|us|to me|to us|this address|any more|anymore|again)",
+            r"\bno (?:more|further) (?:e-?mails|emails|mails|messages|contact|communication)",
+            r"\bleave me alone\b",
+            r"\bdelete (?:me|my (?:e-?mail|address|data|details)) from\b",
+            # German
+            r"\babmelden\b",
+            r"\bmelden sie mich (?:bitte )?ab\b",
+            r"\babbestellen\b",
+            r"\baustragen\b",
+            r"\btragen sie mich (?:bitte )?aus\b",
+            r"\b(?:entfernen|streichen|loschen|nehmen) sie mich\b",
+            r"\bmich (?:bitte )?(?:aus|von) (?:ihrem|ihrer|dem|der|eurem|eurer|diesem|dieser|ihren|allen) "
+            r"(?:verteiler|liste|mailingliste|newsletter|datenbank|e-?mail-?liste|kontaktliste)",
+            r"\b(?:aus|von) (?:ihrem|ihrer|dem|der|eurem|eurer) (?:verteiler|liste|mailingliste|datenbank)\w* "
+            r"(?:entfernen|streichen|nehmen|loschen|austragen)",
+            r"\bkeine (?:weiteren |weitere )?(?:e-?mails|mails|nachrichten|zusendungen|werbung|kontaktaufnahme)",
+            r"\b(?:nicht mehr|nie wieder) (?:kontaktieren|anschreiben|schreiben|mailen|anmailen|zuschicken|zusenden)",
+            r"\b(?:kontaktieren|schreiben|mailen) sie mich (?:bitte )?(?:nicht|nie)",
+            # French
+            r"\bdesinscri(?:re|vez|ption|vez-moi|s-moi|bez)",
+            r"\bdesabonn",
+            r"\b(?:retirez|supprimez|enlevez|effacez|rayez|sortez)[- ]moi\b",
+            r"\bme (?:retirer|supprimer|desinscrire|desabonner|rayer|enlever|sortir) de\b",
+            r"\bne (?:me |m')?(?:contactez|ecrivez|envoyez|sollicitez|relancez) plus\b",
+            r"\bne plus (?:recevoir|etre (?:contacte|sollicite))",
+            r"\barret(?:ez|er) (?:de m'ecrire|de me contacter|de m'envoyer|les (?:mails|e-?mails|envois))",
+            # Spanish
+            r"\bdar(?:me|nos)? de baja\b",
+            r"\bden(?:me)? de baja\b",
+            r"\bdarse de baja\b",
+            r"\b(?:elimin|borr|quit|sac|retir)\w* de (?:su|la|tu|sus|tus|vuestra|vuestras|esta|las) (?:lista|base)",
+            r"\bno (?:me )?(?:envien|envies|escriban|escribas|contacten|contactes|manden|mandes) mas\b",
+            r"\bno (?:me )?(?:vuelvan|vuelvas) a (?:escribir|contactar|enviar)",
+            r"\bno (?:quiero|deseo) (?:recibir|que me) mas\b",
+            r"\bno (?:quiero|deseo) recibir (?:mas )?(?:correos|mensajes|emails|e-?mails)",
+            r"\bcancelar (?:la |mi )?suscripcion\b",
+            r"\bdesuscribir(?:me)?\b",
+            r"\bdesinscribir(?:me)?\b",
+        )
+    )
+)
+_KEYWORDS = frozenset(
+    {
+        "stop", "unsubscribe", "remove", "stopp", "abmelden", "austragen", "baja", "arret", "arreter", "stoppen",
+        "desabonner", "desinscrire", "desinscribir", "desuscribir", "unsub", "optout", "opt-out",
+    }
+)  # fmt: skip
+_WORD = re.compile(r"[a-z][a-z'-]*")
+
+
+def find_unsubscribe_request(own: str) -> str | None:
+    """The words that make `own` (the reply's own text, quotes removed) an unsubscribe request, or None."""
+    folded = fold(own[:SCAN_LIMIT])
+    match = _PHRASES.search(folded)
+    if match is not None:
+        return match.group(0)
+    words = _WORD.findall(folded)
+    if 0 < len(words) <= _SHORT_WORDS:
+        for word in words:
+            if word.strip("'-") in _KEYWORDS:
+                return word
+    return None
