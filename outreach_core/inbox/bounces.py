@@ -105,6 +105,8 @@ def _from_dsn(groups: list[DsnRecipient], parsed: ParsedMessage, source: str) ->
     delivered: list[str] = []
     section = bounce_section(parsed)
     fallback = _fallback_recipients(parsed)
+    named = [g.recipient for g in groups if g.recipient and not g.diagnostic]
+    paragraphs = dict(recipient_paragraphs(section, named)) if named else {}
     for group in groups:
         if group.action in ("delivered", "relayed", "expanded"):
             if group.recipient:
@@ -113,7 +115,9 @@ def _from_dsn(groups: list[DsnRecipient], parsed: ParsedMessage, source: str) ->
         recipient = group.recipient or (fallback[0] if fallback else None)
         diagnostic = group.diagnostic
         if not diagnostic and recipient:
-            diagnostic = next((p for r, p in recipient_paragraphs(section, [recipient]) if r == recipient), "")
+            diagnostic = paragraphs.get(recipient) or ""
+            if diagnostic == section:  # the notice does not name it: no words of its own
+                diagnostic = ""
         # The remote server's own code in its words is more precise than the Status field, which the
         # reporting MTA often fills in with a generic or mapped value.
         status = status_code(diagnostic) or group.status
