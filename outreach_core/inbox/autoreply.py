@@ -47,18 +47,24 @@ _AUTO_SUBJECT = re.compile(
     r"|risposta automatica|out of (?:the )?office|ooo\b|absence du bureau|fuera de la oficina)",
 )
 _AWAY = re.compile(
-    r"out of (?:the )?office|\booo\b|on (?:annual |parental |maternity |paternity |sick |business )?(?:leave|vacation"
-    r"|holiday|holidays|pto)|away (?:from (?:the |my )?(?:office|desk|email)|on business|until|till|through|from)"
-    r"|limited (?:access to|availability)|currently (?:away|travell?ing|out)|i(?:'m| am| will be) (?:away|out|off)"
+    r"out of (?:the )?office|\booo\b|on (?:annual |parental |maternity |paternity |sick |business )?(?:leave"
+    r"|vacation"
+    r"|holiday|holidays|pto)|away (?:from (?:the |my )?(?:office|desk|email)|on business|until|till|through"
+    r"|from)"
+    r"|limited (?:access to|availability)|currently (?:away|travell?ing|out)|i(?:'m| am| will be) (?:away"
+    r"|out|off)"
     r"|back in the office|nicht im buro|ausser haus|abwesend|abwesenheit|im urlaub|in urlaub|nicht erreichbar"
     r"|nicht im hause|auf reisen|in elternzeit|krank|absente?\b|en conges?\b|en vacances|hors du bureau"
     r"|pas au bureau|en deplacement|fuera de la oficina|de vacaciones|ausente|fuera de oficina|de viaje"
     r"|de baja|no estare disponible|not (?:be )?available|unavailable",
 )
 _AWAY_OPENING = re.compile(
-    r"^(?:(?:hello|hi|dear [^,\n]{0,40}|hallo|guten tag|bonjour|hola|buenos dias)[,!.]?\s+)?(?:thank(?:s| you)"
-    r"[^.\n]{0,60}[.!]\s+)?(?:i(?:'m| am| will be)|ich bin|je suis|je serai|estoy|estare)\s+(?:currently\s+|derzeit\s+"
-    r"|zurzeit\s+|actuellement\s+|actualmente\s+)?(?:out of (?:the )?office|away|on (?:leave|vacation|holiday)"
+    r"^(?:(?:hello|hi|dear [^,\n]{0,40}|hallo|guten tag|bonjour|hola|buenos dias)[,!.]?\s+)?(?:thank(?:s"
+    r"| you)"
+    r"[^.\n]{0,60}[.!]\s+)?(?:i(?:'m| am| will be)|ich bin|je suis|je serai|estoy|estare)\s+(?:currently\s+"
+    r"|derzeit\s+"
+    r"|zurzeit\s+|actuellement\s+|actualmente\s+)?(?:out of (?:the )?office|away|on (?:leave|vacation"
+    r"|holiday)"
     r"|nicht im buro|im urlaub|abwesend|absente?|en conges?|en vacances|fuera de la oficina|de vacaciones)"
 )
 

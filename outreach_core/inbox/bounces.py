@@ -26,7 +26,12 @@ from outreach_core.inbox.headers import addresses, canonical_address
 from outreach_core.inbox.mime import ParsedMessage
 from outreach_core.inbox.reasons import judge, reply_code, status_code
 from outreach_core.inbox.ses import SesNotification, read_ses
-from outreach_core.inbox.textbounce import bounce_section, looks_like_bounce, quoted_original_to, recipient_paragraphs
+from outreach_core.inbox.textbounce import (
+    bounce_section,
+    looks_like_bounce,
+    quoted_original_to,
+    recipient_paragraphs,
+)
 
 __all__ = ["BounceRecipient", "BounceReport", "read_bounce"]
 
@@ -141,7 +146,9 @@ def _from_ses(ses: SesNotification) -> BounceReport:
         if item.action == "delivered":
             delivered.append(item.recipient)
             continue
-        status = status_code(item.diagnostic) if not item.status or item.status.endswith(".0.0") else item.status
+        status = (
+            status_code(item.diagnostic) if not item.status or item.status.endswith(".0.0") else item.status
+        )
         status = status or item.status
         verdict = judge(item.diagnostic, status, permanent=item.action == "failed")
         action: Literal["failed", "delayed"] = "delayed" if item.action == "delayed" else "failed"
@@ -171,7 +178,9 @@ def _from_text(parsed: ParsedMessage) -> BounceReport | None:
             permanent = (status or code or "5")[0] == "5"
         verdict = judge(words[:4000], status, permanent, stage=_stage(words))
         action: Literal["failed", "delayed"] = "failed" if permanent is not False else "delayed"
-        failed.append(BounceRecipient(recipient, status, verdict.hard, verdict.reason, _clean(words), action, code))
+        failed.append(
+            BounceRecipient(recipient, status, verdict.hard, verdict.reason, _clean(words), action, code)
+        )
     return BounceReport(tuple(_dedupe(failed)), (), "failure notice")
 
 
@@ -180,7 +189,9 @@ _TEMPORARY = re.compile(
     r"|will be retried|warning: message|deferred",
     re.IGNORECASE,
 )
-_PERMANENT = re.compile(r"permanent|fatal|given up|giving up|gave up|could not be delivered|failed", re.IGNORECASE)
+_PERMANENT = re.compile(
+    r"permanent|fatal|given up|giving up|gave up|could not be delivered|failed", re.IGNORECASE
+)
 
 
 def _permanence(section: str) -> bool | None:

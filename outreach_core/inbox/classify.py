@@ -79,7 +79,9 @@ def classify(parsed: ParsedMessage, arrived_at: dt.datetime | None = None) -> Cl
         return Classification("complaint", _complaint_reason(complaint), complaint=complaint)
     report = read_bounce(parsed)
     if report is not None and report.failed:
-        return Classification("bounce", _bounce_reason(report), bounces=report.failed, delivered=report.delivered)
+        return Classification(
+            "bounce", _bounce_reason(report), bounces=report.failed, delivered=report.delivered
+        )
     if report is not None:
         reason = f"{report.source}: delivered to {', '.join(report.delivered[:3])}"
         return Classification("delivery_report", reason, delivered=report.delivered)
@@ -110,7 +112,8 @@ def _bounce_reason(report: BounceReport) -> str:
     what = "delayed" if first.action == "delayed" else ("hard" if first.hard else "soft")
     code = first.status or first.reply_code or "no status"
     more = f" (+{len(report.failed) - 1} more)" if len(report.failed) > 1 else ""
-    return f"{report.source}: {code} for {first.recipient or 'an unnamed recipient'} ({first.reason}, {what}){more}"
+    who = first.recipient or "an unnamed recipient"
+    return f"{report.source}: {code} for {who} ({first.reason}, {what}){more}"
 
 
 def _complaint_reason(complaint: Complaint) -> str:

@@ -83,7 +83,9 @@ def parse_dsn(text: str) -> list[DsnRecipient]:
             fields.setdefault(name, value)
         if not any(k in fields for k in ("final-recipient", "original-recipient", "action", "status")):
             continue
-        if "reporting-mta" in fields and not any(k in fields for k in ("final-recipient", "original-recipient")):
+        if "reporting-mta" in fields and not any(
+            k in fields for k in ("final-recipient", "original-recipient")
+        ):
             continue  # the per-message group
         recipient = _address(fields.get("final-recipient")) or _address(fields.get("original-recipient"))
         status = status_code(fields.get("status", ""))

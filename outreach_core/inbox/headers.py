@@ -125,7 +125,7 @@ def canonical_address(raw: str) -> str | None:
         return None
     local, _, domain = value.rpartition("@")
     domain = domain.strip(".")
-    if not domain or ".." in domain or "." not in domain and domain != "localhost":
+    if not domain or ".." in domain or ("." not in domain and domain != "localhost"):
         return None
     if not domain.isascii():
         try:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import binascii
 import datetime as dt
-import quopri
 import re
 from dataclasses import dataclass, field
 from email import policy
@@ -45,9 +44,9 @@ MAX_DEPTH = 24
 MAX_HEADERS = 200
 HEADER_LIMIT = 8 * 1024
 
-_ENCODED_LIMIT = BODY_LIMIT * 2 + 4096  # base64 or quoted-printable text decoding to about BODY_LIMIT bytes
+_ENCODED_LIMIT = BODY_LIMIT * 2 + 4096  # base64 text decoding to more than BODY_LIMIT bytes
 _QUOTED_MESSAGE_ID = re.compile(r"^[ \t>]*Message-ID:[ \t]*(<[^<>\s]{1,900}>)", re.IGNORECASE | re.MULTILINE)
-_BOUNDARY_LINE = re.compile(r"^--([0-9A-Za-z'()+_,./:=?-]{1,70})[ \t]*$", re.MULTILINE)
+_BOUNDARY_LINE = re.compile(r"^--([0-9A-Za-z'()+_,./:=?-]{1,70})[ \t]*\r?$", re.MULTILINE)
 _B64_JUNK = re.compile(rb"[^A-Za-z0-9+/]")
 _CTYPE_TOKEN = re.compile(r"[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+")
 _RFC822 = frozenset({"message/rfc822", "message/global", "message/partial-rfc822"})
@@ -369,23 +368,28 @@ def _repair_boundary(part: Message, payload: str, walk: _Walk) -> Message | None
 
 
 def _decoded(part: Message) -> str:
-    """A leaf part's payload as text: transfer encoding undone (bounded), then the charset."""
-    payload = part.get_payload()
-    if isinstance(payload, list):
-        return ""
-    encoded = str(payload)[:_ENCODED_LIMIT]
+    """A leaf part's payload as text: transfer encoding undone (base64 bounded and lenient), then the
+    charset."""
     cte = str(part.get("content-transfer-encoding", "")).strip().lower()
-    data = encoded.encode("utf-8", "surrogateescape")  # compat32 keeps 8-bit bytes as surrogate escapes
     if cte == "base64":
-        data = _b64(data)
-    elif cte == "quoted-printable":
-        data = quopri.decodestring(data)
+        payload = part.get_payload()
+        data = (
+            _b64(str(payload)[:_ENCODED_LIMIT].encode("ascii", "ignore")) if isinstance(payload, str) else b""
+        )
+    else:
+        # quoted-printable, 7bit, 8bit, binary and unknown encodings: compat32 hands back the raw bytes
+        # (8-bit bytes included), which the charset step then reads.
+        decoded = part.get_payload(decode=True)
+        data = decoded if isinstance(decoded, bytes) else b""
     return decode_bytes(data, _param(part, "charset")).replace("\r\n", "\n")
 
 
 def _b64(data: bytes) -> bytes:
+    """Base64 that tolerates line noise and lost padding, as mail clients do."""
     clean = _B64_JUNK.sub(b"", data)
-    clean = clean[: len(clean) - len(clean) % 4]
+    if len(clean) % 4 == 1:
+        clean = clean[:-1]
+    clean += b"=" * (-len(clean) % 4)
     try:
         return binascii.a2b_base64(clean)
     except (binascii.Error, ValueError):

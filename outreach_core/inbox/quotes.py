@@ -34,7 +34,8 @@ _HEADER_NEXT = re.compile(
 )
 _SEPARATOR = re.compile(
     r"^\s*(?:[-=_*]{2,}\s*(?:original message|urspr[üu]ngliche nachricht|message d'origine|mensaje original"
-    r"|forwarded message|weitergeleitete nachricht|message transf[ée]r[ée]|mensaje reenviado|messaggio originale)"
+    r"|forwarded message|weitergeleitete nachricht|message transf[ée]r[ée]|mensaje reenviado"
+    r"|messaggio originale)"
     r"\s*[-=_*]*|_{10,}|-{10,}|begin forwarded message:|anfang der weitergeleiteten nachricht:"
     r"|d[ée]but du message r[ée]exp[ée]di[ée]\s*:|inicio del mensaje reenviado:)\s*$",
     re.IGNORECASE,
@@ -63,8 +64,8 @@ def _quote_starts(lines: list[str], i: int) -> int | None:
             for j in window:
                 if _ATTRIBUTION_START.match(lines[j]):
                     return j
-            following = next((x for x in lines[i + 1 : i + 3] if x.strip()), "")
-            if "@" in line or _QUOTED.match(following):  # "Jane Doe <jane@x> wrote:" above a quote
+            below = next((x for x in lines[i + 1 : i + 3] if x.strip()), "")
+            if "@" in line or _QUOTED.match(below):  # "Jane Doe <jane@x> wrote:" above a quote
                 return i
     return None
 

@@ -33,24 +33,28 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
     ("virus", r"\bvirus|malware|infected\b"),
     (
         "system error",
-        r"procmail|command died|couldn't create|could not create|exited with|mailer error|local delivery failed"
+        r"procmail|command died|couldn't create|could not create|exited with|mailer error"
+        r"|local delivery failed"
         r"|mail(?:er)? (?:program|delivery agent) (?:error|failed)|pipe to \||no such file or directory",
     ),
     (
         "sender rejected",
-        r"sender address rejected|domain of sender|sender (?:address |domain )?(?:does not exist|not found|unknown"
+        r"sender address rejected|domain of sender|sender (?:address |domain )?(?:does not exist|not found"
+        r"|unknown"
         r"|invalid|is invalid)|return address|sender verify",
     ),
     ("sender blocked", r"my name was rejected|helo (?:command )?rejected|(?:bad|invalid) (?:helo|ehlo)"),
     (
         "network error",
-        r"malformed or unexpected name server reply|server failure|servfail|temporary (?:dns|name)|dns timeout"
+        r"malformed or unexpected name server reply|server failure|servfail|temporary (?:dns|name)"
+        r"|dns timeout"
         r"|host not found, try again",
     ),
     (
         "mailbox full",
         r"mailbox (?:is |was )?full|mail ?box.{0,20}\b(?:is |was )?full\b|quota|disk full"
-        r"|exceed\w* (?:the )?(?:storage|mailbox|disk|message store|allocat)|insufficient (?:disk|storage|space)"
+        r"|exceed\w* (?:the )?(?:storage|mailbox|disk|message store|allocat)|insufficient (?:disk|storage"
+        r"|space)"
         r"|mailbox size limit|not enough (?:storage|space)|mailfolder is full|too many messages in"
         r"|storage (?:limit|allocation)|user(?:'s)? (?:mailbox|inbox) is (?:full|over)|mailbox.{0,30}exceed",
     ),
@@ -64,34 +68,47 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
         r"has moved|no longer (?:with|at|employed|works|valid at)|has left (?:the|our) (?:company|organi)"
         r"|address has changed|changed (?:his|her|their) (?:e-?mail )?address",
     ),
-    ("domain accepts no mail", r"does not accept (?:any )?(?:e-?)?mail|accepts no mail|null mx|not accept(?:ing)? mail"),
+    (
+        "domain accepts no mail",
+        r"does not accept (?:any )?(?:e-?)?mail|accepts no mail|null mx|not accept(?:ing)? mail",
+    ),
     (
         "user unknown",
         r"user(?:name)? (?:is )?unknown|unknown (?:user|recipient|local|mailbox|address|e-?mail)"
         r"|no such (?:user|recipient|mailbox|address|local|account|person|e-?mail)"
-        r"|(?:user|recipient|mailbox|address|account|e-?mail|addressee)(?: name)? (?:does not|doesn't|not) exist"
-        r"|(?<!may )(?<!might )(?:does not|doesn't) exist|(?<!may )(?<!might )not exist|invalid (?:recipient|mailbox|user|e-?mail|local)"
+        r"|(?:user|recipient|mailbox|address|account|e-?mail|addressee)(?: name)? (?:does not|doesn't"
+        r"|not) exist"
+        r"|(?<!may )(?<!might )(?:does not|doesn't) exist|(?<!may )(?<!might )not exist|invalid (?:recipient"
+        r"|mailbox|user|e-?mail|local)"
         r"|(?:recipient|user|mailbox|addressee|account)(?: address)? (?:not found|unknown|not listed|invalid)"
-        r"|not (?:a )?(?:valid|known) (?:user|recipient|mailbox|address)|unroutable address|unrouteable address"
-        r"|bad destination mailbox|mailbox not found|user not found|(?:couldn't|could not|can't|cannot) be found"
+        r"|not (?:a )?(?:valid|known) (?:user|recipient|mailbox|address)|unroutable address"
+        r"|unrouteable address"
+        r"|bad destination mailbox|mailbox not found|user not found|(?:couldn't|could not|can't"
+        r"|cannot) be found"
         r"|not our customer|illegal user|unknown or illegal|inexistent|non-?existent|not a known user"
-        r"|(?:no|not a) valid recipient|destination (?:address|mailbox) (?:unknown|invalid)|not listed in (?:the )?"
-        r"(?:public|domino|address)|(?:doesn't|does not) have an? .{0,40}account|no mailbox (?:here|by that name)"
+        r"|(?:no|not a) valid recipient|destination (?:address|mailbox) (?:unknown|invalid)"
+        r"|not listed in (?:the )?"
+        r"(?:public|domino|address)|(?:doesn't|does not) have an? .{0,40}account|no mailbox (?:here"
+        r"|by that name)"
         r"|address (?:not found|unknown|is invalid)|(?:recipient )?name is not recognized"
         r"|5\.4\.1 .{0,80}recipient address rejected: access denied"  # Exchange Online: no such recipient
-        r"|check (?:if |whether |that )?(?:the )?(?:recipient'?s? )?(?:e-?mail )?address is (?:correct|valid)",
+        r"|check (?:if |whether |that )?(?:the )?(?:recipient'?s? )?(?:e-?mail )?address is (?:correct"
+        r"|valid)",
     ),
     (
         "host unknown",
-        r"host (?:or domain name )?not found|host unknown|unknown host|domain (?:name )?not found|no such domain"
+        r"host (?:or domain name )?not found|host unknown|unknown host|domain (?:name )?not found"
+        r"|no such domain"
         r"|domain (?:does not|doesn't) exist|unrouteable (?:mail )?domain|unroutable (?:mail )?domain"
         r"|name service error|nxdomain|no mx|mx (?:record )?(?:not found|lookup failed)|unknown domain"
-        r"|dns (?:error|lookup fail)|domain (?:is )?(?:invalid|unknown)|no (?:such )?host|hostname (?:not|lookup)"
+        r"|dns (?:error|lookup fail)|domain (?:is )?(?:invalid|unknown)|no (?:such )?host|hostname (?:not"
+        r"|lookup)"
         r"|could not be resolved|not a valid domain|invalid domain|domain is not reachable",
     ),
     (
         "mailbox disabled",
-        r"disabled|deactivated|suspended|inactive|not active|no longer active|expired account|account (?:has been )?"
+        r"disabled|deactivated|suspended|inactive|not active|no longer active|expired account"
+        r"|account (?:has been )?"
         r"(?:closed|locked|blocked|terminated|frozen)|mailbox (?:is )?(?:locked|closed|frozen)|is blocked"
         r"|temporar\w* locked",
     ),
@@ -102,7 +119,8 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
     ("encryption required", r"starttls|\btls\b|encryption required|secure connection"),
     (
         "spam",
-        r"\bspam|junk ?mail|bulk mail|unsolicited|content (?:was |is )?(?:rejected|filtered|blocked|looks)|mail content"
+        r"\bspam(?!haus|cop|trap)|junk ?mail|bulk mail|unsolicited|content (?:was |is )?(?:rejected|filtered"
+        r"|blocked|looks)|mail content"
         r"|message (?:content )?rejected|filtered|phish|scam",
     ),
     (
@@ -126,7 +144,8 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
         "delivery expired",
         r"expired|retry time|retry timeout|timed? ?out.{0,40}(?:queue|deliver)|too long in (?:the )?queue"
         r"|give up|gave up|giving up|could not be delivered (?:for|within)|was not delivered for|maximum time"
-        r"|for \d+ (?:hours|days)|delayed|has not yet been delivered|still trying|will (?:continue|keep) (?:trying|to try)",
+        r"|for \d+ (?:hours|days)|delayed|has not yet been delivered|still trying|will (?:continue"
+        r"|keep) (?:trying|to try)",
     ),
     (
         "network error",
@@ -134,7 +153,10 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
         r"|routing loop|mail loop|loop detected|too many hops|hop count|could not connect|can't connect"
         r"|cannot connect|no route|lost connection|broken pipe|did not respond|not responding|reset by peer",
     ),
-    ("policy", r"policy|not permitted|not allowed|prohibited|forbidden|refused|restricted|administrativ|denied"),
+    (
+        "policy",
+        r"policy|not permitted|not allowed|prohibited|forbidden|refused|restricted|administrativ|denied",
+    ),
     (
         "user unknown",
         r"mailbox unavailable|invalid address|no mailbox|undeliverable address|account (?:is )?unavailable"
@@ -142,7 +164,8 @@ _TEXT_RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "system error",
-        r"system error|local error|internal error|server error|configuration error|permission denied|i/o error"
+        r"system error|local error|internal error|server error|configuration error|permission denied"
+        r"|i/o error"
         r"|resources|service unavailable|temporary failure|system not|mail system|unavailable",
     ),
     ("syntax error", r"syntax|malformed|invalid command|not rfc|rfc ?\d{3,4}|bad sequence|line too long"),
@@ -229,7 +252,10 @@ def reply_code(text: str) -> str | None:
 
 
 def judge(
-    diagnostic: str, status: str | None, permanent: bool | None = None, stage: Literal["mail", "data"] | None = None
+    diagnostic: str,
+    status: str | None,
+    permanent: bool | None = None,
+    stage: Literal["mail", "data"] | None = None,
 ) -> Verdict:
     """The reason and hard flag for one recipient from the server's words and the status code.
 

@@ -75,21 +75,27 @@ _DATES = re.compile(
     rf"|(?P<wd>{_WEEKDAY})"
 )
 _UNTIL = re.compile(
-    r"(?:\buntil|\btill|\btil|\bthrough|\bthru|\bup to and including|\bbis(?: einschliesslich| inklusive| inkl\.?)?"
+    r"(?:\buntil|\btill|\btil|\bthrough|\bthru|\bup to and including|\bbis(?: einschliesslich| inklusive"
+    r"| inkl\.?)?"
     r"(?: zum| zur| am| ende)?|\bjusqu'? ?(?:au|a|a le)|\bhasta(?: el)?(?: dia)?)\s*(?:[\w.]+,?\s+){0,2}$"
 )
 _BACK = re.compile(
-    r"(?:\bback\b|\breturn\w*|\bin the office|\bagain\b|\bzuruck|\bwieder\b|\bde retour|\bretour\b|\brentre\w*"
+    r"(?:\bback\b|\breturn\w*|\bin the office|\bagain\b|\bzuruck|\bwieder\b|\bde retour|\bretour\b"
+    r"|\brentre\w*"
     r"|\bregres\w*|\bvolver\w*|\bvuelv\w*|\bde vuelta|\breincorpor\w*|\bde nouveau|\bde nuevo)[^.!?\n]{0,40}$"
 )
 # "ab dem 17. März ... wieder", "à partir du 17 mars ... de retour", "from March 17 ... back"
-_FROM = re.compile(r"(?:\bab(?: dem| den)?|\ba partir d(?:u|e|el)|\bdes le|\bstarting(?: on)?|\bfrom)\s*(?:[\w.]+,?\s+){0,1}$")
+_FROM = re.compile(
+    r"(?:\bab(?: dem| den)?|\ba partir d(?:u|e|el)|\bdes le|\bstarting(?: on)?"
+    r"|\bfrom)\s*(?:[\w.]+,?\s+){0,1}$"
+)
 _BACK_AFTER = re.compile(
-    r"^[^.!?\n]{0,60}(?:\bwieder\b|\bzuruck|\bagain\b|\bback\b|\bde retour|\bde nouveau|\bde nuevo|\bde vuelta)"
+    r"^[^.!?\n]{0,60}(?:\bwieder\b|\bzuruck|\bagain\b|\bback\b|\bde retour|\bde nouveau|\bde nuevo"
+    r"|\bde vuelta)"
 )
 # A day-only range start before a full date: "du 3 au 14 mars", "3.-14. März", "from 3rd to 14th March"
-_DAY_RANGE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th|er|\.)?\s*(?:-|–|au|al|bis|to|through)\s*$")
-_RANGE_GAP = re.compile(r"^\s*(?:to|till|until|-|–|—|bis|au|al|through|thru)\s*(?:[\w.]+,?\s+)?$")
+_DAY_RANGE = re.compile(r"\b\d{1,2}(?:st|nd|rd|th|er|\.)?\s*(?:-|\u2013|au|al|bis|to|through)\s*$")
+_RANGE_GAP = re.compile(r"^\s*(?:to|till|until|-|\u2013|\u2014|bis|au|al|through|thru)\s*(?:[\w.]+,?\s+)?$")
 _ENGLISH = re.compile(r"\b(?:until|till|through|back|return\w*|again|to|and|office|the)\b")
 
 
@@ -110,7 +116,9 @@ def return_date(text: str, arrived_at: dt.datetime | dt.date) -> dt.date | None:
             continue  # "Monday, March 10": the date says it
         until = bool(_UNTIL.search(before))
         range_end = range_end or bool(_DAY_RANGE.search(before))
-        back_from = bool(_FROM.search(before)) and bool(_BACK_AFTER.match(folded[match.end() : match.end() + 80]))
+        back_from = bool(_FROM.search(before)) and bool(
+            _BACK_AFTER.match(folded[match.end() : match.end() + 80])
+        )
         if not (until or range_end or back_from or _BACK.search(before)):
             continue
         day = _date(match, arrived, english=bool(_ENGLISH.search(before)), until=until or range_end)

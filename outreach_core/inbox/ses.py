@@ -95,7 +95,9 @@ def read_ses(parsed: ParsedMessage) -> SesNotification | None:
         detail = str(complaint.get("complaintFeedbackType") or "abuse")
         for item in _items(complaint, "complainedRecipients"):
             if isinstance(item, dict):
-                out += [SesRecipient(a, "complained", None, "") for a in _addresses(item.get("emailAddress"))[:1]]
+                out += [
+                    SesRecipient(a, "complained", None, "") for a in _addresses(item.get("emailAddress"))[:1]
+                ]
     elif kind == "Delivery":
         for address in _items(_section(data, "delivery"), "recipients"):
             out += [SesRecipient(a, "delivered", None, "") for a in _addresses(address)[:1]]

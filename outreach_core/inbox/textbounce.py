@@ -26,33 +26,43 @@ _DAEMON_NAME = re.compile(
     re.IGNORECASE,
 )
 _SUBJECT = re.compile(
-    r"undeliver|undelivered|delivery status notification|delivery (?:status )?(?:failure|failed|problem|notification)"
-    r"|failure notice|returned mail|mail delivery fail|delivery has failed|could not be delivered|non.?deliver"
-    r"|message not delivered|returned to sender|mail system error|not delivered|delivery report|warning: could not"
-    r"|mail could not|failed delivery|delivery fail|unzustellbar|nicht zugestellt|non remis|no se puede entregar"
+    r"undeliver|undelivered|delivery status notification|delivery (?:status )?(?:failure|failed|problem"
+    r"|notification)"
+    r"|failure notice|returned mail|mail delivery fail|delivery has failed|could not be delivered"
+    r"|non.?deliver"
+    r"|message not delivered|returned to sender|mail system error|not delivered|delivery report"
+    r"|warning: could not"
+    r"|mail could not|failed delivery|delivery fail|unzustellbar|nicht zugestellt|non remis"
+    r"|no se puede entregar"
     r"|no entregado|mail error|error sending|returned message|rejected|failure|bounce|delivery notification"
     r"|unable to deliver|message you sent|permanent error|cannot send message|delayed mail|delivery delayed",
     re.IGNORECASE,
 )
 _BODY = re.compile(
     r"could ?n[o']t be delivered|couldn't be delivered|undeliverable|delivery (?:to .{0,80})?(?:has )?failed"
-    r"|failed permanently|permanent(?: fatal)? error|unable to deliver|(?:was|were|has not been|wasn't) (?:not )?delivered"
+    r"|failed permanently|permanent(?: fatal)? error|unable to deliver|(?:was|were|has not been"
+    r"|wasn't) (?:not )?delivered"
     r"|not be delivered|returned to sender|does not like recipient|following (?:address|recipient)"
-    r"|could not deliver|failed to deliver|message not delivered|error (?:delivering|sending)|delivery problem"
+    r"|could not deliver|failed to deliver|message not delivered|error (?:delivering|sending)"
+    r"|delivery problem"
     r"|rejected|user unknown|unknown user|no such user|mailbox (?:is )?(?:full|unavailable)|not delivered"
     r"|delivery (?:attempts?|status)|transcript of session|smtp error|remote (?:host|server) said"
     r"|nicht zugestellt|unzustellbar|n'a pas pu .tre (?:remis|distribu)|no (?:se )?pudo (?:ser )?entregar"
-    r"|returned mail|mail delivery|could not be sent|cannot be delivered|delayed|has not yet been|did not reach"
+    r"|returned mail|mail delivery|could not be sent|cannot be delivered|delayed|has not yet been"
+    r"|did not reach"
     r"|isn't available|does not exist|doesn't exist|over quota|giving up|given up|message (?:was )?blocked"
     r"|message (?:was )?(?:rejected|refused|bounced)|has been rejected|failed recipient"
-    r"|(?:account|mailbox|address)(?:\(s\))? (?:account )?is (?:disabled|suspended|inactive|unavailable|invalid)",
+    r"|(?:account|mailbox|address)(?:\(s\))? (?:account )?is (?:disabled|suspended|inactive|unavailable"
+    r"|invalid)",
     re.IGNORECASE,
 )
 # Sentences only failure notices write: enough on their own, whoever sent the message.
 _NOTICE = re.compile(
-    r"could not be delivered to:|delivery to the following recipients? failed|following addresses had (?:permanent"
+    r"could not be delivered to:|delivery to the following recipients? failed"
+    r"|following addresses had (?:permanent"
     r" fatal|delivery) errors|does not like recipient|smtp error from remote|remote host said:|following"
-    r" address\(es\) failed|the following recipient\(s\) could not be reached|message could not be delivered to"
+    r" address\(es\) failed|the following recipient\(s\) could not be reached"
+    r"|message could not be delivered to"
     r" the following|your message (?:wasn't|was not|could not be) delivered to",
     re.IGNORECASE,
 )
@@ -72,7 +82,9 @@ _HEADER_LINE = re.compile(
     r"|References|Content-Transfer-Encoding|Cc|Return-path|Mime-Version|Content-type|Thread-[A-Za-z]+"
     r"|Accept-Language|Content-Language)[ \t]*:",
 )
-_CORE_HEADER = re.compile(r"^(?:Received|Return-Path|Message-I[Dd]|DKIM-Signature|Date|From|Subject)[ \t]*:", re.I)
+_CORE_HEADER = re.compile(
+    r"^(?:Received|Return-Path|Message-I[Dd]|DKIM-Signature|Date|From|Subject)[ \t]*:", re.I
+)
 _ADDRESS = re.compile(r"[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?"
                       r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}[A-Za-z0-9])?)+")  # fmt: skip
 _URL_BEFORE = re.compile(r"(?:https?://|www\.)\S*$", re.IGNORECASE)

@@ -31,8 +31,10 @@ _PHRASES = re.compile(
             r"\bremove (?:me|us|my (?:e-?mail|address|name|details|contact)|this (?:e-?mail|address))\b",
             r"\b(?:take|get|drop|strike) (?:me|us|my (?:e-?mail|address|name)) (?:off|from|out of)\b",
             r"\bopt(?:ing)?[ -]?(?:me |us )?out\b",
-            r"\bstop (?:e-?mailing|mailing|contacting|sending|writing|messaging|spamming|bothering|emailing)\b",
-            r"\b(?:do not|don't|dont|never|please don't|pls don't) (?:e-?mail|contact|write|message|mail|send)"
+            r"\bstop (?:e-?mailing|mailing|contacting|sending|writing|messaging|spamming|bothering"
+            r"|emailing)\b",
+            r"\b(?:do not|don't|dont|never|please don't|pls don't) (?:e-?mail|contact|write|message|mail"
+            r"|send)"
             r" (?:me|us|to me|to us|this address|any more|anymore|again)",
             r"\bno (?:more|further) (?:e-?mails|emails|mails|messages|contact|communication)",
             r"\bleave me alone\b",
@@ -46,10 +48,13 @@ _PHRASES = re.compile(
             r"\b(?:entfernen|streichen|loschen|nehmen) sie mich\b",
             r"\bmich (?:bitte )?(?:aus|von) (?:ihrem|ihrer|dem|der|eurem|eurer|diesem|dieser|ihren|allen) "
             r"(?:verteiler|liste|mailingliste|newsletter|datenbank|e-?mail-?liste|kontaktliste)",
-            r"\b(?:aus|von) (?:ihrem|ihrer|dem|der|eurem|eurer) (?:verteiler|liste|mailingliste|datenbank)\w* "
+            r"\b(?:aus|von) (?:ihrem|ihrer|dem|der|eurem|eurer) (?:verteiler|liste|mailingliste"
+            r"|datenbank)\w* "
             r"(?:entfernen|streichen|nehmen|loschen|austragen)",
-            r"\bkeine (?:weiteren |weitere )?(?:e-?mails|mails|nachrichten|zusendungen|werbung|kontaktaufnahme)",
-            r"\b(?:nicht mehr|nie wieder) (?:kontaktieren|anschreiben|schreiben|mailen|anmailen|zuschicken|zusenden)",
+            r"\bkeine (?:weiteren |weitere )?(?:e-?mails|mails|nachrichten|zusendungen|werbung"
+            r"|kontaktaufnahme)",
+            r"\b(?:nicht mehr|nie wieder) (?:kontaktieren|anschreiben|schreiben|mailen|anmailen|zuschicken"
+            r"|zusenden)",
             r"\b(?:kontaktieren|schreiben|mailen) sie mich (?:bitte )?(?:nicht|nie)",
             # French
             r"\bdesinscri(?:re|vez|ption|vez-moi|s-moi|bez)",
@@ -57,13 +62,14 @@ _PHRASES = re.compile(
             r"\b(?:retirez|supprimez|enlevez|effacez|rayez|sortez)[- ]moi\b",
             r"\bme (?:retirer|supprimer|desinscrire|desabonner|rayer|enlever|sortir) de\b",
             r"\bne (?:me |m')?(?:contactez|ecrivez|envoyez|sollicitez|relancez) plus\b",
-            r"\bne plus (?:recevoir|etre (?:contacte|sollicite))",
+            r"\bne (?:\w+ )?plus (?:recevoir|etre (?:contacte|sollicite))",
             r"\barret(?:ez|er) (?:de m'ecrire|de me contacter|de m'envoyer|les (?:mails|e-?mails|envois))",
             # Spanish
             r"\bdar(?:me|nos)? de baja\b",
             r"\bden(?:me)? de baja\b",
             r"\bdarse de baja\b",
-            r"\b(?:elimin|borr|quit|sac|retir)\w* de (?:su|la|tu|sus|tus|vuestra|vuestras|esta|las) (?:lista|base)",
+            r"\b(?:elimin|borr|quit|sac|retir)\w* de (?:su|la|tu|sus|tus|vuestra|vuestras|esta|las) (?:lista"
+            r"|base)",
             r"\bno (?:me )?(?:envien|envies|escriban|escribas|contacten|contactes|manden|mandes) mas\b",
             r"\bno (?:me )?(?:vuelvan|vuelvas) a (?:escribir|contactar|enviar)",
             r"\bno (?:quiero|deseo) (?:recibir|que me) mas\b",
@@ -76,8 +82,8 @@ _PHRASES = re.compile(
 )
 _KEYWORDS = frozenset(
     {
-        "stop", "unsubscribe", "remove", "stopp", "abmelden", "austragen", "baja", "arret", "arreter", "stoppen",
-        "desabonner", "desinscrire", "desinscribir", "desuscribir", "unsub", "optout", "opt-out",
+        "stop", "unsubscribe", "remove", "stopp", "abmelden", "austragen", "baja", "arret", "arreter",
+        "stoppen", "desabonner", "desinscrire", "desinscribir", "desuscribir", "unsub", "optout", "opt-out",
     }
 )  # fmt: skip
 _WORD = re.compile(r"[a-z][a-z'-]*")
@@ -89,7 +95,7 @@ def find_unsubscribe_request(own: str) -> str | None:
     match = _PHRASES.search(folded)
     if match is not None:
         return match.group(0)
-    words = _WORD.findall(folded)
+    words: list[str] = _WORD.findall(folded)
     if 0 < len(words) <= _SHORT_WORDS:
         for word in words:
             if word.strip("'-") in _KEYWORDS:
