@@ -39,6 +39,9 @@ _ENCODED_WORD = re.compile(r"=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=")
 _FOLD = re.compile(r"\r?\n[ \t]*")
 _ANGLE_ID = re.compile(r"<([^<>\s]{1,900})>")
 _BARE_ID = re.compile(r"[^<>\s,;]{1,900}@[^<>\s,;]{1,900}")
+_SIMPLE_ADDRESS = re.compile(
+    r"^\s*([A-Za-z0-9 ._'-]{0,80}?)\s*<?([^<>\s,;:\"()\[\]@]+@[^<>\s,;:\"()\[\]@]+)>?\s*$"
+)
 _ADDRESS = re.compile(r"^[^@\s<>\"(),;:]{1,64}@[A-Za-z0-9\u0080-\uffff.-]{1,255}$")
 
 
@@ -139,6 +142,11 @@ def addresses(value: str) -> list[tuple[str, str]]:
     """`(display name, canonical address)` pairs of an address header; unusable entries are left out."""
     if not value:
         return []
+    simple = _SIMPLE_ADDRESS.match(value)
+    if simple is not None:  # "Name <a@b>" or "a@b": most headers, without the general parser's cost
+        canonical = canonical_address(simple.group(2))
+        if canonical:
+            return [(simple.group(1).strip(), canonical)]
     try:
         pairs = getaddresses([value])
     except (ValueError, IndexError, TypeError):

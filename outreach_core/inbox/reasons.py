@@ -179,7 +179,8 @@ _ADDRESS_STATUS = frozenset({"1.1", "1.2", "1.6", "1.10"})
 _NAMED_OTHERWISE = frozenset({"mailbox full", "message too big", "sender rejected", "system error", "policy"})
 REASONS = frozenset({reason for reason, _ in _TEXT_RULES} | {"filtered"})
 """Every reason a bounce can carry."""
-_COMPILED = tuple((reason, re.compile(pattern, re.IGNORECASE)) for reason, pattern in _TEXT_RULES)
+# Matched against lower-cased text: case-sensitive patterns run several times faster than IGNORECASE ones.
+_COMPILED = tuple((reason, re.compile(pattern)) for reason, pattern in _TEXT_RULES)
 
 # Enhanced status code (class.subject.detail, class-free) to reason, when the text says nothing clearer.
 _BY_STATUS: dict[str, str] = {
@@ -285,7 +286,7 @@ def judge(
 
 
 def _from_text(text: str) -> str | None:
-    sample = text[:4000]
+    sample = text[:4000].lower()
     for reason, pattern in _COMPILED:
         if pattern.search(sample):
             return reason

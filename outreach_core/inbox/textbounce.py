@@ -23,7 +23,6 @@ _DAEMON_LOCALS = frozenset(
 _DAEMON_NAME = re.compile(
     r"mail(?:er)?[ _-]?daemon|postmaster|mail delivery|delivery subsystem|mail system|mail administrator"
     r"|microsoft outlook|mail ?server|returned mail|mail agent|e-?mail system|mail deliver",
-    re.IGNORECASE,
 )
 _SUBJECT = re.compile(
     r"undeliver|undelivered|delivery status notification|delivery (?:status )?(?:failure|failed|problem"
@@ -36,7 +35,6 @@ _SUBJECT = re.compile(
     r"|no se puede entregar"
     r"|no entregado|mail error|error sending|returned message|rejected|failure|bounce|delivery notification"
     r"|unable to deliver|message you sent|permanent error|cannot send message|delayed mail|delivery delayed",
-    re.IGNORECASE,
 )
 _BODY = re.compile(
     r"could ?n[o']t be delivered|couldn't be delivered|undeliverable|delivery (?:to .{0,80})?(?:has )?failed"
@@ -54,7 +52,6 @@ _BODY = re.compile(
     r"|message (?:was )?(?:rejected|refused|bounced)|has been rejected|failed recipient"
     r"|(?:account|mailbox|address)(?:\(s\))? (?:account )?is (?:disabled|suspended|inactive|unavailable"
     r"|invalid)",
-    re.IGNORECASE,
 )
 # Sentences only failure notices write: enough on their own, whoever sent the message.
 _NOTICE = re.compile(
@@ -64,7 +61,6 @@ _NOTICE = re.compile(
     r" address\(es\) failed|the following recipient\(s\) could not be reached"
     r"|message could not be delivered to"
     r" the following|your message (?:wasn't|was not|could not be) delivered to",
-    re.IGNORECASE,
 )
 _CODE = re.compile(r"(?:^|\s|\()[245]\d\d[ -]?(?:[245]\.\d{1,3}\.\d{1,3})?", re.MULTILINE)
 _SEPARATOR = re.compile(
@@ -111,12 +107,12 @@ def looks_like_bounce(parsed: ParsedMessage) -> bool:
     )
     sender = (
         _local(parsed.from_address) in _DAEMON_LOCALS
-        or bool(_DAEMON_NAME.search(parsed.from_name))
+        or bool(_DAEMON_NAME.search(parsed.from_name.lower()))
         or parsed.return_path == ""
         or (parsed.from_address is None and parsed.return_path is None)
     )
-    subject = bool(_SUBJECT.search(parsed.subject))
-    head = parsed.text[:6000]
+    subject = bool(_SUBJECT.search(parsed.subject.lower()))
+    head = parsed.text[:4000].lower()
     if _NOTICE.search(head):
         return True
     if not (strong or sender or subject):

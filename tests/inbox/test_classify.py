@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from outreach_core.inbox import Classification, classify, parse_message
+from outreach_core.inbox import Classification, classify, parse_message, return_date
 from tests.inbox.mail import OUR_MESSAGE_ID, quoted, raw, reply
 
 ARRIVED = dt.datetime(2025, 3, 3, 9, 20, tzinfo=dt.UTC)  # a Monday
@@ -379,3 +379,26 @@ def test_a_plain_text_failure_notice_from_a_mailer_daemon() -> None:
     assert v.kind == "bounce" and v.hard_bounce
     assert [b.recipient for b in v.bounces] == ["jane@lead.example"]
     assert parsed.original_message_ids == (OUR_MESSAGE_ID,)
+
+
+# --- return dates: the pure rule -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "back"),
+    [
+        ("Out until 3/14.", dt.date(2025, 3, 14)),  # only one reading is a date
+        ("Out until 3/4.", None),  # March 4 or April 3: unsure
+        ("Abwesend bis 4.3.", dt.date(2025, 3, 4)),  # day.month outside English
+        ("Back on Friday.", dt.date(2025, 3, 7)),
+        ("Out of office today, back Monday.", dt.date(2025, 3, 10)),  # arrived on a Monday: the next one
+        ("Until 2025-03-20.", dt.date(2025, 3, 20)),
+        ("Available again from 24 March.", dt.date(2025, 3, 24)),
+        ("I was out until March 1.", None),  # already past when it arrived
+        ("Bis 17.30 Uhr im Meeting.", None),  # a time, not a date
+        ("I am out of the office. Call 555-0142.", None),
+        ("Back in 2027-01-05.", None),  # more than a year away
+    ],
+)
+def test_return_date_rules(text: str, back: dt.date | None) -> None:
+    assert return_date(text, ARRIVED) == back
