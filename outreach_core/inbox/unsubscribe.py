@@ -3,10 +3,10 @@
 Only the person's own words count (`quotes.own_text`): the quoted original holds our own unsubscribe line.
 Two rules, on the text lower-cased with accents removed:
 
-1. **A phrase anywhere** in the first 2,000 characters: "unsubscribe me", "remove me from your list",
-   "take me off your list", "stop emailing me", "do not contact me", "abmelden", "bitte aus dem Verteiler
-   nehmen", "keine weiteren E-Mails", "désinscrire", "retirez-moi de votre liste", "ne plus recevoir",
-   "darme de baja", "no me envíen más correos", ... (the patterns below).
+1. **A phrase** in the first 1,000 characters: "unsubscribe me", "please unsubscribe", "remove me
+   from your list", "take me off your list", "stop emailing me", "do not contact me", "abmelden", "bitte
+   aus dem Verteiler nehmen", "keine weiteren E-Mails", "désinscrire", "retirez-moi de votre liste", "ne
+   plus recevoir", "darme de baja", "no me envíen más correos", ... (the patterns below).
 2. **A short reply that is a keyword** ("STOP", "Unsubscribe!", "remove please", "Abmelden", "baja"): at
    most six words, one of them a keyword. A longer text with "stop" in it ("I can't stop thinking about
    it") is not a request.
@@ -20,14 +20,20 @@ from outreach_core.inbox.folding import fold
 
 __all__ = ["find_unsubscribe_request"]
 
-SCAN_LIMIT = 2000
+SCAN_LIMIT = 1000
+"""Only the start of the reply is read: requests come first, company footers ("unsubscribe from our
+newsletter") come last."""
 _SHORT_WORDS = 6
 
 _PHRASES = re.compile(
     "|".join(
         (
             # English
-            r"\bunsubscribe\b",
+            r"\b(?:please |pls |kindly |just |can you |could you |would you )unsubscribe\b",
+            r"\bunsubscribe (?:me|us|this|my)\b",
+            r"\b(?:want|wish|like|need) to (?:be )?unsubscribe",
+            r"\bhow (?:do|can) i unsubscribe",
+            r"^\W*unsubscribe\b",
             r"\bremove (?:me|us|my (?:e-?mail|address|name|details|contact)|this (?:e-?mail|address))\b",
             r"\b(?:take|get|drop|strike) (?:me|us|my (?:e-?mail|address|name)) (?:off|from|out of)\b",
             r"\bopt(?:ing)?[ -]?(?:me |us )?out\b",

@@ -402,3 +402,12 @@ def test_a_plain_text_failure_notice_from_a_mailer_daemon() -> None:
 )
 def test_return_date_rules(text: str, back: dt.date | None) -> None:
     assert return_date(text, ARRIVED) == back
+
+
+def test_a_company_footer_about_unsubscribing_is_not_a_request() -> None:
+    text = (
+        "Hi Bob, happy to chat next week. Tuesday works.\n\nBest regards,\nJane Doe\nHead of Sales\n"
+        + "Lead GmbH, Hauptstr. 1, 10115 Berlin. " * 30
+        + "\nYou get our newsletter because you signed up. To unsubscribe from our newsletter, click here."
+    )
+    assert verdict(reply(text)).kind == "reply"
