@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from email.errors import HeaderParseError
 from email.header import decode_header
 from email.utils import getaddresses
 
@@ -107,7 +108,7 @@ def header_text(value: object) -> str:
         return text
     try:
         chunks = decode_header(text)
-    except (ValueError, IndexError, AssertionError, LookupError):
+    except (HeaderParseError, ValueError, IndexError, AssertionError, LookupError):  # broken encoded words
         return text
     out: list[str] = []
     for chunk, charset in chunks:

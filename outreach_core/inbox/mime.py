@@ -169,17 +169,20 @@ class _Walk:
 
 
 def parse_message(raw: bytes) -> ParsedMessage:
-    """Parse one received email. Never raises: broken input gives empty fields and `defects`."""
-    defects: list[str] = []
+    """Parse one received email. Never raises: broken input gives empty fields and `defects`.
+
+    The stdlib parser and our walk are lenient and bounded; should either still fail on some input (none
+    found by the hypothesis tests), the result is an empty message whose `defects` names the error, so the
+    worker logs it and moves on instead of stopping on one message."""
     try:
+        walk = _Walk()
         msg = _PARSER.parsebytes(raw)
-    except Exception as exc:  # the stdlib parser is lenient; this guards its rare internal failures
-        defects.append(f"unparseable message: {type(exc).__name__}")
-        msg = Message()
-    walk = _Walk()
-    walk.defects = defects
-    _walk(msg, walk)
-    return _build(msg, walk, len(raw))
+        _walk(msg, walk)
+        return _build(msg, walk, len(raw))
+    except Exception as exc:
+        empty = _Walk()
+        empty.defects.append(f"unparseable message: {type(exc).__name__}: {str(exc)[:200]}")
+        return _build(Message(), empty, len(raw))
 
 
 def _build(msg: Message, walk: _Walk, size: int) -> ParsedMessage:
@@ -235,13 +238,10 @@ def _build(msg: Message, walk: _Walk, size: int) -> ParsedMessage:
 
 def _headers(msg: Message, limit: int = MAX_HEADERS) -> tuple[tuple[str, str], ...]:
     out: list[tuple[str, str]] = []
-    try:
-        for name, value in msg.raw_items():
-            if len(out) >= limit:
-                break
-            out.append((recover(str(name)).strip().lower(), header_text(str(value)[:HEADER_LIMIT])))
-    except Exception:  # pragma: no cover - compat32 header access does not fail on parsed input
-        pass
+    for name, value in msg.raw_items():
+        if len(out) >= limit:
+            break
+        out.append((recover(str(name)).strip().lower(), header_text(str(value)[:HEADER_LIMIT])))
     return tuple(out)
 
 
@@ -266,10 +266,7 @@ def _content_type(part: Message) -> str:
 
 
 def _param(part: Message, name: str) -> str | None:
-    try:
-        value = part.get_param(name)
-    except Exception:  # pragma: no cover - defensive
-        return None
+    value = part.get_param(name)
     if isinstance(value, tuple):  # RFC 2231 value
         value = value[2]
     return recover(str(value)).strip().lower() if value else None
@@ -278,13 +275,26 @@ def _param(part: Message, name: str) -> str | None:
 def _filename(part: Message) -> str | None:
     try:
         name = part.get_filename()
-    except Exception:
+    except (LookupError, ValueError, UnicodeError):  # an RFC 2231 name in an unknown charset
         return None
     return header_text(name) if name else None
 
 
+def _payload(part: Message) -> list[Message | str] | str:
+    """The part's payload without transfer decoding; compat32 applies the charset parameter to 8-bit text
+    here, and a parameter Python cannot look up (a NUL in it) raises: then the bytes as Latin-1."""
+    try:
+        payload = part.get_payload()
+    except (ValueError, LookupError):
+        raw = part.get_payload(decode=True)
+        return raw.decode("latin-1") if isinstance(raw, bytes) else ""
+    if isinstance(payload, list):
+        return [p for p in payload if isinstance(p, Message | str)]
+    return payload if isinstance(payload, str) else str(payload)
+
+
 def _is_attachment(part: Message) -> bool:
-    disposition = (part.get("content-disposition") or "").strip().lower()
+    disposition = recover(str(part.get("content-disposition") or "")).strip().lower()
     return disposition.startswith("attachment")
 
 
@@ -300,11 +310,11 @@ def _walk(root: Message, walk: _Walk) -> None:
             walk.defects.append(f"parts nested deeper than {MAX_DEPTH}: ignored")
             continue
         ctype = _content_type(part)
-        payload = part.get_payload()
+        payload = _payload(part)
         if ctype.startswith("multipart/") and isinstance(payload, str):
             repaired = _repair_boundary(part, payload, walk)
             if repaired is not None:
-                part, payload = repaired, repaired.get_payload()
+                part, payload = repaired, _payload(repaired)
         if ctype in _DELIVERY_STATUS or ctype in _FEEDBACK:
             text = _report_text(part)
             if ctype in _FEEDBACK:
@@ -362,9 +372,10 @@ def _repair_boundary(part: Message, payload: str, walk: _Walk) -> Message | None
     try:
         part.set_param("boundary", match.group(1))
         repaired = _PARSER.parsebytes(part.as_bytes())
-    except Exception:  # a part the generator cannot write back: leave it as text
+    except (ValueError, TypeError, LookupError, UnicodeError, IndexError):  # cannot be written back
+        walk.defects.append("the recovered boundary could not be applied: read as text")
         return None
-    return repaired if isinstance(repaired.get_payload(), list) else None
+    return repaired if isinstance(_payload(repaired), list) else None
 
 
 def _decoded(part: Message) -> str:
@@ -372,7 +383,7 @@ def _decoded(part: Message) -> str:
     charset."""
     cte = str(part.get("content-transfer-encoding", "")).strip().lower()
     if cte == "base64":
-        payload = part.get_payload()
+        payload = _payload(part)
         data = (
             _b64(str(payload)[:_ENCODED_LIMIT].encode("ascii", "ignore")) if isinstance(payload, str) else b""
         )
@@ -399,7 +410,7 @@ def _b64(data: bytes) -> bytes:
 def _report_text(part: Message) -> str:
     """A delivery-status or feedback-report part as `Field: value` lines, groups separated by blank lines
     (compat32 hands them over already split into header blocks)."""
-    payload = part.get_payload()
+    payload = _payload(part)
     if isinstance(payload, str):
         return _decoded(part)[:REPORT_LIMIT]
     blocks: list[str] = []
@@ -408,7 +419,7 @@ def _report_text(part: Message) -> str:
         if not isinstance(block, Message):
             continue
         lines = [f"{recover(str(k))}: {header_text(str(v)[:HEADER_LIMIT])}" for k, v in block.raw_items()]
-        body = block.get_payload()
+        body = _payload(block)
         if isinstance(body, str) and body.strip():
             lines.append(recover(body).strip())
         text = "\n".join(lines)
@@ -426,10 +437,7 @@ def _note_original(payload: list[Message | str], walk: _Walk) -> None:
 
 
 def _note_headers(text: str, walk: _Walk) -> None:
-    try:
-        inner = _HEADER_PARSER.parsestr(text.lstrip("\n")[:REPORT_LIMIT])
-    except Exception:  # pragma: no cover - HeaderParser is lenient
-        return
+    inner = _HEADER_PARSER.parsestr(text.lstrip("\n")[:REPORT_LIMIT])
     walk.originals.append(_original(inner))
 
 
