@@ -62,6 +62,7 @@ _NOTICE = re.compile(
     r"|message could not be delivered to"
     r" the following|your message (?:wasn't|was not|could not be) delivered to",
 )
+_REPLY_SUBJECT = re.compile(r"^\s*(?:re|aw|antw|sv|vs|r|rif)\s*(?:\[\d+\])?\s*:", re.IGNORECASE)
 _CODE = re.compile(r"(?:^|\s|\()[245]\d\d[ -]?(?:[245]\.\d{1,3}\.\d{1,3})?", re.MULTILINE)
 _SEPARATOR = re.compile(
     r"^[ \t>]*[-=_*#~<+ ]*(?:original message|copy of (?:the|your) (?:original )?message|unsent message"
@@ -111,7 +112,8 @@ def looks_like_bounce(parsed: ParsedMessage) -> bool:
         or parsed.return_path == ""
         or (parsed.from_address is None and parsed.return_path is None)
     )
-    subject = bool(_SUBJECT.search(parsed.subject.lower()))
+    # A person's reply ("Re: Cut your bounce rate") is not a notice, whatever our subject said.
+    subject = not _REPLY_SUBJECT.match(parsed.subject) and bool(_SUBJECT.search(parsed.subject.lower()))
     head = parsed.text[:4000].lower()
     if _NOTICE.search(head):
         return True

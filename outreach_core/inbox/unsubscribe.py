@@ -8,8 +8,8 @@ Two rules, on the text lower-cased with accents removed:
    aus dem Verteiler nehmen", "keine weiteren E-Mails", "désinscrire", "retirez-moi de votre liste", "ne
    plus recevoir", "darme de baja", "no me envíen más correos", ... (the patterns below).
 2. **A short reply that is a keyword** ("STOP", "Unsubscribe!", "remove please", "Abmelden", "baja"): at
-   most six words, one of them a keyword. A longer text with "stop" in it ("I can't stop thinking about
-   it") is not a request.
+   most six words, a keyword and only polite filler beside it. "Stop by our booth" or a longer text with
+   "stop" in it ("I can't stop thinking about it") is not a request.
 """
 
 from __future__ import annotations
@@ -92,6 +92,17 @@ _KEYWORDS = frozenset(
         "stoppen", "desabonner", "desinscrire", "desinscribir", "desuscribir", "unsub", "optout", "opt-out",
     }
 )  # fmt: skip
+# Words that may stand beside a keyword in a short request ("STOP please", "remove me, thanks").
+_FILLERS = frozenset(
+    {
+        "please", "pls", "plz", "thanks", "thank", "you", "thx", "me", "us", "now", "it", "asap", "right",
+        "immediately",
+        "this", "all", "emails", "email", "e-mails", "mails", "mail", "messages", "sending", "from", "list",
+        "the", "my", "address", "ok", "okay", "and", "no", "more", "bitte", "danke", "sofort", "mich", "uns",
+        "merci", "svp", "s'il", "vous", "plait", "moi", "por", "favor", "gracias", "de", "la", "lista", "mas",
+        "je", "veux", "quiero", "darme", "und", "et", "y", "hi", "hello", "hallo", "bonjour", "hola", "yes",
+    }
+)  # fmt: skip
 _WORD = re.compile(r"[a-z][a-z'-]*")
 
 
@@ -101,9 +112,9 @@ def find_unsubscribe_request(own: str) -> str | None:
     match = _PHRASES.search(folded)
     if match is not None:
         return match.group(0)
-    words: list[str] = _WORD.findall(folded)
+    words = [w.strip("'-") for w in _WORD.findall(folded)]
     if 0 < len(words) <= _SHORT_WORDS:
-        for word in words:
-            if word.strip("'-") in _KEYWORDS:
-                return word
+        keywords = [w for w in words if w in _KEYWORDS]
+        if keywords and all(w in _KEYWORDS or w in _FILLERS for w in words):
+            return keywords[0]
     return None

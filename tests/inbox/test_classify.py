@@ -411,3 +411,10 @@ def test_a_company_footer_about_unsubscribing_is_not_a_request() -> None:
         + "\nYou get our newsletter because you signed up. To unsubscribe from our newsletter, click here."
     )
     assert verdict(reply(text)).kind == "reply"
+
+
+def test_a_reply_about_deliverability_is_not_a_bounce() -> None:
+    """Our subject may well say "bounce"; a person answering it is replying, not a mail server."""
+    text = "Our emails were rejected by Gmail last week and the bounce rate went up. Can you help?"
+    assert verdict(reply(text, subject="Re: Cut your bounce rate in half")).kind == "reply"
+    assert verdict(reply("Stop by our booth at 3pm!")).kind == "reply"
