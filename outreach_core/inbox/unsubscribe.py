@@ -112,7 +112,7 @@ def find_unsubscribe_request(own: str) -> str | None:
     match = _PHRASES.search(folded)
     if match is not None:
         return match.group(0)
-    words = [w.strip("'-") for w in _WORD.findall(folded)]
+    words: list[str] = [w.strip("'-") for w in _WORD.findall(folded)]
     if 0 < len(words) <= _SHORT_WORDS:
         keywords = [w for w in words if w in _KEYWORDS]
         if keywords and all(w in _KEYWORDS or w in _FILLERS for w in words):
