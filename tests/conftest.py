@@ -183,10 +183,12 @@ async def app(runtime: Runtime) -> Any:
     return build_app(runtime, flush_usage=False)  # tests flush explicitly with workers.usage_flush.tick
 
 
-@pytest.fixture(scope="session")
-async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
+@asynccontextmanager
+async def serving(app: Any, port: int | None = None) -> AsyncIterator[str]:
+    """`app` behind a real uvicorn server on loopback (in this event loop); yields its base URL."""
+    port = port or free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=live_port, log_config=None, lifespan="on", access_log=False
+        app, host="127.0.0.1", port=port, log_config=None, lifespan="on", access_log=False
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -198,9 +200,17 @@ async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
         await asyncio.sleep(0.02)
     else:
         raise RuntimeError("uvicorn did not start")
-    yield f"http://127.0.0.1:{live_port}"
-    server.should_exit = True
-    await asyncio.wait_for(task, timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, timeout=10)
+
+
+@pytest.fixture(scope="session")
+async def live_server(app: Any, live_port: int) -> AsyncIterator[str]:
+    async with serving(app, live_port) as url:
+        yield url
 
 
 @pytest.fixture
