@@ -100,7 +100,7 @@ class Settings(BaseSettings):
         return [k.strip() for k in (self.secret_key_previous or "").split(",") if k.strip()]
 
     def signing_keys(self) -> list[str]:
-        """The keys a signed token is verified against: the current one (which signs), then the earlier ones."""
+        """The keys signed tokens are verified against: the current one (which signs), then earlier ones."""
         return [self.resolved_secret_key(), *self.previous_secret_keys()]
 
 

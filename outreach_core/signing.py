@@ -52,8 +52,8 @@ def sign(secret: str, purpose: str, payload: dict[str, Any], expires_at: datetim
 
 
 def verify(secret: str | Sequence[str], purpose: str, token: str, now: datetime) -> dict[str, Any]:
-    """Return the payload of a token made by `sign(<one of the secrets>, purpose, ...)` that has not expired at
-    `now`. `secret` is one secret or several (current first, then earlier ones after a key rotation).
+    """Return the payload of a token made by `sign(<one of the secrets>, purpose, ...)` that has not expired
+    at `now`. `secret` is one secret or several (current first, then earlier ones after a key rotation).
 
     Raises `InvalidSignature` when the token is malformed, altered, or signed for another purpose or with
     none of the secrets, and `SignatureExpired` when it is authentic but past its expiry.
