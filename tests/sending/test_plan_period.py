@@ -1,4 +1,4 @@
-"""The plan's monthly emails: `/me` reports what the sender counts against them, and the sender stops there."""
+"""The plan's monthly emails: `/me` reports what the sender counts against them; the sender stops there."""
 
 from __future__ import annotations
 
