@@ -4,8 +4,9 @@ Starts `outreach serve --no-workers` (database from OUTREACH_DATABASE_URL, defau
 creates a workspace, writes N leads and two mailboxes straight into the database (lead import has its own
 benchmark, bench/leads_scale.py), then over HTTP: creates a campaign with a two-step sequence, adds every
 lead with `allLeads` (timed: one set-based statement path), and measures `GET /campaigns/{id}`,
-`GET /campaigns`, page 1, a deep page and searches of the campaign's leads, the preview and the launch
-checklist. The leads are written as the search-index worker leaves them (`search_index` set).
+`GET /campaigns`, page 1, a deep page and searches of the campaign's leads, the preview, the launch
+checklist and the launch (whose answer says when sending starts). The leads are written as the
+search-index worker leaves them (`search_index` set).
 Prints Markdown for docs/PERFORMANCE.md.
 
     .venv/bin/python bench/campaigns_scale.py [--leads 1000000] [--samples 30]
@@ -97,6 +98,24 @@ async def _maintain(url: str) -> None:
         else:
             await conn.exec_driver_sql("VACUUM ANALYZE campaign_leads")
     await engine.dispose()
+
+
+async def _all_waiting(url: str, campaign_id: str) -> None:
+    """Every lead of the campaign contacted, its follow-up due in three days."""
+    from datetime import timedelta
+
+    from outreach_core.db.engine import create_engine
+    from outreach_core.db.tables import campaign_leads
+
+    engine = create_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(
+            campaign_leads.update()
+            .where(campaign_leads.c.campaign_id == campaign_id)
+            .values(status="contacted", step=1, next_at=datetime.now(UTC) + timedelta(days=3))
+        )
+    await engine.dispose()
+    await _maintain(url)
 
 
 def main() -> None:
@@ -191,6 +210,19 @@ def main() -> None:
             checklist.append((time.perf_counter() - t0) * 1000)
         median, worst = percentile(checklist, 50), max(checklist)
         print(f"| GET /campaigns/{{id}}/checklist (3 runs, max) | {median:.1f} | {worst:.1f} |")
+
+        # The launch answer says when sending starts (campaigns/next_send.py): with every lead due now, then
+        # with none due (every lead waiting for its follow-up, the most the answer reads).
+        for case in ("every lead due now", "every lead waiting for a follow-up"):
+            if case != "every lead due now":
+                asyncio.run(_all_waiting(server.env["OUTREACH_DATABASE_URL"], cid))
+            t0 = time.perf_counter()
+            launched = http.post(f"/api/v1/campaigns/{cid}/launch")
+            launch_ms = (time.perf_counter() - t0) * 1000
+            launched.raise_for_status()
+            http.post(f"/api/v1/campaigns/{cid}/pause").raise_for_status()
+            print(f"| POST /campaigns/{{id}}/launch, {case} | {launch_ms:.1f} | |")
+            print(f"|   nextSendAt {launched.json()['nextSendAt']}: {launched.json()['message']} | | |")
 
 
 if __name__ == "__main__":

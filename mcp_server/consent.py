@@ -20,6 +20,7 @@ import base64
 import hashlib
 import html
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -63,8 +64,10 @@ def consent_url(settings: Settings, secret: str, request: ConsentRequest, now: d
     return f"{settings.public_url}{CONSENT_PATH}?{urlencode({'request': token})}"
 
 
-def read_consent_request(secret: str, token: str, now: datetime) -> ConsentRequest:
-    """Verify and decode a signed consent request (raises `InvalidSignature` / `SignatureExpired`)."""
+def read_consent_request(secret: str | Sequence[str], token: str, now: datetime) -> ConsentRequest:
+    """Verify and decode a signed consent request (raises `InvalidSignature` / `SignatureExpired`). `secret`
+    may list the current key and earlier ones (`Settings.signing_keys`), so a rotation does not break a
+    consent page already open."""
     payload = verify(secret, CONSENT_PURPOSE, token, now)
     try:
         return ConsentRequest(
@@ -110,20 +113,20 @@ _HOST_PORT = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?")
 
 def consent_routes(runtime: Runtime) -> list[Route]:
     """The consent page's routes (`GET` and `POST /oauth/consent`), to mount at the root of the app."""
-    secret = runtime.settings.resolved_secret_key()
+    keys = runtime.settings.signing_keys()
 
     async def consent(request: Request) -> Response:
         if request.method == "POST":
-            return await _decide(runtime, secret, request)
-        return await _show(runtime, secret, request)
+            return await _decide(runtime, keys, request)
+        return await _show(runtime, keys, request)
 
     return [Route(CONSENT_PATH, consent, methods=["GET", "POST"])]
 
 
-async def _show(runtime: Runtime, secret: str, request: Request) -> Response:
+async def _show(runtime: Runtime, keys: list[str], request: Request) -> Response:
     token = request.query_params.get("request", "")
     try:
-        consent_request = read_consent_request(secret, token, runtime.ports.clock.now())
+        consent_request = read_consent_request(keys, token, runtime.ports.clock.now())
     except InvalidSignature as exc:
         return _invalid_request_page(exc)
     client = await runtime.system_read(get_client, consent_request.client_id)
@@ -132,7 +135,7 @@ async def _show(runtime: Runtime, secret: str, request: Request) -> Response:
     return _form_page(request, consent_request, token, client)
 
 
-async def _decide(runtime: Runtime, secret: str, request: Request) -> Response:
+async def _decide(runtime: Runtime, keys: list[str], request: Request) -> Response:
     origin = request.headers.get("origin")
     if origin is not None and _normalized_origin(origin) != _normalized_origin(runtime.settings.public_url):
         # A browser posting from another site (OUTREACH_PUBLIC_URL must be the address people use).
@@ -142,7 +145,7 @@ async def _decide(runtime: Runtime, secret: str, request: Request) -> Response:
     if not isinstance(token, str):
         return _problem_page(400, f"The form is missing the authorization request. {_START_AGAIN}")
     try:
-        consent_request = read_consent_request(secret, token, runtime.ports.clock.now())
+        consent_request = read_consent_request(keys, token, runtime.ports.clock.now())
     except InvalidSignature as exc:
         return _invalid_request_page(exc)
     if decision == "deny":

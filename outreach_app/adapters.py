@@ -15,12 +15,14 @@ import aioimaplib
 import aiosmtplib
 import dns.asyncresolver
 import dns.exception
+import dns.message
+import dns.rdatatype
 import dns.resolver
 import httpx
 import structlog
 
 from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, guarded_http_client, tls_context
-from outreach_core.ports import Delivery, DnsResolver, MailServer
+from outreach_core.ports import Delivery, DnsAnswer, DnsResolver, MailServer
 from outreach_core.settings import Settings
 from outreach_core.urls import url_problem
 
@@ -60,6 +62,30 @@ class DnspythonResolver:
                 return []
             raise
         return [r.to_text() for r in answer] if answer.rrset is not None else []
+
+    async def lookup_answer(self, name: str, rdtype: str) -> DnsAnswer:
+        """`lookup` with the answer's TTL, or for NXDOMAIN / no answer the negative TTL of RFC 2308 from
+        the SOA record in the authority section (None without one). Errors raise as in `lookup`."""
+        try:
+            answer = await self._resolver.resolve(name, rdtype, raise_on_no_answer=False)
+        except dns.resolver.NXDOMAIN as exc:
+            responses: dict[object, dns.message.Message] = exc.kwargs.get("responses") or {}
+            return DnsAnswer([], _negative_ttl(list(responses.values())))
+        if answer.rrset is None:
+            return DnsAnswer([], _negative_ttl([answer.response]))
+        return DnsAnswer([r.to_text() for r in answer], answer.rrset.ttl)
+
+
+def _negative_ttl(responses: list[dns.message.Message]) -> int | None:
+    """RFC 2308 section 5: min(SOA TTL, SOA MINIMUM) of the SOA in the authority section."""
+    ttls = [
+        min(rrset.ttl, rdata.minimum)
+        for response in responses
+        for rrset in response.authority
+        if rrset.rdtype == dns.rdatatype.SOA
+        for rdata in rrset
+    ]
+    return min(ttls) if ttls else None
 
 
 class HttpxClient:

@@ -41,9 +41,23 @@ class FixedClock:
         self._now = when.astimezone(UTC)
 
 
+@dataclass(frozen=True)
+class DnsAnswer:
+    """Answers as text (empty for NXDOMAIN or no answer) and how long they may be cached: the answer's TTL,
+    or for an empty answer the negative TTL of RFC 2308 (the smaller of the SOA record's TTL and its
+    MINIMUM field, from the authority section); None when the server sent no SOA with an empty answer."""
+
+    records: list[str]
+    ttl_s: int | None
+
+
 class DnsResolver(Protocol):
     async def lookup(self, name: str, rdtype: str) -> list[str]:
         """Answers for `name`/`rdtype` as text; empty for NXDOMAIN or no answer."""
+        ...
+
+    async def lookup_answer(self, name: str, rdtype: str) -> DnsAnswer:
+        """Like `lookup`, with the TTL the answer may be cached for."""
         ...
 
 

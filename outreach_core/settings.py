@@ -19,8 +19,9 @@ class Settings(BaseSettings):
 
     database_url: str = DEFAULT_DATABASE_URL
     secret_key: str | None = None
-    # Earlier secret keys (comma-separated), still accepted to decrypt stored mailbox passwords after a
-    # rotation; new values are always encrypted with `secret_key`. See docs/mailboxes.md.
+    # Earlier secret keys (comma-separated), still accepted after a rotation to decrypt stored mailbox
+    # passwords and to verify signed tokens (unsubscribe links, consent requests); new values are always
+    # encrypted and signed with `secret_key`. See docs/mailboxes.md.
     secret_key_previous: str | None = None
     public_url: str = "http://127.0.0.1:8000"
     dns_nameservers: str | None = None
@@ -97,6 +98,10 @@ class Settings(BaseSettings):
     def previous_secret_keys(self) -> list[str]:
         """Earlier secret keys from `OUTREACH_SECRET_KEY_PREVIOUS`, newest first."""
         return [k.strip() for k in (self.secret_key_previous or "").split(",") if k.strip()]
+
+    def signing_keys(self) -> list[str]:
+        """The keys signed tokens are verified against: the current one (which signs), then earlier ones."""
+        return [self.resolved_secret_key(), *self.previous_secret_keys()]
 
 
 def _sqlite_path(url: str) -> Path | None:

@@ -4,6 +4,10 @@ A token is `<body>.<mac>`, both URL-safe base64 without padding. The body is the
 `{"d": payload, "exp": <unix seconds>}`; the MAC covers the purpose and the body, so a token signed for one
 purpose is refused for any other, and nothing in it can change without the MAC failing. The payload is
 readable by whoever holds the token: sign data that must not be altered, never data that must stay secret.
+
+Key rotation: tokens are signed with the current secret (`OUTREACH_SECRET_KEY`) and verified against it and
+every earlier one (`OUTREACH_SECRET_KEY_PREVIOUS`, see `Settings.signing_keys`), so links in emails already
+sent keep working after a rotation.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -46,13 +51,18 @@ def sign(secret: str, purpose: str, payload: dict[str, Any], expires_at: datetim
     return f"{body}.{_b64encode(_mac(secret, purpose, body))}"
 
 
-def verify(secret: str, purpose: str, token: str, now: datetime) -> dict[str, Any]:
-    """Return the payload of a token made by `sign(secret, purpose, ...)` that has not expired at `now`.
+def verify(secret: str | Sequence[str], purpose: str, token: str, now: datetime) -> dict[str, Any]:
+    """Return the payload of a token made by `sign(<one of the secrets>, purpose, ...)` that has not expired
+    at `now`. `secret` is one secret or several (current first, then earlier ones after a key rotation).
 
     Raises `InvalidSignature` when the token is malformed, altered, or signed for another purpose or with
-    another secret, and `SignatureExpired` when it is authentic but past its expiry.
+    none of the secrets, and `SignatureExpired` when it is authentic but past its expiry.
     """
-    _check_inputs(secret, purpose)
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if not secrets:
+        raise ValueError("verifying needs at least one secret")
+    for one in secrets:
+        _check_inputs(one, purpose)
     if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH or token.count(".") != 1:
         raise InvalidSignature("The signed token is malformed.")
     body, mac_text = token.split(".")
@@ -60,7 +70,7 @@ def verify(secret: str, purpose: str, token: str, now: datetime) -> dict[str, An
         given_mac = _b64decode(mac_text)
     except ValueError as exc:
         raise InvalidSignature("The signed token is malformed.") from exc
-    if not hmac.compare_digest(given_mac, _mac(secret, purpose, body)):
+    if not any(hmac.compare_digest(given_mac, _mac(one, purpose, body)) for one in secrets):
         raise InvalidSignature("The signed token was altered or is not meant for this use.")
     try:
         decoded = json.loads(_b64decode(body))

@@ -185,9 +185,10 @@ async def app(runtime: Runtime) -> Any:
 
 
 @asynccontextmanager
-async def serving(app: Any, port: int, **config: Any) -> AsyncIterator[str]:
-    """`app` behind a real uvicorn server on 127.0.0.1:`port`, in this event loop (`config`: uvicorn's
-    options, e.g. `ssl_certfile`/`ssl_keyfile`); yields its base URL."""
+async def serving(app: Any, port: int | None = None, **config: Any) -> AsyncIterator[str]:
+    """`app` behind a real uvicorn server on 127.0.0.1:`port` (a free one by default), in this event loop
+    (`config`: uvicorn's options, e.g. `ssl_certfile`/`ssl_keyfile`); yields its base URL."""
+    port = port or free_port()
     options = {"log_config": None, "lifespan": "on", "access_log": False, **config}
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **options))
     task = asyncio.create_task(server.serve())

@@ -6,13 +6,14 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from dnslib import QTYPE, RR, DNSRecord
+from dnslib import QTYPE, RR, SOA, DNSRecord
 from dnslib.server import BaseResolver, DNSLogger, DNSServer
 
 
 class _Zone(BaseResolver):  # type: ignore[misc]
     def __init__(self) -> None:
         self.records: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.soas: dict[str, tuple[int, int]] = {}  # zone -> (SOA TTL, MINIMUM)
         self.queries: list[tuple[str, str]] = []
         self.lock = threading.Lock()
 
@@ -24,10 +25,17 @@ class _Zone(BaseResolver):  # type: ignore[misc]
             self.queries.append((qname, qtype))
             answers = list(self.records.get((qname, qtype), []))
             exists = any(name == qname for name, _ in self.records)
+            zones = [z for z in self.soas if qname == z or qname.endswith("." + z)]
+            soa = (max(zones, key=len), self.soas[max(zones, key=len)]) if zones else None
         for text in answers:
             reply.add_answer(*RR.fromZone(f"{qname}. 60 IN {qtype} {text}"))
         if not answers and not exists:
             reply.header.rcode = 3  # NXDOMAIN
+        if not answers and soa is not None:  # a negative answer carries its zone's SOA (RFC 2308)
+            zone, (ttl, minimum) = soa
+            times = (1, 3600, 600, 86400, minimum)  # serial, refresh, retry, expire, minimum
+            rdata = SOA(f"ns.{zone}.", f"hostmaster.{zone}.", times)
+            reply.add_auth(RR(f"{zone}.", QTYPE.SOA, ttl=ttl, rdata=rdata))
         return reply
 
 
@@ -47,6 +55,15 @@ class DnsServer:
     def add(self, name: str, rdtype: str, *values: str) -> None:
         with self.zone.lock:
             self.zone.records[(name.rstrip(".").lower(), rdtype)].extend(values)
+
+    def soa(self, zone: str, *, minimum: int, ttl: int = 3600) -> None:
+        """Negative answers (NXDOMAIN, no records of the type asked) for names in `zone` carry its SOA."""
+        with self.zone.lock:
+            self.zone.soas[zone.rstrip(".").lower()] = (ttl, minimum)
+
+    def remove(self, name: str, rdtype: str) -> None:
+        with self.zone.lock:
+            self.zone.records.pop((name.rstrip(".").lower(), rdtype), None)
 
     def queries_for(self, name: str) -> int:
         with self.zone.lock:

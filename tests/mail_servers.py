@@ -131,34 +131,39 @@ class _Handler:
         reply = self.server.data_reply(envelope.rcpt_tos) if self.server.data_reply else None
         if reply is not None:
             return reply
+        received = Received(
+            login=login,
+            mail_from=str(envelope.mail_from),
+            rcpt_tos=list(envelope.rcpt_tos),
+            data=bytes(envelope.original_content or b""),
+            mail_options=list(envelope.mail_options),
+        )
         with self.server.lock:
-            self.server.messages.append(
-                Received(
-                    login=login,
-                    mail_from=str(envelope.mail_from),
-                    rcpt_tos=list(envelope.rcpt_tos),
-                    data=bytes(envelope.original_content or b""),
-                    mail_options=list(envelope.mail_options),
-                )
-            )
+            self.server.messages.append(received)
+        if self.server.on_message is not None:
+            self.server.on_message(received)
         return "250 Message accepted"
 
 
 class SmtpServer:
     """aiosmtpd in its own thread: `security` "starttls" (STARTTLS required before AUTH) or "tls" (implicit
-    TLS). AUTH PLAIN/LOGIN against `users`. `messages` records what was accepted; `rcpt_reply(address)` may
-    return an SMTP reply (e.g. "550 5.1.1 no such user") to refuse a recipient, `data_reply(recipients)` one
-    to refuse the message after DATA. `smtputf8` offers SMTPUTF8 (RFC 6531; aiosmtpd does not by default)."""
+    TLS). AUTH PLAIN/LOGIN against `users`. `messages` records what was accepted (and `on_message` is called
+    with each); `rcpt_reply(address)` may return an SMTP reply (e.g. "550 5.1.1 no such user") to refuse a
+    recipient, `data_reply(recipients)` one to refuse the message after DATA. `smtputf8` offers SMTPUTF8
+    (RFC 6531; aiosmtpd does not by default). `port` defaults to a free one."""
 
-    def __init__(self, security: Security, ca: MailCA, users: Users, *, smtputf8: bool = False) -> None:
+    def __init__(
+        self, security: Security, ca: MailCA, users: Users, *, smtputf8: bool = False, port: int | None = None
+    ) -> None:
         self.security = security
         self.host = HOST
-        self.port = free_port()
+        self.port = port or free_port()
         self.users = users
         self.messages: list[Received] = []
         self.lock = threading.Lock()
         self.rcpt_reply: Callable[[str], str | None] | None = None
         self.data_reply: Callable[[list[str]], str | None] | None = None
+        self.on_message: Callable[[Received], None] | None = None
         tls = ca.server_context()
         common: dict[str, Any] = {
             "hostname": HOST,
@@ -238,13 +243,21 @@ service imap-login {{
 class Dovecot:
     """Dovecot IMAP from a temporary configuration: `starttls_port` (143-style: plain, STARTTLS, then
     LOGIN) and `tls_port` (993-style implicit TLS). Users come from passwd-files written whenever `users`
-    changes."""
+    changes. Ports default to free ones."""
 
-    def __init__(self, root: Path, ca: MailCA, users: Users) -> None:
+    def __init__(
+        self,
+        root: Path,
+        ca: MailCA,
+        users: Users,
+        *,
+        tls_port: int | None = None,
+        starttls_port: int | None = None,
+    ) -> None:
         self.root = root
         self.host = HOST
-        self.starttls_port = free_port()
-        self.tls_port = free_port()
+        self.starttls_port = starttls_port or free_port()
+        self.tls_port = tls_port or free_port()
         self.users = users
         self._ca = ca
         self._process: subprocess.Popen[bytes] | None = None

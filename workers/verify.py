@@ -10,7 +10,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from outreach_core.enrichment.operations import mx_for_domains
+from outreach_core.enrichment.operations import (
+    DomainInfo,
+    clean_domain,
+    known_domains,
+    resolve_domains,
+    store_domains,
+)
 from outreach_core.verification.operations import (
     API_CONCURRENCY,
     ClaimedLead,
@@ -50,6 +56,21 @@ async def tick(runtime: Runtime, batch: int = BATCH) -> int:
     return len(claimed)
 
 
+async def _mail_servers(runtime: Runtime, domains: list[str]) -> dict[str, DomainInfo]:
+    """Mail-server facts for `domains`, keyed as given. Cached mail servers are trusted; a cached "no mail
+    servers" is looked up again, since someone asked to verify and the domain may have been fixed since.
+    DNS runs with no transaction open; the answers are stored in the shared cache in a short one."""
+    known = await runtime.system_read(known_domains, domains, trust_negative=False)
+    missing = sorted({clean_domain(d) for d in domains} - known.keys())
+    if missing:
+        if runtime.ports.dns is None:
+            raise RuntimeError("no DNS resolver is configured (Ports.dns): mail servers cannot be looked up")
+        looked_up = await resolve_domains(runtime.ports.dns, missing)
+        await runtime.system(store_domains, looked_up)
+        known.update(looked_up)
+    return {d: known[clean_domain(d)] for d in domains}
+
+
 async def _verify(runtime: Runtime, claimed: list[ClaimedLead]) -> list[Outcome]:
     settings = runtime.settings
     use_api = verifier_enabled(settings.verifier_url)
@@ -70,7 +91,7 @@ async def _verify(runtime: Runtime, claimed: list[ClaimedLead]) -> list[Outcome]
             local[lead.id] = verdict
         elif domain is not None:
             domains[lead.id] = domain
-    servers = await runtime.system(mx_for_domains, sorted(set(domains.values()))) if domains else {}
+    servers = await _mail_servers(runtime, sorted(set(domains.values()))) if domains else {}
     emails = {lead.id: lead.email for lead in todo}
     for lead_id, domain in domains.items():
         info = servers.get(domain)

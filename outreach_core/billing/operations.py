@@ -5,15 +5,29 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.billing.rules import PLANS, Interval, is_active
 from outreach_core.billing.schemas import BillingSummary
-from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.context import (
+    SystemContext,
+    WorkspaceContext,
+    as_workspace,
+    scoped,
+    system_scope,
+    workspace_itself,
+)
 from outreach_core.db.tables import workspaces
 from outreach_core.errors import InvalidInput, NotFound, PlanRequired
 
 
-def summarize(row: Any) -> BillingSummary:
-    """The billing object from a `workspaces` row."""
+async def billing_summary(ctx: WorkspaceContext, row: Any) -> BillingSummary:
+    """The billing object of the caller's workspace (`row` is its `workspaces` row), with the emails sent
+    in the current monthly allowance counted as the sender counts them."""
+    return summarize(row, await emails_sent_this_period(ctx, row.plan_period_start))
+
+
+def summarize(row: Any, emails_sent: int) -> BillingSummary:
+    """The billing object from a `workspaces` row and the emails sent this period."""
     plan = PLANS.get(row.plan) if row.plan else None
     return BillingSummary(
         plan=row.plan,
@@ -22,7 +36,7 @@ def summarize(row: Any) -> BillingSummary:
         status=row.plan_status,
         emails_per_month=plan.emails_per_month if plan else 0,
         contacts=plan.contacts if plan else 0,
-        emails_sent_this_period=0,  # counted from the send ledger once sending exists
+        emails_sent_this_period=emails_sent,
         renews_at=row.plan_renews_at,
         cancel_at_period_end=bool(row.cancel_at_period_end),
     )
@@ -61,7 +75,7 @@ async def set_plan(
     }
     await ctx.conn.execute(ws.update().where(ws.c.id == row.id).values(**values))
     updated = (await ctx.conn.execute(ws.select().where(ws.c.id == row.id))).one()
-    return summarize(updated)
+    return await billing_summary(as_workspace(ctx, workspace_itself(row.id, "billing")), updated)
 
 
 def _renewal(now: datetime, interval: Interval) -> datetime:

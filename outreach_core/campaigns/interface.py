@@ -10,7 +10,9 @@ from outreach_core.campaigns.audience import (
     remove_leads_from_campaign,
 )
 from outreach_core.campaigns.lifecycle import WAITING, get_launch_checklist, launch_campaign, pause_campaign
+from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.operations import (
+    campaign_row,
     create_campaign,
     delete_campaign,
     duplicate_campaign,
@@ -19,7 +21,6 @@ from outreach_core.campaigns.operations import (
     update_campaign,
 )
 from outreach_core.campaigns.preview import preview_campaign
-from outreach_core.campaigns.rules import next_window_opening
 from outreach_core.campaigns.schemas import (
     AddCampaignLeadsIn,
     AddStepIn,
@@ -87,24 +88,12 @@ async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
 async def _describe_launch(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     found = await get_campaign(ctx, str(args.get("id")))
     waiting = sum(found.lead_counts[s] for s in WAITING)
-    opening = next_window_opening(
-        ctx.now,
-        timezone=found.timezone_fallback,
-        window_start=found.window_start,
-        window_end=found.window_end,
-        days=found.days,
-        start_on=found.start_on,
-    )
-    when = (
-        f"the first emails go out from {opening:%a %d %b %H:%M} ({found.timezone_fallback}; each lead's own "
-        "time zone when known)"
-        if opening
-        else "no sending window is open on any day yet"
-    )
+    row = await campaign_row(ctx, found.id)
+    when = describe_next_send(await next_send(ctx, row), row)
     verb = "Resume" if found.status == "paused" else "Launch"
     return (
         f"{verb} the campaign “{found.name}”: {_leads(waiting)} to contact from "
-        f"{found.active_mailboxes} active mailbox{'es' if found.active_mailboxes != 1 else ''}; {when}?"
+        f"{found.active_mailboxes} active mailbox{'es' if found.active_mailboxes != 1 else ''}? {when}"
     )
 
 

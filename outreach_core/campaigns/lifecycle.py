@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, String, exists, func, true
 from outreach_core.billing.operations import require_active_plan
 from outreach_core.billing.rules import is_active
 from outreach_core.campaigns.content import spam_words, word_count
+from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.operations import campaign_row, lead_counts, load_steps
 from outreach_core.campaigns.rendering import html_to_text, template_problems, unknown_variables, variables_in
 from outreach_core.campaigns.rules import (
@@ -72,8 +73,9 @@ async def get_launch_checklist(ctx: WorkspaceContext, id: str) -> Checklist:
 async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
     """Start (or resume) sending a draft or paused campaign. Needs an active plan. Refused with
     `launch_blocked` (the failing checklist items in details) while a required checklist item fails; the
-    status is then unchanged. Sending happens in the schedule window, in each lead's time zone. Asks to
-    confirm."""
+    status is then unchanged. Sending happens in the schedule window, in each lead's time zone: the answer's
+    `nextSendAt` and `message` say when the first email can go out (now, or when the window next opens).
+    Asks to confirm."""
     await require_active_plan(ctx)
     row = await campaign_row(ctx, id, for_update=True)
     if row.status not in LAUNCHABLE:
@@ -96,7 +98,13 @@ async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
             updated_at=ctx.now,
         )
     )
-    return Launched(status="running", items=items)
+    found = await next_send(ctx, row)
+    return Launched(
+        status="running",
+        items=items,
+        next_send_at=found.at if found else None,
+        message=describe_next_send(found, row),
+    )
 
 
 async def pause_campaign(ctx: WorkspaceContext, id: str) -> StatusOut:
@@ -226,6 +234,7 @@ async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem
                 )
             )
     facts = ChecklistFacts(
+        campaign_id=id,
         mailboxes_attached=len(boxes),
         mailboxes_active=sum(1 for status in boxes if status == "active"),
         steps=len(steps),

@@ -1,7 +1,8 @@
 """Links in emails: the signed one-click unsubscribe link.
 
 The token names the workspace, lead and campaign and is signed with the server secret, so it cannot be
-forged or guessed from another lead's link. It does not expire: an unsubscribe link must keep working.
+forged or guessed from another lead's link. It does not expire: an unsubscribe link must keep working, also
+after a key rotation (verified against `OUTREACH_SECRET_KEY_PREVIOUS` too).
 Links use `OUTREACH_PUBLIC_URL` until link domains exist (see docs/campaigns.md).
 """
 
@@ -26,5 +27,7 @@ def unsubscribe_url(settings: Settings, *, workspace_id: str, lead_id: str, camp
 
 
 def read_unsubscribe_token(settings: Settings, token: str, now: dt.datetime) -> dict[str, Any]:
-    """The payload of an unsubscribe token; raises `InvalidSignature` for anything forged or altered."""
-    return verify(settings.resolved_secret_key(), PURPOSE, token, now)
+    """The payload of an unsubscribe token signed with the current secret key or an earlier one (links in
+    emails sent before a key rotation keep working); raises `InvalidSignature` for anything forged or
+    altered."""
+    return verify(settings.signing_keys(), PURPOSE, token, now)

@@ -129,6 +129,7 @@ class VariantFacts:
 class ChecklistFacts:
     """Everything the launch checklist decides on, gathered by the caller."""
 
+    campaign_id: str  # named in the REST routes the messages point to
     mailboxes_attached: int
     mailboxes_active: int
     steps: int
@@ -152,8 +153,23 @@ def _item(
     )
 
 
+def _route(method: str, path: str, tool: str, what: str = "") -> str:
+    """How to fix something, for a REST client and an AI assistant alike: the route and the MCP tool."""
+    return f"{method} /api/v1{path}{what} (tool {tool})"
+
+
 def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
-    """The launch checklist: required items first (any failure blocks launch), then warnings."""
+    """The launch checklist: required items first (any failure blocks launch), then warnings. Each failing
+    item's message names the REST route and the MCP tool that fix it."""
+    campaign = f"/campaigns/{f.campaign_id}"
+
+    def update_campaign(what: str) -> str:
+        return _route("PATCH", campaign, "update_campaign", what)
+
+    edit_emails = (
+        f"{_route('PATCH', f'{campaign}/variants/{{variantId}}', 'update_variant')}, or replace the sequence "
+        f"with {_route('PUT', f'{campaign}/sequence', 'set_sequence')}"
+    )
     active = [v for v in f.variants if v.active]
     per_step_active = [[v for v in active if v.step == s] for s in range(f.steps)]
     content: list[str] = []
@@ -186,59 +202,72 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             "mailboxes",
             "At least one active mailbox is attached",
             f.mailboxes_active > 0,
-            "Attach an active mailbox (update_campaign with mailboxIds)."
+            f"Attach an active mailbox: {update_campaign(' with mailboxIds')}; connect one first with "
+            f"{_route('POST', '/mailboxes', 'create_mailbox')}."
             if f.mailboxes_attached == 0
-            else "Every attached mailbox is paused or has an error: fix or resume one.",
+            else "Every attached mailbox is paused or has an error: resume a paused one with "
+            f"{_route('PATCH', '/mailboxes/{mailboxId}', 'update_mailbox', ' with status active')}, or "
+            "test one in error again with "
+            f"{_route('POST', '/mailboxes/{mailboxId}/test', 'retest_mailbox')}.",
         ),
         _item(
             "sequence",
             "Every email has an active variant with a subject and a body",
             not content,
-            "Complete the emails listed in details.",
+            f"Complete the emails listed in details: {edit_emails}.",
             details=content,
         ),
         _item(
             "unsubscribe",
             unsubscribe_label,
             bool(first) and not no_unsubscribe,
-            "Add {{unsubscribe}} to every active variant of the first email.",
+            f"Add {{{{unsubscribe}}}} to every active variant of the first email: {edit_emails}.",
             details=no_unsubscribe,
         ),
         _item(
             "variables",
             "Every variable can be filled in",
             not variable_problems,
-            "Fix the variables listed in details, or give them a fallback like {{company|your team}}.",
+            "Fix the variables listed in details, or give them a fallback like {{company|your team}}: "
+            f"{edit_emails}.",
             details=variable_problems,
         ),
         _item(
             "leads",
             "The campaign has leads to contact",
             f.leads_waiting > 0,
-            "Add leads (add_leads_to_campaign).",
+            f"Add leads: {_route('POST', f'{campaign}/leads', 'add_leads_to_campaign')} with leadIds, "
+            "listIds or allLeads.",
         ),
         _item(
             "schedule",
             "The schedule can send",
             not f.schedule,
-            "Fix the schedule (update_campaign).",
+            f"Fix the schedule listed in details: {update_campaign('')}.",
             details=list(f.schedule),
         ),
-        _item("plan", "The workspace has an active plan", f.plan_active, "Launching needs an active plan."),
+        _item(
+            "plan",
+            "The workspace has an active plan",
+            f.plan_active,
+            "Launching needs an active plan; no route or tool sets one: the server's operator runs "
+            "`outreach plan set --workspace <slug> --plan <plan>`.",
+        ),
         _item(
             "link_domain",
             "An active link domain"
             if f.link_domain_required
             else "Link domain (not required on this server)",
             f.link_domain_active or not f.link_domain_required,
-            "This server requires an active link domain before a campaign can launch.",
+            "This server requires an active link domain before a campaign can launch; link domains are not "
+            "available on this server yet.",
         ),
         _item(
             "risky_leads",
             "No risky or catch-all leads",
             f.risky_leads == 0,
-            f"{f.risky_leads:,} risky or catch-all leads will be emailed; "
-            "turn on skipRisky to leave them out.",
+            f"{f.risky_leads:,} risky or catch-all leads will be emailed; leave them out with "
+            f"{update_campaign(' with skipRisky true')}.",
             required=False,
         ),
         _item(
@@ -246,14 +275,15 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             "Tracking uses a link domain",
             not f.tracking or f.link_domain_active,
             "Open or click tracking is on without an active link domain: links point at this server's own "
-            "address, which hurts deliverability.",
+            "address, which hurts deliverability. Turn tracking off with "
+            f"{update_campaign(' with trackOpens and trackClicks false')}.",
             required=False,
         ),
         _item(
             "spam_words",
             "No spam-trigger words",
             not spam,
-            "Some words often trip spam filters.",
+            f"Some words often trip spam filters: {edit_emails}.",
             required=False,
             details=spam,
         ),
@@ -261,7 +291,7 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             "long_emails",
             f"Emails are at most {LONG_EMAIL_WORDS} words",
             not long_emails,
-            "Long cold emails get fewer replies.",
+            f"Long cold emails get fewer replies: {edit_emails}.",
             required=False,
             details=long_emails,
         ),

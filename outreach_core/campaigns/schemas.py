@@ -396,6 +396,12 @@ class Checklist(WireModel):
 class Launched(WireModel):
     status: CampaignStatus
     items: list[ChecklistItem]
+    next_send_at: Timestamp | None = Field(
+        description="When the first waiting lead can get its next email: now when a lead is inside its "
+        "sending window, else when the window next opens in its time zone (not before startOn or a "
+        "follow-up's waitDays). Mailbox gaps and limits may make it later. Null when no lead waits."
+    )
+    message: str = Field(description="When sending starts, in words, in the lead's time zone and in UTC.")
 
 
 class StatusOut(WireModel):

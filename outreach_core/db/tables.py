@@ -398,6 +398,9 @@ domain_cache = Table(
     Column("mx_host", String(253), nullable=True),
     Column("has_mx", Boolean, nullable=False),
     Column("checked_at", UtcDateTime, nullable=False),
+    # when the answer stops being trusted: a week for mail servers, the DNS negative TTL (at most an hour)
+    # for "no mail servers" (migration 0010)
+    Column("expires_at", UtcDateTime, nullable=False),
 )
 
 # --- mailboxes -------------------------------------------------------------------------------------------

@@ -6,8 +6,11 @@ describes the behaviour for users and operators.
 
 - Each distinct domain is resolved once: a well-known consumer domain (`gmail.com`) needs no DNS; otherwise
   `domain_cache` answers while fresh, else one MX lookup through `ctx.ports.dns`, at most
-  `LOOKUP_CONCURRENCY` at a time. Definite answers (mail servers, no mail servers, NXDOMAIN) are cached; a
-  lookup that failed (timeout, server failure) is not, so the next lead on that domain asks again.
+  `LOOKUP_CONCURRENCY` at a time. Definite answers are cached: mail servers for `CACHE_TTL`, "no mail
+  servers" (no MX, null MX, NXDOMAIN) for the negative TTL DNS gave with it (RFC 2308, the SOA's), at most
+  `NEGATIVE_CACHE_MAX`. A lookup that failed (timeout, server failure) is not cached, so the next lead on
+  that domain asks again. Verification (`workers/verify.py`) trusts only cached mail servers and looks
+  "no mail servers" up again.
 - Leads are written in one `executemany` per batch, never one statement per lead in a loop, and a value the
   user gave (country, timezone) is never replaced by an inferred one.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, cast
 
@@ -46,11 +49,15 @@ __all__ = [
     "BATCH",
     "CACHE_TTL",
     "LOOKUP_CONCURRENCY",
-    "NEGATIVE_CACHE_TTL",
+    "NEGATIVE_CACHE_DEFAULT",
+    "NEGATIVE_CACHE_MAX",
     "DomainInfo",
+    "cache_lifetime",
+    "clean_domain",
     "domains_to_resolve",
     "enrich_pending",
     "finish_imports",
+    "known_domains",
     "mx_for_domains",
     "resolve_domains",
     "store_domains",
@@ -61,8 +68,11 @@ SEARCH_BATCH = 2_000
 """Leads taken per `enrich_pending` call by default (one import chunk)."""
 CACHE_TTL = timedelta(days=7)
 """How long a cached answer with mail servers is used before the domain is looked up again."""
-NEGATIVE_CACHE_TTL = timedelta(days=1)
-"""How long "no mail servers" (no MX, null MX, NXDOMAIN) is trusted: shorter, a domain may be fixed."""
+NEGATIVE_CACHE_MAX = timedelta(hours=1)
+"""The longest "no mail servers" (no MX, null MX, NXDOMAIN) is trusted, whatever DNS says: a domain may be
+fixed at any time, and its leads would be verified invalid meanwhile."""
+NEGATIVE_CACHE_DEFAULT = timedelta(minutes=5)
+"""How long "no mail servers" is trusted when the answer came without an SOA record (no negative TTL)."""
 LOOKUP_CONCURRENCY = 20
 """MX lookups in flight at once."""
 
@@ -81,21 +91,32 @@ class DomainInfo:
     mx_host: str | None
     has_mx: bool
     lookup_failed: bool = False
+    ttl_s: int | None = field(default=None, compare=False)  # what DNS said the answer may be cached for
 
     @classmethod
-    def from_answers(cls, answers: list[str]) -> DomainInfo:
+    def from_answers(cls, answers: list[str], ttl_s: int | None = None) -> DomainInfo:
         """From MX answers as the DNS port gives them (`"10 mx.example.com."`); empty = no mail servers."""
         hosts = parse_mx(answers)
         if not hosts:
-            return cls(esp="unknown", mx_host=None, has_mx=False)
-        return cls(esp=classify_esp(hosts), mx_host=hosts[0], has_mx=True)
+            return cls(esp="unknown", mx_host=None, has_mx=False, ttl_s=ttl_s)
+        return cls(esp=classify_esp(hosts), mx_host=hosts[0], has_mx=True, ttl_s=ttl_s)
+
+
+def cache_lifetime(info: DomainInfo) -> timedelta:
+    """How long a definite answer is kept in `domain_cache`: `CACHE_TTL` with mail servers; otherwise the
+    negative TTL DNS gave (`NEGATIVE_CACHE_DEFAULT` without one), at most `NEGATIVE_CACHE_MAX`."""
+    if info.has_mx:
+        return CACHE_TTL
+    if info.ttl_s is None:
+        return NEGATIVE_CACHE_DEFAULT
+    return min(timedelta(seconds=max(0, info.ttl_s)), NEGATIVE_CACHE_MAX)
 
 
 LOOKUP_FAILED = DomainInfo(esp="unknown", mx_host=None, has_mx=False, lookup_failed=True)
 _NO_DOMAIN = DomainInfo(esp="unknown", mx_host=None, has_mx=False)
 
 
-def _clean_domain(domain: str) -> str:
+def clean_domain(domain: str) -> str:
     return domain.strip().lower().rstrip(".")
 
 
@@ -122,7 +143,7 @@ async def resolve_domains(
     A lookup that raises a DNS error (timeout, SERVFAIL, no server reachable) gives `LOOKUP_FAILED`; the
     failures are logged together as one `mx_lookup_failed` warning. Any other exception propagates (a bug,
     not an answer), cancelling the lookups still running."""
-    wanted = {d for d in (_clean_domain(x) for x in domains) if d}
+    wanted = {d for d in (clean_domain(x) for x in domains) if d}
     out: dict[str, DomainInfo] = {}
     to_ask = []
     for domain in sorted(wanted):
@@ -139,12 +160,12 @@ async def resolve_domains(
     async def one(domain: str) -> None:
         async with gate:
             try:
-                answers = await dns_port.lookup(domain, "MX")
+                answer = await dns_port.lookup_answer(domain, "MX")
             except (dns.exception.DNSException, OSError) as exc:
                 failures[domain] = f"{type(exc).__name__}: {exc}"
                 out[domain] = LOOKUP_FAILED
                 return
-        out[domain] = DomainInfo.from_answers(answers)
+        out[domain] = DomainInfo.from_answers(answer.records, answer.ttl_s)
 
     async with asyncio.TaskGroup() as group:
         for domain in to_ask:
@@ -164,7 +185,14 @@ async def store_domains(ctx: SystemContext, infos: Mapping[str, DomainInfo]) -> 
     """Upsert the definite answers among `infos` into `domain_cache` (failed lookups and consumer domains are
     not stored); returns how many rows were written."""
     rows = [
-        {"domain": d, "esp": i.esp, "mx_host": i.mx_host, "has_mx": i.has_mx, "checked_at": ctx.now}
+        {
+            "domain": d,
+            "esp": i.esp,
+            "mx_host": i.mx_host,
+            "has_mx": i.has_mx,
+            "checked_at": ctx.now,
+            "expires_at": ctx.now + cache_lifetime(i),
+        }
         for d, i in sorted(infos.items())
         if d and not i.lookup_failed and consumer_esp(d) is None
     ]
@@ -176,7 +204,7 @@ async def store_domains(ctx: SystemContext, infos: Mapping[str, DomainInfo]) -> 
 def _upsert_cache(ctx: SystemContext, rows: list[dict[str, Any]]) -> Any:
     """`INSERT ... ON CONFLICT (domain) DO UPDATE`, which SQLite and PostgreSQL spell the same way."""
     table = system_scope(domain_cache).table
-    updated = ("esp", "mx_host", "has_mx", "checked_at")
+    updated = ("esp", "mx_host", "has_mx", "checked_at", "expires_at")
     if ctx.conn.dialect.name == "postgresql":
         pg = postgresql.insert(table).values(rows)
         return pg.on_conflict_do_update(
@@ -188,8 +216,11 @@ def _upsert_cache(ctx: SystemContext, rows: list[dict[str, Any]]) -> Any:
     )
 
 
-async def _cached(ctx: SystemContext, domains: set[str]) -> dict[str, DomainInfo]:
-    """Fresh `domain_cache` answers for `domains` (see `CACHE_TTL` and `NEGATIVE_CACHE_TTL`)."""
+async def _cached(
+    ctx: SystemContext, domains: set[str], *, trust_negative: bool = True
+) -> dict[str, DomainInfo]:
+    """Unexpired `domain_cache` answers for `domains` (see `cache_lifetime`); only those with mail servers
+    unless `trust_negative`."""
     cache = system_scope(domain_cache)
     found: dict[str, DomainInfo] = {}
     ordered = sorted(domains)
@@ -197,8 +228,7 @@ async def _cached(ctx: SystemContext, domains: set[str]) -> dict[str, DomainInfo
         chunk = ordered[start : start + _CHUNK]
         result = await ctx.conn.execute(cache.select().where(cache.c.domain.in_(chunk)))
         for row in result:
-            ttl = CACHE_TTL if row.has_mx else NEGATIVE_CACHE_TTL
-            if row.checked_at + ttl <= ctx.now:
+            if row.expires_at <= ctx.now or not (row.has_mx or trust_negative):
                 continue
             esp = cast(Esp, row.esp if row.esp in ESPS else "unknown")
             found[row.domain] = DomainInfo(esp=esp, mx_host=row.mx_host, has_mx=bool(row.has_mx))
@@ -212,7 +242,7 @@ async def _domain_infos(
     cache, then DNS for the rest (stored in the cache). Keys are the cleaned domains."""
     out: dict[str, DomainInfo] = {}
     rest: set[str] = set()
-    for domain in {_clean_domain(d) for d in domains}:
+    for domain in {clean_domain(d) for d in domains}:
         known = _NO_DOMAIN if not domain else _consumer_info(domain) or (resolved or {}).get(domain)
         if known is not None:
             out[domain] = known
@@ -229,6 +259,25 @@ async def _domain_infos(
     return out
 
 
+async def known_domains(
+    ctx: SystemContext, domains: list[str], *, trust_negative: bool = True
+) -> dict[str, DomainInfo]:
+    """Read-only: what is known without DNS about `domains` (keys cleaned with `clean_domain`): consumer
+    domains, and unexpired cache entries (those saying "no mail servers" only when `trust_negative`). The
+    caller looks the rest up outside any transaction (`resolve_domains`) and stores them (`store_domains`)."""
+    out: dict[str, DomainInfo] = {}
+    rest: set[str] = set()
+    for domain in {clean_domain(d) for d in domains}:
+        known = _NO_DOMAIN if not domain else _consumer_info(domain)
+        if known is not None:
+            out[domain] = known
+        else:
+            rest.add(domain)
+    if rest:
+        out.update(await _cached(ctx, rest, trust_negative=trust_negative))
+    return out
+
+
 async def mx_for_domains(ctx: SystemContext, domains: list[str]) -> dict[str, DomainInfo]:
     """Mail-server facts for `domains`, keyed by each domain exactly as given.
 
@@ -236,7 +285,7 @@ async def mx_for_domains(ctx: SystemContext, domains: list[str]) -> dict[str, Do
     answer, storing the definite ones. A domain whose lookup failed comes back with `lookup_failed` True;
     callers should treat it as "could not tell", not as "no mail server"."""
     infos = await _domain_infos(ctx, domains)
-    return {d: infos[_clean_domain(d)] for d in domains}
+    return {d: infos[clean_domain(d)] for d in domains}
 
 
 # --- leads ------------------------------------------------------------------------------------------------
@@ -266,7 +315,7 @@ async def domains_to_resolve(
     """Read-only: the domains of the next `limit` pending leads that need a DNS lookup (not a consumer domain,
     no fresh cache entry). The worker looks these up before `enrich_pending` opens its write transaction."""
     rows = (await ctx.conn.execute(_pending(limit, workspace_id))).all()
-    domains = {_clean_domain(r.domain) for r in rows}
+    domains = {clean_domain(r.domain) for r in rows}
     domains = {d for d in domains if d and consumer_esp(d) is None}
     return sorted(domains - (await _cached(ctx, domains)).keys())
 
@@ -335,7 +384,7 @@ async def enrich_pending(
                 enriched_at=ctx.now,
             )
         )
-        await ctx.conn.execute(update, [_lead_values(r, infos[_clean_domain(r.domain)]) for r in rows])
+        await ctx.conn.execute(update, [_lead_values(r, infos[clean_domain(r.domain)]) for r in rows])
     finished = await finish_imports(ctx, workspace_id=workspace_id)
     return len(rows) + finished
 

@@ -11,7 +11,16 @@ from sqlalchemy import func
 from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import labels, lead_counters, lead_imports, lead_labels, leads, lists, workspaces
+from outreach_core.db.tables import (
+    campaigns,
+    labels,
+    lead_counters,
+    lead_imports,
+    lead_labels,
+    leads,
+    lists,
+    workspaces,
+)
 from outreach_core.db.tables import list_leads as list_memberships
 from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
@@ -287,11 +296,19 @@ async def update_lead(ctx: WorkspaceContext, id: str, body: UpdateLeadIn) -> Lea
 
 async def mark_won(ctx: WorkspaceContext, id: str, body: MarkWonIn) -> LeadDetail:
     """Record that the lead became a customer: status `won`, with an optional deal value and the campaign that
-    won it. Counts toward the won rate and sends the `lead.won` webhook."""
+    won it (`campaignId`: one of your campaigns, else 404 and nothing is stored). Counts toward the won rate
+    and sends the `lead.won` webhook."""
     lead_table = scoped(ctx, leads)
     row = (await ctx.conn.execute(lead_table.select(leads.c.email).where(leads.c.id == id))).one_or_none()
     if row is None:
         raise NotFound("lead", id)
+    if body.campaign_id is not None:
+        campaign_table = scoped(ctx, campaigns)
+        found = await ctx.conn.execute(
+            campaign_table.select(campaigns.c.id).where(campaigns.c.id == body.campaign_id)
+        )
+        if found.first() is None:
+            raise NotFound("campaign", body.campaign_id)
     await ctx.conn.execute(
         lead_table.update()
         .where(leads.c.id == id)

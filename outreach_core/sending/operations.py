@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 from sqlalchemy import ColumnElement, Integer, Table, func, or_
 
+from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.bulk import equals_any, update_each
 from outreach_core.campaigns.compose import LEAD_FIELDS, compose
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
@@ -257,23 +258,9 @@ class _Planner:
         plan = PLANS.get(w.plan or "")
         if plan is None or w.plan_status not in BILLABLE_PLAN_STATUSES:
             return 0
-        start = rules.month_start(self.now, w.plan_period_start)
-        s = system_scope(sends)
-        done = (
-            await self.ctx.conn.execute(
-                s.select(func.count()).where(sends.c.workspace_id == w.id, sends.c.sent_at >= start)
-            )
-        ).scalar_one()
-        in_flight = (
-            await self.ctx.conn.execute(
-                s.select(func.count()).where(
-                    sends.c.status.in_(("sending", "unknown")),
-                    sends.c.workspace_id == w.id,
-                    sends.c.created_at >= start,
-                )
-            )
-        ).scalar_one()
-        return max(0, plan.emails_per_month - int(done) - int(in_flight))
+        # the same count `/me` reports as emailsSentThisPeriod
+        sent = await emails_sent_this_period(self.ws_ctx(w.id), w.plan_period_start)
+        return max(0, plan.emails_per_month - sent)
 
     async def _first_emails_left(self, c: Any) -> int | None:
         if c.daily_cap is None:

@@ -5,7 +5,8 @@ them, never inside one:
 
 1. `claim_leads_to_verify` picks due `verifying` leads across workspaces (`FOR UPDATE SKIP LOCKED` on
    PostgreSQL; SQLite serialises writers) and stamps each with a claim marker in `verify_reason`;
-2. mail-server lookups (`enrichment.mx_for_domains`, one per domain, cached) and verifier API calls
+2. mail-server lookups (one per domain: cached mail servers are trusted, a cached "no mail servers" is
+   looked up again; `enrichment.known_domains`, `resolve_domains`, `store_domains`) and verifier API calls
    (`ask_verifier`) run outside any transaction;
 3. `record_verification` writes every result with one `executemany`, only where the lead still carries
    this worker's marker (a lead re-queued or re-claimed meanwhile is left to its new owner), and adds the

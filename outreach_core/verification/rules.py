@@ -159,7 +159,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class MailServer:
-    """What the mail-server lookup found for a domain (from `enrichment.mx_for_domains`)."""
+    """What the mail-server lookup found for a domain (from the enrichment cache or DNS)."""
 
     has_mx: bool
     lookup_failed: bool

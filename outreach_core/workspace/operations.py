@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from sqlalchemy import func
 
 from outreach_core.api_keys.operations import insert_key
-from outreach_core.billing.operations import set_plan, summarize
+from outreach_core.billing.operations import billing_summary, set_plan
 from outreach_core.context import (
     Principal,
     SystemContext,
@@ -56,7 +56,7 @@ async def get_me(ctx: WorkspaceContext) -> Me:
         workspace=MeWorkspace(id=row.id, name=row.name, slug=row.slug),
         role=ctx.principal.role,
         auth=ctx.principal.auth,
-        billing=summarize(row),
+        billing=await billing_summary(ctx, row),
     )
 
 

@@ -68,6 +68,7 @@ async def add_lead(
     last_name: str | None = None,
     company: str | None = None,
     custom: dict[str, Any] | None = None,
+    timezone: str | None = None,
 ) -> str:
     parsed = normalize_email(email)
     assert parsed is not None, email
@@ -84,6 +85,7 @@ async def add_lead(
         "search_text": search_text(address, first_name, last_name, company),
         "status": status,
         "verify_status": verify,
+        "timezone": timezone,
         "created_at": datetime.now(UTC),
     }
 

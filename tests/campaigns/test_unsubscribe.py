@@ -1,15 +1,25 @@
-"""The one-click unsubscribe link over real HTTP: RFC 8058 POST, the confirm page, forged tokens."""
+"""The one-click unsubscribe link over real HTTP: RFC 8058 POST, the confirm page, forged tokens, key
+rotation."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
-from outreach_core.campaigns.links import unsubscribe_url
+from outreach_app.asgi import build_app
+from outreach_core.campaigns.links import read_unsubscribe_token, unsubscribe_url
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from outreach_core.signing import InvalidSignature
 from tests.campaigns.helpers import add_lead, campaign_lead_rows, new_campaign, ok
 from tests.campaigns.test_lifecycle import events
-from tests.conftest import MakeWorkspace
+from tests.conftest import MakeWorkspace, serving
+from tests.mail_servers import SmtpServer, Users
+from tests.sending.helpers import launched_campaign, parse, smtp_mailbox
+from workers import sender
 
 
 async def test_one_click_unsubscribes_suppresses_and_stops_every_campaign(
@@ -78,3 +88,56 @@ async def test_forged_or_altered_tokens_reveal_nothing(
     # a valid token for a lead that was deleted since
     await ok(http, ws, "POST", "/leads/delete", {"target": {"ids": [lead]}})
     assert (await http.post(urlsplit(link).path)).status_code == 404
+
+
+async def test_links_in_emails_sent_before_a_key_rotation_keep_working(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    """An email goes out under key A; the server is restarted with key B and A in
+    OUTREACH_SECRET_KEY_PREVIOUS: the link in that email (read from the bytes the SMTP server received) still
+    unsubscribes. Restarted with B alone, the same link is refused."""
+    ws = await make_workspace()
+    server = smtp_servers["starttls"]
+    box = await smtp_mailbox(ws, server, mail_users)
+    lead = await add_lead(ws, "rotated@example.test")
+    await launched_campaign(http, ws, [box], [lead])
+    assert await sender.tick(ws.runtime) >= 1
+    [received] = [m for m in server.messages if "rotated@example.test" in m.rcpt_tos]
+    link = parse(received.data)["List-Unsubscribe"].strip("<>")
+    path = urlsplit(link).path
+    key_a = ws.runtime.settings.resolved_secret_key()
+
+    async def post_to(secret_key: str, previous: str | None) -> httpx.Response:
+        rotated = ws.runtime.settings.model_copy(
+            update={"secret_key": secret_key, "secret_key_previous": previous}
+        )
+        app = build_app(Runtime(rotated, engine=ws.runtime.engine), flush_usage=False)
+        async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
+            return await client.post(
+                path,
+                content=b"List-Unsubscribe=One-Click",
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+
+    refused = await post_to("key-b-after-rotation", None)
+    assert refused.status_code == 404 and "rotated@example.test" not in refused.text
+    assert (await ok(http, ws, "GET", f"/leads/{lead}"))["status"] == "active"
+
+    done = await post_to("key-b-after-rotation", f"key-c-older, {key_a}")
+    assert done.status_code == 200 and "rotated@example.test will get no more emails" in done.text
+    assert (await ok(http, ws, "GET", f"/leads/{lead}"))["status"] == "unsubscribed"
+
+
+def test_new_links_are_signed_with_the_current_key(settings: Settings) -> None:
+    rotated = settings.model_copy(update={"secret_key": "key-b", "secret_key_previous": "key-a"})
+    link = unsubscribe_url(rotated, workspace_id="ws_1", lead_id="lead_1", campaign_id=None)
+    token = urlsplit(link).path.removeprefix("/u/")
+    now = datetime.now(UTC)
+    only_b = settings.model_copy(update={"secret_key": "key-b", "secret_key_previous": None})
+    assert read_unsubscribe_token(only_b, token, now) == {"w": "ws_1", "l": "lead_1", "c": None}
+    only_a = settings.model_copy(update={"secret_key": "key-a", "secret_key_previous": None})
+    with pytest.raises(InvalidSignature):
+        read_unsubscribe_token(only_a, token, now)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -169,28 +169,35 @@ async def test_limit_takes_a_batch_at_a_time(
 async def test_cache_expires(
     make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer
 ) -> None:
+    """Mail servers are trusted for a week; "no mail servers" for the negative TTL the zone's SOA gives (at
+    most an hour), or five minutes when the answer carries no SOA."""
     ws = await make_workspace()
     clock = FixedClock(datetime.now(UTC))
     rt = runtime_with(dns_runtime, clock=clock, dns=dns_runtime.ports.dns)
-    with_mx, without = unique_domain("ttl"), unique_domain("ttl-nx")
+    with_mx, short_zone, long_zone = unique_domain("ttl"), unique_domain("soa-300"), unique_domain("soa-day")
     dns_server.add(with_mx, "MX", "10 mx.example-host.net.")
+    dns_server.soa(short_zone, minimum=300)  # NXDOMAIN under it: 5 minutes
+    dns_server.soa(long_zone, minimum=86_400, ttl=86_400)  # a day, capped at an hour
+    dns_server.add(long_zone, "A", "192.0.2.1")  # no MX: an empty answer, not NXDOMAIN
+    domains = [with_mx, f"gone.{short_zone}", long_zone, unique_domain("no-soa")]
 
-    async def round_trip() -> None:
-        await add_leads(ws, {"email": f"a{clock.now().timestamp()}@{with_mx}"})
-        await add_leads(ws, {"email": f"b{clock.now().timestamp()}@{without}"})
+    async def round_trip() -> tuple[int, ...]:
+        stamp = clock.now().timestamp()
+        await add_leads(ws, *({"email": f"a{stamp}@{d}"} for d in domains))
         await enrich(rt, ws)
+        return tuple(dns_server.queries_for(d) for d in domains)
 
-    await round_trip()
-    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (1, 1)
-    clock.advance(hours=23)  # both still fresh
-    await round_trip()
-    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (1, 1)
-    clock.advance(hours=2)  # "no mail servers" is trusted for a day
-    await round_trip()
-    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (1, 2)
-    clock.advance(days=6)  # mail servers are trusted for a week
-    await round_trip()
-    assert (dns_server.queries_for(with_mx), dns_server.queries_for(without)) == (2, 3)
+    assert await round_trip() == (1, 1, 1, 1)
+    cached = await cache_row(rt, long_zone)
+    assert cached is not None and cached.expires_at == clock.now() + timedelta(hours=1)
+    clock.advance(minutes=4)
+    assert await round_trip() == (1, 1, 1, 1)
+    clock.advance(minutes=2)  # 6 minutes: the SOA's 300 s and the 5 minutes without an SOA are over
+    assert await round_trip() == (1, 2, 1, 2)
+    clock.advance(minutes=55)  # 61 minutes: an hour at most, whatever the SOA says
+    assert await round_trip() == (1, 3, 2, 3)
+    clock.advance(days=7)  # mail servers are trusted for a week
+    assert await round_trip() == (2, 4, 3, 4)
 
 
 async def test_domains_without_mail_servers_are_unknown(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -11,6 +12,7 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads, outbox
 from outreach_core.leads.schemas import LeadFilter
 from tests.conftest import MakeWorkspace
+from tests.doors import call_mcp
 from tests.leads.helpers import create, emails, import_chunk, listing, merge_imports, suppress
 
 
@@ -123,8 +125,9 @@ async def test_mark_won_sets_status_and_records_the_event(
 ) -> None:
     ws = await make_workspace()
     lead = await create(http, ws, "won@example.com")
+    cid = (await http.post("/api/v1/campaigns", headers=ws.headers, json={"name": "Won it"})).json()["id"]
     won = await http.post(
-        f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"value": 1200.5, "campaignId": "cmp_x"}
+        f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"value": 1200.5, "campaignId": cid}
     )
     assert won.status_code == 200 and won.json()["status"] == "won"
 
@@ -138,12 +141,43 @@ async def test_mark_won_sets_status_and_records_the_event(
         "leadId": lead["id"],
         "email": "won@example.com",
         "value": 1200.5,
-        "campaignId": "cmp_x",
+        "campaignId": cid,
     }
     negative = await http.post(f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"value": -1})
     assert negative.status_code == 422
     missing = await http.post("/api/v1/leads/lead_missing/won", headers=ws.headers, json={})
     assert missing.status_code == 404
+
+
+async def test_mark_won_refuses_a_campaign_that_is_not_yours(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, mcp_session: Callable[..., Any]
+) -> None:
+    """Another workspace's campaign id, or one that does not exist, is 404 through REST and MCP alike: the
+    lead stays as it was and no `lead.won` event is recorded (nothing of the other workspace is sent)."""
+    ws, other = await make_workspace(), await make_workspace()
+    lead = await create(http, ws, "maybe-won@example.com")
+    theirs = (await http.post("/api/v1/campaigns", headers=other.headers, json={"name": "Theirs"})).json()[
+        "id"
+    ]
+
+    async def won_events(ctx: WorkspaceContext) -> list[Any]:
+        o = scoped(ctx, outbox)
+        return list((await ctx.conn.execute(o.select().where(outbox.c.kind == "lead.won"))).all())
+
+    for campaign_id in (theirs, "cmp_01jz0000000000000000000000"):
+        refused = await http.post(
+            f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"campaignId": campaign_id}
+        )
+        assert refused.status_code == 404
+        assert refused.json()["error"]["code"] == "not_found"
+        assert "Theirs" not in refused.text
+        async with mcp_session(ws.api_key) as client:
+            is_error, result = await call_mcp(
+                client, "mark_won", {"id": lead["id"], "campaignId": campaign_id}
+            )
+        assert is_error and result["error"]["code"] == "not_found"
+    assert (await http.get(f"/api/v1/leads/{lead['id']}", headers=ws.headers)).json()["status"] == "active"
+    assert await ws.runtime.read(await ws.principal(), won_events) == []
 
 
 async def _people(http: httpx.AsyncClient, ws: Any) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 from mcp.server.auth.provider import AuthorizationParams, AuthorizeError, RegistrationError, TokenError
 from mcp.shared.auth import OAuthClientInformationFull
@@ -12,11 +13,12 @@ from pydantic import AnyUrl
 
 from mcp_server.consent import read_consent_request
 from mcp_server.oauth_provider import OutreachOAuthProvider
+from outreach_app.asgi import build_app
 from outreach_core.context import Principal
 from outreach_core.oauth import operations as core
 from outreach_core.runtime import Runtime
 from outreach_core.signing import SignatureExpired
-from tests.conftest import MakeWorkspace
+from tests.conftest import MakeWorkspace, serving
 from tests.oauth.helpers import REDIRECT_URI, connect, issue_code, pkce_pair, register
 
 
@@ -173,3 +175,21 @@ async def test_registration_errors_are_mapped(runtime: Runtime) -> None:
     with pytest.raises(RegistrationError) as refused:
         await provider.register_client(long_name)
     assert refused.value.error == "invalid_client_metadata"
+
+
+async def test_a_consent_page_opened_before_a_key_rotation_still_works(runtime: Runtime) -> None:
+    provider = OutreachOAuthProvider(runtime)
+    app = await client(provider, runtime)
+    _, challenge = pkce_pair()
+    url = urlsplit(await provider.authorize(app, params(challenge, None)))
+    key_a = runtime.settings.resolved_secret_key()
+
+    async def show(previous: str | None) -> httpx.Response:
+        rotated = runtime.settings.model_copy(update={"secret_key": "key-b", "secret_key_previous": previous})
+        served = build_app(Runtime(rotated, engine=runtime.engine), flush_usage=False)
+        async with serving(served) as base, httpx.AsyncClient(base_url=base) as http:
+            return await http.get(f"{url.path}?{url.query}")
+
+    assert (await show(None)).status_code == 400
+    page = await show(key_a)
+    assert page.status_code == 200 and 'name="api_key"' in page.text

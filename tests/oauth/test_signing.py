@@ -81,3 +81,16 @@ def test_refuses_misuse() -> None:
         sign("", "consent", PAYLOAD, NOW)
     with pytest.raises(ValueError):
         sign(SECRET, "", PAYLOAD, NOW)
+
+
+def test_several_secrets_verify_tokens_of_any_of_them() -> None:
+    old = sign("old-secret", "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    new = sign(SECRET, "consent", PAYLOAD, NOW + timedelta(minutes=10))
+    for token in (old, new):
+        assert verify([SECRET, "older-secret", "old-secret"], "consent", token, NOW) == PAYLOAD
+    with pytest.raises(InvalidSignature):
+        verify([SECRET, "older-secret"], "consent", old, NOW)
+    with pytest.raises(ValueError):
+        verify([], "consent", new, NOW)
+    with pytest.raises(ValueError):
+        verify([SECRET, ""], "consent", new, NOW)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 
 from outreach_core.leads.schemas import LeadTarget, TargetIn
@@ -28,7 +29,7 @@ from tests.verification.helpers import (
     undeliverable,
     unique,
 )
-from workers import verify
+from workers import enrich, verify
 
 
 def mail_domain(dns_server: DnsServer, tag: str = "mail") -> str:
@@ -328,3 +329,33 @@ async def test_a_lead_whose_attempts_never_finish_ends_unknown(
     await drain(rt)
     assert summary(await states(ws, [lead])) == [("unknown", "verification did not finish")]
     assert verifier_api.calls_for(email) == 0
+
+
+async def test_a_verification_looks_up_a_domain_cached_without_mail_servers_again(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, make_runtime: MakeRuntime, dns_server: DnsServer
+) -> None:
+    """A domain publishes no MX (its zone says negative answers may be cached for an hour): the lead is
+    enriched and verified invalid. The MX is published; a verification asked for within that hour looks
+    the domain up again, and the lead is valid."""
+    ws = await make_workspace()
+    domain = web_only_domain(dns_server)
+    dns_server.soa(domain, minimum=3600, ttl=3600)
+    created = await http.post("/api/v1/leads", headers=ws.headers, json={"email": f"jane@{domain}"})
+    lead = created.json()["id"]
+    rt = make_runtime(api=False)
+    assert await enrich.tick(rt) >= 1
+    assert dns_server.queries_for(domain) == 1
+
+    async def verify_now() -> State:
+        queued = await http.post("/api/v1/leads/verify", headers=ws.headers, json={"target": {"ids": [lead]}})
+        assert queued.json() == {"queued": 1, "api": False}
+        await drain(rt)
+        [found] = await states(ws, [lead])
+        return found
+
+    assert ((found := await verify_now()).status, found.reason) == ("invalid", "no mail server")
+    assert dns_server.queries_for(domain) == 2  # asked again, not read from the enrichment's answer
+    dns_server.add(domain, "MX", f"10 mx.{domain}.")
+    rt.ports.clock.advance(minutes=1)  # type: ignore[attr-defined]
+    assert ((found := await verify_now()).status, found.reason) == ("valid", "local checks only")
+    assert dns_server.queries_for(domain) == 3
