@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from outreach_core.inbox import classify, parse_message  # noqa: E402
+from outreach_core.inbox.rules import classify, parse_message  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "bounces"
 ARRIVED = dt.datetime(2025, 3, 3, 9, 0, tzinfo=dt.UTC)

@@ -1,44 +1,5 @@
-"""The inbox's pure rules: parse received mail and say what it is.
+"""The inbox domain: replies, bounces and auto-replies read back from the mailboxes (docs/inbox.md).
 
-No I/O, no database, no other domain package: raw bytes in, typed immutable values out. The inbox worker
-(IMAP), matching against the send ledger, threads, labels and effects are built on these:
-
-    parsed = parse_message(raw)                 # ParsedMessage: ids, addresses, bodies, reports
-    verdict = classify(parsed, arrived_at)      # Classification: kind, reason, bounce/complaint details
-
-`parsed.in_reply_to`, `parsed.references` and, for bounces and complaints, `parsed.original_message_ids`
-are what the worker matches against the Message-IDs of the send ledger. See docs/inbox.md.
+`rules/` holds the pure part (parsing and classification, no I/O); the rest of the package records what
+the `inbox` worker reads, with its effects, and serves the threads.
 """
-
-from outreach_core.inbox.autoreply import AutoReply, detect_auto_reply
-from outreach_core.inbox.bounces import BounceRecipient, BounceReport, read_bounce
-from outreach_core.inbox.classify import Classification, Kind, classify
-from outreach_core.inbox.complaints import Complaint, read_complaint
-from outreach_core.inbox.mime import BODY_LIMIT, Attachment, OriginalMessage, ParsedMessage, parse_message
-from outreach_core.inbox.quotes import own_text
-from outreach_core.inbox.reasons import HARD_REASONS, REASONS
-from outreach_core.inbox.return_date import return_date
-from outreach_core.inbox.unsubscribe import find_unsubscribe_request
-
-__all__ = [
-    "BODY_LIMIT",
-    "HARD_REASONS",
-    "REASONS",
-    "Attachment",
-    "AutoReply",
-    "BounceRecipient",
-    "BounceReport",
-    "Classification",
-    "Complaint",
-    "Kind",
-    "OriginalMessage",
-    "ParsedMessage",
-    "classify",
-    "detect_auto_reply",
-    "find_unsubscribe_request",
-    "own_text",
-    "parse_message",
-    "read_bounce",
-    "read_complaint",
-    "return_date",
-]

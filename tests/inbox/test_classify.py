@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from outreach_core.inbox import Classification, classify, parse_message, return_date
+from outreach_core.inbox.rules import Classification, classify, parse_message, return_date
 from tests.inbox.mail import OUR_MESSAGE_ID, quoted, raw, reply
 
 ARRIVED = dt.datetime(2025, 3, 3, 9, 20, tzinfo=dt.UTC)  # a Monday

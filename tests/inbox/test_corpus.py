@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from outreach_core.inbox import Classification, classify, parse_message
+from outreach_core.inbox.rules import Classification, classify, parse_message
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bounces"
 

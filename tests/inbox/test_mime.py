@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from outreach_core.inbox import BODY_LIMIT, classify, parse_message
+from outreach_core.inbox.rules import BODY_LIMIT, classify, parse_message
 from tests.inbox.mail import OUR_MESSAGE_ID, raw, reply
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "bounces"

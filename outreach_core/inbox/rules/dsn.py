@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from outreach_core.inbox.headers import canonical_address
-from outreach_core.inbox.reasons import status_code
+from outreach_core.inbox.rules.headers import canonical_address
+from outreach_core.inbox.rules.reasons import status_code
 
 __all__ = ["DsnRecipient", "find_dsn_fields", "parse_dsn"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from outreach_core.inbox.folding import fold
+from outreach_core.inbox.rules.folding import fold
 
 __all__ = ["return_date"]
 

@@ -20,14 +20,14 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from outreach_core.inbox.autoreply import detect_auto_reply
-from outreach_core.inbox.bounces import BounceRecipient, BounceReport, read_bounce
-from outreach_core.inbox.complaints import Complaint, read_complaint
-from outreach_core.inbox.folding import fold
-from outreach_core.inbox.mime import ParsedMessage
-from outreach_core.inbox.quotes import own_text
-from outreach_core.inbox.return_date import return_date
-from outreach_core.inbox.unsubscribe import find_unsubscribe_request
+from outreach_core.inbox.rules.autoreply import detect_auto_reply
+from outreach_core.inbox.rules.bounces import BounceRecipient, BounceReport, read_bounce
+from outreach_core.inbox.rules.complaints import Complaint, read_complaint
+from outreach_core.inbox.rules.folding import fold
+from outreach_core.inbox.rules.mime import ParsedMessage
+from outreach_core.inbox.rules.quotes import own_text
+from outreach_core.inbox.rules.return_date import return_date
+from outreach_core.inbox.rules.unsubscribe import find_unsubscribe_request
 
 __all__ = ["Classification", "Kind", "classify"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from outreach_core.inbox.folding import fold
+from outreach_core.inbox.rules.folding import fold
 
 __all__ = ["find_unsubscribe_request"]
 

@@ -21,12 +21,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from outreach_core.inbox.dsn import DsnRecipient, find_dsn_fields, parse_dsn
-from outreach_core.inbox.headers import addresses, canonical_address
-from outreach_core.inbox.mime import ParsedMessage
-from outreach_core.inbox.reasons import judge, reply_code, status_code
-from outreach_core.inbox.ses import SesNotification, read_ses
-from outreach_core.inbox.textbounce import (
+from outreach_core.inbox.rules.dsn import DsnRecipient, find_dsn_fields, parse_dsn
+from outreach_core.inbox.rules.headers import addresses, canonical_address
+from outreach_core.inbox.rules.mime import ParsedMessage
+from outreach_core.inbox.rules.reasons import judge, reply_code, status_code
+from outreach_core.inbox.rules.ses import SesNotification, read_ses
+from outreach_core.inbox.rules.textbounce import (
     bounce_section,
     looks_like_bounce,
     quoted_original_to,

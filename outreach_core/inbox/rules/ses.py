@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from outreach_core.inbox.headers import addresses
-from outreach_core.inbox.mime import ParsedMessage
+from outreach_core.inbox.rules.headers import addresses
+from outreach_core.inbox.rules.mime import ParsedMessage
 
 __all__ = ["SesNotification", "SesRecipient", "read_ses"]
 

@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from outreach_core.inbox.folding import fold
-from outreach_core.inbox.mime import ParsedMessage
+from outreach_core.inbox.rules.folding import fold
+from outreach_core.inbox.rules.mime import ParsedMessage
 
 __all__ = ["AutoReply", "detect_auto_reply"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from outreach_core.inbox.headers import canonical_address
-from outreach_core.inbox.mime import ParsedMessage
+from outreach_core.inbox.rules.headers import canonical_address
+from outreach_core.inbox.rules.mime import ParsedMessage
 
 __all__ = ["bounce_section", "looks_like_bounce", "quoted_original_to", "recipient_paragraphs"]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from outreach_core.inbox.headers import canonical_address
-from outreach_core.inbox.mime import ParsedMessage
-from outreach_core.inbox.ses import read_ses
+from outreach_core.inbox.rules.headers import canonical_address
+from outreach_core.inbox.rules.mime import ParsedMessage
+from outreach_core.inbox.rules.ses import read_ses
 
 __all__ = ["Complaint", "read_complaint"]
 
