@@ -279,8 +279,12 @@ labels = Table(
     Column("color", String(7), nullable=True),
     # triggers that need no campaign (see labels/schemas.py LabelTriggers)
     Column("triggers", JsonType, nullable=False),
+    # the built-in label this is (interested, meeting_booked, not_interested, wrong_person, out_of_office,
+    # auto_reply, unsubscribe_request, bounce): the inbox rules find it by this even after a rename
+    Column("builtin", String(24), nullable=True),
     Column("created_at", UtcDateTime, nullable=False),
     UniqueConstraint("workspace_id", "name"),
+    Index("ix_labels_ws_builtin", "workspace_id", "builtin", unique=True),
 )
 
 lead_labels = Table(
@@ -439,6 +443,12 @@ mailboxes = Table(
     Column("last_tested_at", UtcDateTime, nullable=True),
     Column("last_synced_at", UtcDateTime, nullable=True),
     Column("sync_error", String(500), nullable=True),
+    # the inbox worker (docs/inbox.md): consecutive IMAP login failures; whether status `error` was set by the
+    # inbox (it recovers by itself only from what it caused); the first sync reads mail that arrived after
+    # `inbox_since`
+    Column("inbox_failures", Integer, nullable=False, server_default="0"),
+    Column("inbox_error", Boolean, nullable=False, server_default="0"),
+    Column("inbox_since", UtcDateTime, nullable=True),
     # sender bookkeeping: sends counted on `sent_day` (mailbox timezone), earliest time of the next send
     Column("sent_day", String(10), nullable=True),
     Column("sent_count", Integer, nullable=False, server_default="0"),
@@ -612,6 +622,155 @@ outbox = Table(
     Index("ix_outbox_pending", "dispatched_at", "seq"),
 )
 
+# --- inbox -----------------------------------------------------------------------------------------------
+
+inbox_folders = Table(
+    "inbox_folders",
+    metadata,
+    # The sync checkpoint of one folder of one mailbox: every UID up to `last_uid` under `uidvalidity` is
+    # handled. Advanced in the transaction that records the messages.
+    Column("mailbox_id", ID, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
+    Column("folder", String(500), primary_key=True),  # the IMAP name as the server spells it
+    _ws_fk(),
+    Column("role", String(8), nullable=False),  # inbox | junk
+    Column("uidvalidity", BigInteger, nullable=False),
+    Column("last_uid", BigInteger, nullable=False),
+    Column("synced_at", UtcDateTime, nullable=False),
+)
+
+inbox_leases = Table(
+    "inbox_leases",
+    metadata,
+    # Which worker process reads which mailbox (several `outreach worker` processes on PostgreSQL).
+    Column("mailbox_id", ID, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
+    Column("holder", String(64), nullable=False),
+    Column("expires_at", UtcDateTime, nullable=False),
+    Index("ix_inbox_leases_expires", "expires_at"),
+)
+
+threads = Table(
+    "threads",
+    metadata,
+    # One conversation with a lead: the campaign's emails to the lead (from `sends`) and the messages of
+    # `inbox_messages`. `conversation` is its identity in the workspace (lead, campaign or -, mailbox).
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("conversation", String(130), nullable=False),
+    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("campaign_id", ID, ForeignKey("campaigns.id", ondelete="SET NULL"), nullable=True),
+    Column("mailbox_id", ID, ForeignKey("mailboxes.id", ondelete="SET NULL"), nullable=True),
+    Column("subject", Text, nullable=False, server_default=""),
+    Column("kind", String(20), nullable=False),  # reply|auto_reply|out_of_office|bounce|unsubscribe_request
+    Column("label_id", ID, ForeignKey("labels.id", ondelete="SET NULL"), nullable=True),
+    Column("label_source", String(8), nullable=True),  # ai | rules | manual
+    Column("label_reason", String(500), nullable=True),
+    Column("last_message_at", UtcDateTime, nullable=False),
+    Column("unread", Boolean, nullable=False, server_default="1"),
+    Column("message_count", Integer, nullable=False, server_default="0"),
+    Column("search_text", Text, nullable=False, server_default=""),  # lower(lead email, name, subject)
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("workspace_id", "conversation"),
+    Index("ix_threads_ws_last", "workspace_id", "last_message_at", "id"),
+    Index("ix_threads_ws_label", "workspace_id", "label_id", "last_message_at", "id"),
+    Index("ix_threads_ws_campaign", "workspace_id", "campaign_id", "last_message_at", "id"),
+    Index("ix_threads_ws_mailbox", "workspace_id", "mailbox_id", "last_message_at", "id"),
+    Index("ix_threads_lead", "lead_id"),
+)
+
+inbox_messages = Table(
+    "inbox_messages",
+    metadata,
+    # Messages read from a mailbox (direction `in`) and replies a person sent from a thread (`out`).
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("thread_id", ID, ForeignKey("threads.id", ondelete="CASCADE"), nullable=False),
+    Column("mailbox_id", ID, ForeignKey("mailboxes.id", ondelete="CASCADE"), nullable=False),
+    Column("direction", String(3), nullable=False),  # in | out
+    Column("folder", String(500), nullable=True),
+    Column("uidvalidity", BigInteger, nullable=True),
+    Column("uid", BigInteger, nullable=True),
+    Column("message_id", String(998), nullable=True),  # the Message-ID header as given
+    Column("kind", String(20), nullable=False),
+    Column("from_email", String(320), nullable=False, server_default=""),
+    Column("from_name", String(200), nullable=True),
+    Column("to_emails", JsonType, nullable=False),
+    Column("subject", Text, nullable=False, server_default=""),
+    Column("text", Text, nullable=False, server_default=""),
+    Column("html", Text, nullable=True),
+    Column("bounce", JsonType, nullable=True),  # {status, hard, reason, recipient}
+    Column("send_id", ID, ForeignKey("sends.id", ondelete="SET NULL"), nullable=True),  # the email answered
+    Column("forwarded", Boolean, nullable=False, server_default="0"),  # matched by thread, not the lead's
+    Column("source", String(8), nullable=False),  # rules | ai | manual: who classified it
+    Column("reason", String(500), nullable=True),
+    Column("arrived_at", UtcDateTime, nullable=False),  # INTERNALDATE (in) or when sent (out)
+    Column("created_at", UtcDateTime, nullable=False),
+    UniqueConstraint("mailbox_id", "folder", "uidvalidity", "uid"),
+    Index("ix_inbox_messages_thread", "thread_id", "arrived_at"),
+    Index("ix_inbox_messages_mailbox_msgid", "mailbox_id", "message_id"),
+    Index("ix_inbox_messages_send", "send_id"),
+)
+
+# --- webhooks --------------------------------------------------------------------------------------------
+
+webhooks = Table(
+    "webhooks",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("url", String(2000), nullable=False),
+    Column("description", String(500), nullable=True),
+    Column("events", JsonType, nullable=False),  # event kinds
+    Column("enabled", Boolean, nullable=False, server_default="1"),
+    Column("disabled_reason", String(500), nullable=True),
+    # MultiFernet tokens under OUTREACH_SECRET_KEY; never serialized in a response
+    Column("secret_encrypted", Text, nullable=False),
+    Column("previous_secret_encrypted", Text, nullable=True),  # still signed with during a rotation
+    Column("previous_secret_until", UtcDateTime, nullable=True),
+    Column("failing_since", UtcDateTime, nullable=True),  # first failed attempt since the last success
+    Column("failed_attempts", Integer, nullable=False, server_default="0"),  # since the last success
+    Column("last_delivery_at", UtcDateTime, nullable=True),
+    Column("last_status", Integer, nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Index("ix_webhooks_ws_created", "workspace_id", "created_at", "id"),
+)
+
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("webhook_id", ID, ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False),
+    Column("event_id", ID, nullable=False),
+    Column("type", String(40), nullable=False),
+    Column("body", Text, nullable=False),  # the exact body posted (UTF-8 JSON)
+    Column("status", String(10), nullable=False),  # pending | delivered | failed
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", UtcDateTime, nullable=True),  # null once delivered or failed
+    Column("claimed_until", UtcDateTime, nullable=True),  # a worker is posting it; a crash lets it expire
+    Column("last_status", Integer, nullable=True),
+    Column("last_error", String(500), nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("delivered_at", UtcDateTime, nullable=True),
+    UniqueConstraint("webhook_id", "event_id"),
+    Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+    Index("ix_webhook_deliveries_hook_created", "webhook_id", "created_at", "id"),
+    Index("ix_webhook_deliveries_created", "created_at"),
+)
+
+webhook_attempts = Table(
+    "webhook_attempts",
+    metadata,
+    Column("id", ID, primary_key=True),
+    _ws_fk(),
+    Column("delivery_id", ID, ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Column("status", Integer, nullable=False),  # HTTP status; 0 = no answer
+    Column("ms", Integer, nullable=False),
+    Column("error", String(500), nullable=True),
+    Index("ix_webhook_attempts_delivery", "delivery_id", "at"),
+)
+
 __all__ = [
     "Text",
     "api_keys",
@@ -625,6 +784,9 @@ __all__ = [
     "import_chunks",
     "import_queue",
     "import_seen",
+    "inbox_folders",
+    "inbox_leases",
+    "inbox_messages",
     "invitations",
     "label_timers",
     "labels",
@@ -646,6 +808,10 @@ __all__ = [
     "outbox",
     "sends",
     "suppressions",
+    "threads",
     "users",
+    "webhook_attempts",
+    "webhook_deliveries",
+    "webhooks",
     "workspaces",
 ]
