@@ -13,7 +13,7 @@ import typer
 
 from outreach_core.errors import OutreachError
 from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.settings import DEFAULT_PORT, Settings
 
 app = typer.Typer(
     help="Self-hostable cold-email outreach service.", no_args_is_help=True, add_completion=False
@@ -149,18 +149,24 @@ def _graceful_server_class() -> type:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8000,
+    port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
     no_workers: Annotated[
         bool, typer.Option("--no-workers", help="Do not run workers in this process")
     ] = False,
 ) -> None:
-    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first."""
+    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first.
+
+    Without OUTREACH_PUBLIC_URL, links and OAuth metadata name the served port (and the host when it is a
+    loopback address; 127.0.0.1 otherwise)."""
     import uvicorn
 
     from http_api.logging import configure_logging
     from outreach_app.asgi import build_app
 
-    settings = Settings()
+    configured = Settings()
+    if port == 0 and not configured.public_url_configured:
+        raise typer.BadParameter("--port 0 needs OUTREACH_PUBLIC_URL: the public URL names the served port")
+    settings = configured.served_at(host, port)
     configure_logging(settings.log_level, settings.log_json)
 
     async def main() -> None:
@@ -189,6 +195,15 @@ def worker(
 
     settings = Settings()
     configure_logging(settings.log_level, settings.log_json)
+    if not settings.public_url_configured:
+        import structlog
+
+        structlog.get_logger("outreach.cli").warning(
+            "public_url_not_configured",
+            public_url=settings.public_url,
+            hint="links in emails use this URL; set OUTREACH_PUBLIC_URL to the address `outreach serve` is "
+            "reached at",
+        )
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
     try:
         chosen = select(names)

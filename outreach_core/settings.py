@@ -10,6 +10,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./outreach.db"
+DEFAULT_PORT = 8000
+_LOOPBACK_NAMES = {"localhost": "localhost", "::1": "[::1]", "127.0.0.1": "127.0.0.1"}
 
 
 class Settings(BaseSettings):
@@ -22,7 +24,8 @@ class Settings(BaseSettings):
     # Earlier secret keys (comma-separated), still accepted to decrypt stored mailbox passwords after a
     # rotation; new values are always encrypted with `secret_key`. See docs/mailboxes.md.
     secret_key_previous: str | None = None
-    public_url: str = "http://127.0.0.1:8000"
+    # Without a configured value, `outreach serve` derives it from --host/--port (`served_at`).
+    public_url: str = f"http://127.0.0.1:{DEFAULT_PORT}"
     dns_nameservers: str | None = None
     tls_ca_file: str | None = None
     allow_private_urls: bool = False
@@ -64,6 +67,24 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, v: str) -> str:
         return v.rstrip("/")
+
+    @property
+    def public_url_configured(self) -> bool:
+        """Whether OUTREACH_PUBLIC_URL (or an explicit `public_url`) was given."""
+        return "public_url" in self.model_fields_set
+
+    def served_at(self, host: str, port: int) -> Settings:
+        """These settings for a server bound to `host`:`port`.
+
+        A configured public URL is kept. Otherwise it becomes `http://<host>:<port>` for a loopback host
+        (127.0.0.1, localhost, ::1) and `http://127.0.0.1:<port>` for any other (0.0.0.0, ::, a LAN
+        address): OAuth accepts plain http only on loopback, so a server reached from elsewhere needs
+        OUTREACH_PUBLIC_URL=https://... anyway (docs/oauth.md).
+        """
+        if self.public_url_configured:
+            return self
+        public_host = _LOOPBACK_NAMES.get(host.strip("[]").lower(), "127.0.0.1")
+        return self.model_copy(update={"public_url": f"http://{public_host}:{port}"})
 
     @property
     def is_sqlite(self) -> bool:
