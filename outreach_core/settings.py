@@ -105,7 +105,7 @@ class Settings(BaseSettings):
             return self.secret_key
         if not self.is_sqlite:
             raise RuntimeError("OUTREACH_SECRET_KEY is required with PostgreSQL")
-        path = _sqlite_path(self.database_url)
+        path = sqlite_path(self.database_url)
         key_file = (path.parent if path else Path.cwd()) / ".outreach-secret-key"
         if key_file.exists():
             return key_file.read_text().strip()
@@ -120,11 +120,23 @@ class Settings(BaseSettings):
         return [k.strip() for k in (self.secret_key_previous or "").split(",") if k.strip()]
 
 
-def _sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str) -> Path | None:
+    """The absolute file of a SQLite database URL; None for an in-memory database or another engine."""
+    return _resolved(sqlite_file(url))
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file of a SQLite database URL as written in it (`./outreach.db`); None when there is none."""
+    if not url.startswith("sqlite"):
+        return None
     marker = ":///"
     if marker not in url:
         return None
     rest = url.split(marker, 1)[1].split("?", 1)[0]
     if not rest or rest == ":memory:":
         return None
-    return Path(rest).resolve()
+    return rest
+
+
+def _resolved(file: str | None) -> Path | None:
+    return Path(file).resolve() if file is not None else None
