@@ -137,8 +137,8 @@ class _Bucket:
 class RateLimit:
     """Token bucket per credential: `burst` requests at once, refilled at `per_minute` per minute.
 
-    The bucket key is the SHA-256 of the `Authorization` header when present (the secret itself is never
-    kept), else the client address. Only paths under `prefixes` are limited, except those in `exempt`.
+    The bucket key is the SHA-256 of the bearer credential when there is one (the secret itself is never
+    kept; `bearer`, `BEARER` and extra spaces are the same credential), else the client address. Only paths under `prefixes` are limited, except those in `exempt`.
     Every limited response carries `RateLimit-Limit` (bucket capacity), `RateLimit-Remaining`,
     `RateLimit-Reset` (seconds until the bucket is full) and `RateLimit-Policy` (`<per_minute>;w=60`); an
     empty bucket answers 429 `rate_limited` with `Retry-After`.
@@ -254,8 +254,23 @@ class RateLimit:
 
 
 def _bucket_key(scope: Scope) -> str:
+    """The credential's bucket (its SHA-256, whatever the spelling of `Bearer` and the spaces around it), or
+    the client address for requests without a well-formed bearer credential."""
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
-            return "auth:" + hashlib.sha256(value).hexdigest()
+            credential = bearer_credential(value)
+            if credential is not None:
+                return "auth:" + hashlib.sha256(credential).hexdigest()
+            break
     client = scope.get("client")
     return f"ip:{client[0]}" if client else "ip:unknown"
+
+
+def bearer_credential(header: bytes) -> bytes | None:
+    """The token of an `Authorization: Bearer <token>` header, as every door reads it: the scheme in any
+    case, any whitespace around the token. None for another scheme or no token."""
+    parts = header.split(None, 1)
+    if len(parts) != 2 or parts[0].lower() != b"bearer":
+        return None
+    token = parts[1].strip()
+    return token or None
