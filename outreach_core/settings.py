@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     # OAuth token lifetimes.
     oauth_access_ttl_s: int = Field(default=3600, ge=60)
     oauth_refresh_ttl_s: int = Field(default=60 * 24 * 3600, ge=3600)
+    # Anonymous dynamic client registration (docs/oauth.md): registrations per client address per hour,
+    # and how long a client that never completed a grant is kept.
+    oauth_registrations_per_hour: int = Field(default=20, ge=1)
+    oauth_unused_client_ttl_s: int = Field(default=24 * 3600, ge=60)
 
     @field_validator("public_url")
     @classmethod

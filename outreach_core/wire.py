@@ -65,6 +65,14 @@ def contains_nul(value: Any) -> bool:
     return False
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control_characters(text: str) -> bool:
+    """C0 (U+0000-U+001F: NUL, tab, CR, LF, ESC, ...), DEL and C1 (U+007F-U+009F) control characters."""
+    return _CONTROL.search(text) is not None
+
+
 NOT_BLANK = r"[^\s\u0085\u001c-\u001f\ufeff]"
 """Pattern for names: at least one character that is not blank. Regex engines disagree on what `\\s`
 covers (ECMAScript in the OpenAPI document, Rust in pydantic, Python's `str.strip`), so the characters only
