@@ -138,10 +138,11 @@ class RateLimit:
     """Token bucket per credential: `burst` requests at once, refilled at `per_minute` per minute.
 
     The bucket key is the SHA-256 of the bearer credential when there is one (the secret itself is never
-    kept; `bearer`, `BEARER` and extra spaces are the same credential), else the client address. Only paths under `prefixes` are limited, except those in `exempt`.
-    Every limited response carries `RateLimit-Limit` (bucket capacity), `RateLimit-Remaining`,
-    `RateLimit-Reset` (seconds until the bucket is full) and `RateLimit-Policy` (`<per_minute>;w=60`); an
-    empty bucket answers 429 `rate_limited` with `Retry-After`.
+    kept; `bearer`, `BEARER` and extra spaces are the same credential), else the client address. Only
+    paths under `prefixes` are limited, except those in `exempt`. Every limited response carries
+    `RateLimit-Limit` (bucket capacity), `RateLimit-Remaining`, `RateLimit-Reset` (seconds until the
+    bucket is full) and `RateLimit-Policy` (`<per_minute>;w=60`); an empty bucket answers 429
+    `rate_limited` with `Retry-After`.
 
     Memory is bounded: buckets live in an LRU of at most `max_keys` entries, and buckets that have been idle
     long enough to be full again (indistinguishable from a fresh one) are dropped as they reach its head.
@@ -280,7 +281,9 @@ class AddressRateLimit(RateLimit):
     ) -> None:
         if count < 1 or window_s < 1:
             raise ValueError("count and window_s must be positive")
-        super().__init__(app, count * 60 / window_s, count, clock, prefixes=paths, exempt=(), max_keys=max_keys)
+        super().__init__(
+            app, count * 60 / window_s, count, clock, prefixes=paths, exempt=(), max_keys=max_keys
+        )
         self.methods = frozenset(m.upper() for m in methods)
         self._policy = f"{count};w={window_s}".encode()
 

@@ -76,17 +76,22 @@ async def test_rate_limit_is_keyed_on_the_credential_not_its_spelling(
         f"BeArEr    {key}",
         f"bearer  {key}",
     ]
-    async with served(runtime, rate_limit_per_minute=1, rate_limit_burst=5) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
-            statuses = []
-            for spelling in spellings:
-                response = await http.get("/api/v1/me", headers={"Authorization": spelling})
-                statuses.append(response.status_code)
-            assert statuses == [200] * 5 + [429] * 3
-            # the key's bucket is empty on MCP too; another key has its own bucket
-            mcp = await http.post("/mcp", headers={"Authorization": f"bearer {key}"}, json={})
-            assert mcp.status_code == 429
-            assert (await http.get("/api/v1/me", headers=other.headers)).status_code == 200
-            # malformed headers are counted per client address, not one new bucket per made-up value
-            junk = [(await http.get("/api/v1/me", headers={"Authorization": f"Basic {n}"})).status_code for n in range(6)]
-            assert junk == [401] * 5 + [429]
+    async with (
+        served(runtime, rate_limit_per_minute=1, rate_limit_burst=5) as base,
+        httpx.AsyncClient(base_url=base, timeout=10) as http,
+    ):
+        statuses = []
+        for spelling in spellings:
+            response = await http.get("/api/v1/me", headers={"Authorization": spelling})
+            statuses.append(response.status_code)
+        assert statuses == [200] * 5 + [429] * 3
+        # the key's bucket is empty on MCP too; another key has its own bucket
+        mcp = await http.post("/mcp", headers={"Authorization": f"bearer {key}"}, json={})
+        assert mcp.status_code == 429
+        assert (await http.get("/api/v1/me", headers=other.headers)).status_code == 200
+        # malformed headers are counted per client address, not one new bucket per made-up value
+        junk = [
+            (await http.get("/api/v1/me", headers={"Authorization": f"Basic {n}"})).status_code
+            for n in range(6)
+        ]
+        assert junk == [401] * 5 + [429]

@@ -51,7 +51,9 @@ async def test_serve_answers_and_stops_gracefully(settings: Settings, make_works
         metadata = httpx.get(f"{base}/.well-known/oauth-authorization-server", timeout=5).json()
         assert metadata["issuer"].rstrip("/") == configured
         openapi = httpx.get(f"{base}/api/v1/openapi.json", timeout=5).json()
-        assert openapi["openapi"].startswith("3.1") and openapi["servers"] == [{"url": f"{configured}/api/v1"}]
+        assert openapi["openapi"].startswith("3.1") and openapi["servers"] == [
+            {"url": f"{configured}/api/v1"}
+        ]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -143,8 +145,9 @@ async def test_public_url_follows_the_served_host_and_port(
         assert [s.rstrip("/") for s in resource["authorization_servers"]] == [base]
         challenge = httpx.post(f"{base}/mcp", json={}, timeout=5)
         assert challenge.status_code == 401
-        assert f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"' in (
-            challenge.headers["www-authenticate"]
+        assert (
+            f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"'
+            in (challenge.headers["www-authenticate"])
         )
         openapi = httpx.get(f"{base}/api/v1/openapi.json", timeout=5).json()
         assert openapi["servers"] == [{"url": f"{base}/api/v1"}]

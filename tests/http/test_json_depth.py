@@ -43,7 +43,9 @@ async def test_a_thousand_levels_is_a_400_on_every_route_with_a_body(
     assert "Traceback" not in logged and "request_failed" not in logged
 
 
-async def test_the_documented_depth_is_accepted(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+async def test_the_documented_depth_is_accepted(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
     """`MAX_JSON_DEPTH` levels parse (the model then judges the content); one more is refused."""
     ws = await make_workspace()
     headers = {**ws.headers, "Content-Type": "application/json"}
@@ -55,7 +57,7 @@ async def test_the_documented_depth_is_accepted(http: httpx.AsyncClient, make_wo
     refused = await http.post("/api/v1/apiKeys/create", headers=headers, content=beyond)
     assert refused.status_code == 400 and refused.json()["error"]["code"] == "bad_request"
     # an ordinary deep-ish body (a sequence) is unaffected
-    fine = await http.post("/api/v1/apiKeys/create", headers=headers, json={"name": "[{\"not nested\"}]"})
+    fine = await http.post("/api/v1/apiKeys/create", headers=headers, json={"name": '[{"not nested"}]'})
     assert fine.status_code == 200
 
 

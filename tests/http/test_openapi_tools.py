@@ -92,10 +92,17 @@ async def test_generated_client_has_every_model_and_works_against_the_server(
     async with client:
         label = await labels_api.create_label.asyncio(
             client=client,
-            body=models.CreateLabelIn(name="Interested", type_=models.CreateLabelInType.POSITIVE, color="#22AA44"),
+            body=models.CreateLabelIn(
+                name="Interested", type_=models.CreateLabelInType.POSITIVE, color="#22AA44"
+            ),
         )
         assert isinstance(label, models.Label), label
-        assert (label.name, label.type_.value, label.color, label.leads) == ("Interested", "positive", "#22aa44", 0)
+        assert (label.name, label.type_.value, label.color, label.leads) == (
+            "Interested",
+            "positive",
+            "#22aa44",
+            0,
+        )
         assert label.triggers.suppress is False
 
         listed = await labels_api.list_labels.asyncio(client=client)
@@ -108,5 +115,7 @@ async def test_generated_client_has_every_model_and_works_against_the_server(
         assert isinstance(lead, models.LeadDetail), lead
         assert (lead.email, lead.first_name, lead.status.value) == ("ada@example.com", "Ada", "active")
 
-        refused = await leads_api.create_lead.asyncio(client=client, body=models.CreateLeadIn(email="ada@example.com"))
+        refused = await leads_api.create_lead.asyncio(
+            client=client, body=models.CreateLeadIn(email="ada@example.com")
+        )
         assert isinstance(refused, models.Error) and refused.error.code == "conflict"

@@ -52,7 +52,10 @@ def _uri(n: int) -> str:
     [
         ({"redirect_uris": [f"https://app.example/cb{i}" for i in range(11)]}, "invalid_redirect_uri"),
         ({"redirect_uris": [_uri(1001)]}, "invalid_redirect_uri"),
-        ({"redirect_uris": [f"https://app.example/{i}/{'x' * 1900}" for i in range(20)]}, "invalid_redirect_uri"),
+        (
+            {"redirect_uris": [f"https://app.example/{i}/{'x' * 1900}" for i in range(20)]},
+            "invalid_redirect_uri",
+        ),
         ({"client_name": "x" * 201}, "invalid_client_metadata"),
         ({"client_name": "Good\r\nApp"}, "invalid_client_metadata"),
         ({"client_name": "a\u0007\u001b[31mb"}, "invalid_client_metadata"),
