@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from outreach_core.leads.schemas import Id
-from outreach_core.wire import NAME, SINGLE_LINE, Timestamp, WireModel
+from outreach_core.wire import NAME, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
 CAMPAIGN_STATUSES: tuple[str, ...] = CampaignStatus.__args__  # type: ignore[attr-defined]
@@ -57,7 +57,7 @@ Timezone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterV
 DateText = Annotated[str, StringConstraints(min_length=10, max_length=10), AfterValidator(_date)]
 CampaignName = Annotated[str, StringConstraints(min_length=1, max_length=200), NAME]
 Minutes = Annotated[int, Field(ge=0, le=MINUTES_A_DAY)]
-Subject = Annotated[str, StringConstraints(max_length=MAX_SUBJECT), SINGLE_LINE]  # an email header
+Subject = Annotated[str, StringConstraints(max_length=MAX_SUBJECT)]
 Body = Annotated[str, StringConstraints(max_length=MAX_BODY)]
 Weight = Annotated[int, Field(ge=1, le=100, description="Relative share of leads among active variants.")]
 WaitDays = Annotated[int, Field(ge=0, le=365, description="Days after the previous email.")]
