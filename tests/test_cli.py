@@ -134,6 +134,7 @@ async def test_mcp_over_stdio_acts_as_the_api_key(
 def test_mcp_over_stdio_refuses_a_bad_key(settings: Settings) -> None:
     done = run_cli(settings, "mcp", OUTREACH_API_KEY="osk_" + "Z" * 43)
     assert done.returncode == 1 and "unauthorized" in done.stderr
+    assert "database" in done.stderr and _opened(settings) in done.stderr  # which database it checked
     missing = run_cli(settings, "mcp")
     assert missing.returncode == 2
 

@@ -71,6 +71,11 @@ async def test_mcp_answers_deep_nesting_with_400(
     initialize = json.dumps(MCP_INITIALIZE)
     deep_params = initialize.replace('"capabilities": {}', '"capabilities": {"x": ' + nested(1000) + "}")
     assert (await http.post("/mcp", headers=headers, content=deep_params)).status_code == 400
+    # the OAuth registration endpoint (anonymous JSON) too
+    registration = await http.post(
+        "/register", content=nested(1000), headers={"Content-Type": "application/json"}
+    )
+    assert registration.status_code == 400 and registration.json()["error"] == "invalid_client_metadata"
     logged = capfd.readouterr().err
     assert "Traceback" not in logged and "request_failed" not in logged
 
