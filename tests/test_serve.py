@@ -15,7 +15,7 @@ import pytest
 from outreach_core.context import system_scope
 from outreach_core.db.tables import api_keys
 from outreach_core.settings import Settings
-from tests.campaigns.helpers import add_lead, ok
+from tests.campaigns.helpers import ok
 from tests.conftest import MakeWorkspace, free_port
 from tests.test_cli import OUTREACH, ROOT, _env
 
@@ -157,8 +157,8 @@ async def test_public_url_follows_the_served_host_and_port(
             campaign = await ok(http, ws, "POST", "/campaigns", {"name": "Links"})
             body = {"steps": [{"variants": [{"subject": "Hi", "body": "Hello\n\n{{unsubscribe}}"}]}]}
             await ok(http, ws, "PUT", f"/campaigns/{campaign['id']}/sequence", body)
-            lead = await add_lead(ws, f"links-{port}@acme.test")
-            await ok(http, ws, "POST", f"/campaigns/{campaign['id']}/leads", {"leadIds": [lead]})
+            lead = await ok(http, ws, "POST", "/leads", {"email": f"links-{port}@acme.test"})
+            await ok(http, ws, "POST", f"/campaigns/{campaign['id']}/leads", {"leadIds": [lead["id"]]})
             preview = await ok(http, ws, "GET", f"/campaigns/{campaign['id']}/preview")
         assert preview["unsubscribe"].startswith(f"{base}/u/")
         unsubscribe_page = httpx.get(preview["unsubscribe"], timeout=5)
