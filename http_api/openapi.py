@@ -211,6 +211,9 @@ def build_openapi(
 
     _drop_unreferenced(components, query_refs, paths)
     _name_error_schema(components, error_ref)
+    _title_by_component_name(components)
+    _alternatives_under_all_of(components)
+    _drop_impossible_defaults(components, paths)
 
     tags: list[str] = []
     for ep in endpoints:
@@ -342,6 +345,78 @@ def _drop_unreferenced(components: dict[str, Any], candidates: set[str], paths: 
         others = {k: v for k, v in components.items() if k != name}
         if ref not in json.dumps(paths) and ref not in json.dumps(others):
             components.pop(name, None)
+
+
+def _title_by_component_name(components: dict[str, Any]) -> None:
+    """Give every component the title of its own name.
+
+    Pydantic keeps a model's class name as the title of both its input and output schemas
+    (`LabelTriggers-Input`, `LabelTriggers-Output`), and client generators name classes after titles: two
+    components with one title make them drop both (and everything that refers to them).
+    """
+    for name, schema in components.items():
+        if isinstance(schema, dict) and schema.get("title", name) != name:
+            schema["title"] = name
+
+
+def _alternatives_under_all_of(components: dict[str, Any]) -> None:
+    """Move a model's `oneOf`/`anyOf` shape rules (e.g. the two shapes of a mailbox) under `allOf`.
+
+    `{properties, oneOf: [A, B]}` and `{properties, allOf: [{oneOf: [A, B]}]}` accept exactly the same
+    documents, but client generators read the first as "one of two partial models" and lose the properties;
+    the second they generate as the one model it is.
+    """
+    for schema in components.values():
+        if not isinstance(schema, dict) or "properties" not in schema:
+            continue
+        for keyword in ("oneOf", "anyOf"):
+            if keyword in schema:
+                schema.setdefault("allOf", []).append({keyword: schema.pop(keyword)})
+
+
+def _admits_null(schema: Any, components: Mapping[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+    if not isinstance(schema, dict):
+        return schema is True
+    if schema == {}:
+        return True
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if "const" in schema:
+        return schema["const"] is None
+    if "enum" in schema:
+        return None in schema["enum"]
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith(REF_PREFIX):
+        name = ref.removeprefix(REF_PREFIX)
+        if name in seen or name not in components:
+            return False
+        return _admits_null(components[name], components, seen | {name})
+    branches = [*schema.get("anyOf", []), *schema.get("oneOf", [])]
+    if branches:
+        return any(_admits_null(b, components, seen) for b in branches)
+    return kind is None and not any(k in schema for k in ("properties", "items", "allOf", "not"))
+
+
+def _drop_impossible_defaults(components: dict[str, Any], paths: dict[str, Any]) -> None:
+    """Remove `default: null` from schemas that do not accept null.
+
+    An optional field typed `X | SkipJsonSchema[None] = None` (absent means "not given", null is refused)
+    gets a null default from pydantic; OpenAPI validators rightly refuse a default its own schema rejects.
+    """
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if "default" in node and node["default"] is None and not _admits_null(node, components):
+                del node["default"]
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(components)
+    visit(paths)
 
 
 def _name_error_schema(components: dict[str, Any], error_ref: JsonSchemaValue) -> None:

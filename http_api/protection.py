@@ -137,11 +137,12 @@ class _Bucket:
 class RateLimit:
     """Token bucket per credential: `burst` requests at once, refilled at `per_minute` per minute.
 
-    The bucket key is the SHA-256 of the `Authorization` header when present (the secret itself is never
-    kept), else the client address. Only paths under `prefixes` are limited, except those in `exempt`.
-    Every limited response carries `RateLimit-Limit` (bucket capacity), `RateLimit-Remaining`,
-    `RateLimit-Reset` (seconds until the bucket is full) and `RateLimit-Policy` (`<per_minute>;w=60`); an
-    empty bucket answers 429 `rate_limited` with `Retry-After`.
+    The bucket key is the SHA-256 of the bearer credential when there is one (the secret itself is never
+    kept; `bearer`, `BEARER` and extra spaces are the same credential), else the client address. Only
+    paths under `prefixes` are limited, except those in `exempt`. Every limited response carries
+    `RateLimit-Limit` (bucket capacity), `RateLimit-Remaining`, `RateLimit-Reset` (seconds until the
+    bucket is full) and `RateLimit-Policy` (`<per_minute>;w=60`); an empty bucket answers 429
+    `rate_limited` with `Retry-After`.
 
     Memory is bounded: buckets live in an LRU of at most `max_keys` entries, and buckets that have been idle
     long enough to be full again (indistinguishable from a fresh one) are dropped as they reach its head.
@@ -150,7 +151,7 @@ class RateLimit:
     def __init__(
         self,
         app: ASGIApp,
-        per_minute: int,
+        per_minute: float,
         burst: int,
         clock: Callable[[], float] = time.monotonic,
         *,
@@ -158,7 +159,7 @@ class RateLimit:
         exempt: Iterable[str] = ("/api/v1/ping",),
         max_keys: int = 100_000,
     ) -> None:
-        if per_minute < 1 or burst < 1 or max_keys < 1:
+        if per_minute <= 0 or burst < 1 or max_keys < 1:
             raise ValueError("per_minute, burst and max_keys must be positive")
         self.app = app
         self.per_minute = per_minute
@@ -179,11 +180,19 @@ class RateLimit:
             return False
         return any(path == p or path.startswith(p + "/") for p in self.prefixes)
 
+    def limits(self, scope: Scope) -> bool:
+        """Whether this request is counted."""
+        return scope["type"] == "http" and self.applies_to(scope.get("path", ""))
+
+    def bucket_key(self, scope: Scope) -> str:
+        """The bucket a request is counted in: its bearer credential, else its client address."""
+        return _bucket_key(scope)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self.applies_to(scope.get("path", "")):
+        if not self.limits(scope):
             await self.app(scope, receive, send)
             return
-        allowed, remaining, reset_s, retry_s = self.take(_bucket_key(scope))
+        allowed, remaining, reset_s, retry_s = self.take(self.bucket_key(scope))
         headers: Headers = [
             (b"ratelimit-limit", str(self.burst).encode()),
             (b"ratelimit-remaining", str(remaining).encode()),
@@ -253,9 +262,60 @@ class RateLimit:
                     log.warning("rate_limit_buckets_evicted", max_keys=self.max_keys, total=self._evicted)
 
 
-def _bucket_key(scope: Scope) -> str:
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization":
-            return "auth:" + hashlib.sha256(value).hexdigest()
+class AddressRateLimit(RateLimit):
+    """`count` requests per `window_s` seconds per client address (a bucket of `count`, refilled evenly over
+    the window), for `methods` on `paths`: for anonymous endpoints such as OAuth dynamic client
+    registration. Answers like `RateLimit` (429 `rate_limited`, `Retry-After`, `RateLimit-*` headers with
+    the policy `<count>;w=<window_s>`)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        count: int,
+        window_s: int,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        paths: Iterable[str],
+        methods: Iterable[str] = ("POST",),
+        max_keys: int = 100_000,
+    ) -> None:
+        if count < 1 or window_s < 1:
+            raise ValueError("count and window_s must be positive")
+        super().__init__(
+            app, count * 60 / window_s, count, clock, prefixes=paths, exempt=(), max_keys=max_keys
+        )
+        self.methods = frozenset(m.upper() for m in methods)
+        self._policy = f"{count};w={window_s}".encode()
+
+    def limits(self, scope: Scope) -> bool:
+        return super().limits(scope) and scope.get("method") in self.methods
+
+    def bucket_key(self, scope: Scope) -> str:
+        return _address_key(scope)
+
+
+def _address_key(scope: Scope) -> str:
     client = scope.get("client")
     return f"ip:{client[0]}" if client else "ip:unknown"
+
+
+def _bucket_key(scope: Scope) -> str:
+    """The credential's bucket (its SHA-256, whatever the spelling of `Bearer` and the spaces around it), or
+    the client address for requests without a well-formed bearer credential."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            credential = bearer_credential(value)
+            if credential is not None:
+                return "auth:" + hashlib.sha256(credential).hexdigest()
+            break
+    return _address_key(scope)
+
+
+def bearer_credential(header: bytes) -> bytes | None:
+    """The token of an `Authorization: Bearer <token>` header, as every door reads it: the scheme in any
+    case, any whitespace around the token. None for another scheme or no token."""
+    parts = header.split(None, 1)
+    if len(parts) != 2 or parts[0].lower() != b"bearer":
+        return None
+    token = parts[1].strip()
+    return token or None

@@ -8,6 +8,7 @@ import re
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
+from mcp.server.auth.routes import REGISTRATION_PATH
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -16,7 +17,7 @@ from starlette.routing import Mount
 
 from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.logging import RequestContext
-from http_api.protection import RateLimit, RequestSizeLimit
+from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
@@ -104,6 +105,12 @@ def build_app(
         Middleware(RequestContext),
         Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
         Middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst),
+        Middleware(
+            AddressRateLimit,
+            count=settings.oauth_registrations_per_hour,
+            window_s=3600,
+            paths=[REGISTRATION_PATH],
+        ),
     ]
     app = Starlette(
         routes=routes, middleware=middleware, lifespan=lifespan, exception_handlers=JSON_HTTP_ERRORS

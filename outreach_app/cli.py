@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Annotated, Any, TypeVar
 
 import typer
+from sqlalchemy.engine import make_url
 
 from outreach_core.errors import OutreachError
 from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
 
 app = typer.Typer(
     help="Self-hostable cold-email outreach service.", no_args_is_help=True, add_completion=False
@@ -42,18 +43,47 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
     return Runtime(settings, ports=ports)
 
 
-def _runtime() -> Runtime:
-    return build_runtime()
+def open_database(settings: Settings, *, may_create: bool, logged: bool = False) -> None:
+    """Say which database this command uses (on stderr; stdout is for results) and refuse to start on a
+    SQLite file that does not exist unless the command may create it (`serve`, `migrate`, `init`): a command
+    run from the wrong directory must not quietly make a new, empty database."""
+    file = sqlite_file(settings.database_url)
+    path = sqlite_path(settings.database_url)
+    exists = path is None or path.exists()
+    if not exists and not may_create:
+        where = file if file == str(path) else f"{file} ({path})"
+        typer.echo(
+            f"no database at {where}: set OUTREACH_DATABASE_URL to your database, "
+            "or run `outreach init` to create one here.",
+            err=True,
+        )
+        raise typer.Exit(code=1)
+    shown = str(path) if path is not None else make_url(settings.database_url).render_as_string()
+    verb = "database" if exists else "creating database"
+    if logged:
+        import structlog
+
+        structlog.get_logger("outreach.cli").info(verb.replace(" ", "_"), database=shown)
+    else:
+        typer.echo(f"outreach: {verb} {shown}", err=True)
 
 
-def _run(work: Callable[[Runtime], Awaitable[T]], *, migrate_first: bool = True) -> T:
+def _run(
+    work: Callable[[Runtime], Awaitable[T]],
+    *,
+    may_create: bool = False,
+    logged: bool = False,
+    settings: Settings | None = None,
+) -> T:
+    settings = settings or Settings()
+    open_database(settings, may_create=may_create, logged=logged)
+
     async def main() -> T:
         from outreach_core.db.migrate import migrate
 
-        runtime = _runtime()
+        runtime = build_runtime(settings)
         try:
-            if migrate_first:
-                await migrate(runtime.engine)
+            await migrate(runtime.engine)
             return await work(runtime)
         finally:
             await runtime.dispose()
@@ -77,7 +107,7 @@ def migrate() -> None:
     async def work(_: Runtime) -> None:
         return None
 
-    _run(work)
+    _run(work, may_create=True)
     typer.echo("migrated")
 
 
@@ -95,7 +125,8 @@ def init(
     result = _run(
         lambda rt: rt.system(
             init_workspace, email=email, name=name, workspace=workspace, slug=slug, plan=plan
-        )
+        ),
+        may_create=True,
     )
     _print(result)
 
@@ -149,19 +180,26 @@ def _graceful_server_class() -> type:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
-    port: Annotated[int, typer.Option()] = 8000,
+    port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
     no_workers: Annotated[
         bool, typer.Option("--no-workers", help="Do not run workers in this process")
     ] = False,
 ) -> None:
-    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first."""
+    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first.
+
+    Without OUTREACH_PUBLIC_URL, links and OAuth metadata name the served port (and the host when it is a
+    loopback address; 127.0.0.1 otherwise)."""
     import uvicorn
 
     from http_api.logging import configure_logging
     from outreach_app.asgi import build_app
 
-    settings = Settings()
+    configured = Settings()
+    if port == 0 and not configured.public_url_configured:
+        raise typer.BadParameter("--port 0 needs OUTREACH_PUBLIC_URL: the public URL names the served port")
+    settings = configured.served_at(host, port)
     configure_logging(settings.log_level, settings.log_json)
+    open_database(settings, may_create=True, logged=True)
 
     async def main() -> None:
         from outreach_core.db.migrate import migrate
@@ -189,6 +227,15 @@ def worker(
 
     settings = Settings()
     configure_logging(settings.log_level, settings.log_json)
+    if not settings.public_url_configured:
+        import structlog
+
+        structlog.get_logger("outreach.cli").warning(
+            "public_url_not_configured",
+            public_url=settings.public_url,
+            hint="links in emails use this URL; set OUTREACH_PUBLIC_URL to the address `outreach serve` is "
+            "reached at",
+        )
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
     try:
         chosen = select(names)
@@ -200,7 +247,7 @@ def worker(
         install_signal_handlers(stop)
         await run_workers(runtime, chosen, stop)
 
-    _run(work)
+    _run(work, logged=True, settings=settings)
 
 
 @app.command()
@@ -223,7 +270,7 @@ def mcp() -> None:
         server = build_mcp(runtime, api_key_principal_source(api_key))
         await server.run_stdio_async()
 
-    _run(work)
+    _run(work, logged=True, settings=settings)
 
 
 if __name__ == "__main__":

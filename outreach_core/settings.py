@@ -10,6 +10,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./outreach.db"
+DEFAULT_PORT = 8000
+_LOOPBACK_NAMES = {"localhost": "localhost", "::1": "[::1]", "127.0.0.1": "127.0.0.1"}
 
 
 class Settings(BaseSettings):
@@ -23,7 +25,8 @@ class Settings(BaseSettings):
     # passwords and to verify signed tokens (unsubscribe links, consent requests); new values are always
     # encrypted and signed with `secret_key`. See docs/mailboxes.md.
     secret_key_previous: str | None = None
-    public_url: str = "http://127.0.0.1:8000"
+    # Without a configured value, `outreach serve` derives it from --host/--port (`served_at`).
+    public_url: str = f"http://127.0.0.1:{DEFAULT_PORT}"
     dns_nameservers: str | None = None
     tls_ca_file: str | None = None
     allow_private_urls: bool = False
@@ -60,11 +63,33 @@ class Settings(BaseSettings):
     # OAuth token lifetimes.
     oauth_access_ttl_s: int = Field(default=3600, ge=60)
     oauth_refresh_ttl_s: int = Field(default=60 * 24 * 3600, ge=3600)
+    # Anonymous dynamic client registration (docs/oauth.md): registrations per client address per hour,
+    # and how long a client that never completed a grant is kept.
+    oauth_registrations_per_hour: int = Field(default=20, ge=1)
+    oauth_unused_client_ttl_s: int = Field(default=24 * 3600, ge=60)
 
     @field_validator("public_url")
     @classmethod
     def _strip_slash(cls, v: str) -> str:
         return v.rstrip("/")
+
+    @property
+    def public_url_configured(self) -> bool:
+        """Whether OUTREACH_PUBLIC_URL (or an explicit `public_url`) was given."""
+        return "public_url" in self.model_fields_set
+
+    def served_at(self, host: str, port: int) -> Settings:
+        """These settings for a server bound to `host`:`port`.
+
+        A configured public URL is kept. Otherwise it becomes `http://<host>:<port>` for a loopback host
+        (127.0.0.1, localhost, ::1) and `http://127.0.0.1:<port>` for any other (0.0.0.0, ::, a LAN
+        address): OAuth accepts plain http only on loopback, so a server reached from elsewhere needs
+        OUTREACH_PUBLIC_URL=https://... anyway (docs/oauth.md).
+        """
+        if self.public_url_configured:
+            return self
+        public_host = _LOOPBACK_NAMES.get(host.strip("[]").lower(), "127.0.0.1")
+        return self.model_copy(update={"public_url": f"http://{public_host}:{port}"})
 
     @property
     def is_sqlite(self) -> bool:
@@ -85,7 +110,7 @@ class Settings(BaseSettings):
             return self.secret_key
         if not self.is_sqlite:
             raise RuntimeError("OUTREACH_SECRET_KEY is required with PostgreSQL")
-        path = _sqlite_path(self.database_url)
+        path = sqlite_path(self.database_url)
         key_file = (path.parent if path else Path.cwd()) / ".outreach-secret-key"
         if key_file.exists():
             return key_file.read_text().strip()
@@ -104,11 +129,23 @@ class Settings(BaseSettings):
         return [self.resolved_secret_key(), *self.previous_secret_keys()]
 
 
-def _sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str) -> Path | None:
+    """The absolute file of a SQLite database URL; None for an in-memory database or another engine."""
+    return _resolved(sqlite_file(url))
+
+
+def sqlite_file(url: str) -> str | None:
+    """The file of a SQLite database URL as written in it (`./outreach.db`); None when there is none."""
+    if not url.startswith("sqlite"):
+        return None
     marker = ":///"
     if marker not in url:
         return None
     rest = url.split(marker, 1)[1].split("?", 1)[0]
     if not rest or rest == ":memory:":
         return None
-    return Path(rest).resolve()
+    return rest
+
+
+def _resolved(file: str | None) -> Path | None:
+    return Path(file).resolve() if file is not None else None

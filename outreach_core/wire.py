@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import UnionType
 from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
@@ -12,6 +14,8 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     PlainSerializer,
     StringConstraints,
     TypeAdapter,
@@ -21,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 
 def _iso_z(value: datetime) -> str:
@@ -65,10 +71,77 @@ def contains_nul(value: Any) -> bool:
     return False
 
 
-NOT_BLANK = r"[^\s\u0085\u001c-\u001f\ufeff]"
-"""Pattern for names: at least one character that is not blank. Regex engines disagree on what `\\s`
-covers (ECMAScript in the OpenAPI document, Rust in pydantic, Python's `str.strip`), so the characters only
-some of them treat as blank are spelled out: a name is refused by all three or by none."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_BLANK = re.compile("[\\s\x00-\x1f\x7f-\x9f\ufeff]*")
+
+CONTROL_MESSAGE = "must not contain control characters (line breaks, tabs, escape codes)"
+
+
+def has_control_characters(text: str) -> bool:
+    """C0 (U+0000-U+001F: NUL, tab, CR, LF, ESC, ...), DEL and C1 (U+007F-U+009F) control characters."""
+    return _CONTROL.search(text) is not None
+
+
+_NO_CONTROL = "\\u0000-\\u001f\\u007f-\\u009f"
+SINGLE_LINE_PATTERN = f"^[^{_NO_CONTROL}]*$"
+NAME_PATTERN = f"^[^{_NO_CONTROL}]*[^\\s{_NO_CONTROL}\\ufeff][^{_NO_CONTROL}]*$"
+"""No control character, and at least one that is not blank. Regex engines disagree on what `\\s` covers
+(ECMAScript in the OpenAPI document, Rust, Python's `str.strip`), so the characters only some of them treat
+as blank (U+001C-U+001F, U+0085, U+FEFF) are spelled out: a name is refused by all of them or by none."""
+
+
+@dataclass(frozen=True)
+class _TextRule:
+    """Refuses text `problem` objects to, with its message; the OpenAPI document shows `pattern`, which
+    accepts exactly the same text (so generated clients and fuzzers agree with the server)."""
+
+    pattern: str
+    problem: Callable[[str], str | None]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def check(value: str) -> str:
+            problem = self.problem(value)
+            if problem is not None:
+                raise ValueError(problem)
+            return value
+
+        # named after the rule: pydantic shows it in the error location of a union's branch
+        check.__name__ = self.problem.__name__.strip("_").removesuffix("_problem")
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        if handler.mode == "validation":
+            own = generated.get("pattern")
+            if own is None or own == "^[^\\u0000]*$":
+                generated["pattern"] = self.pattern
+            else:
+                generated.setdefault("allOf", []).append({"pattern": self.pattern})
+        return generated
+
+
+def _single_line_problem(value: str) -> str | None:
+    return CONTROL_MESSAGE if has_control_characters(value) else None
+
+
+def _name_problem(value: str) -> str | None:
+    if has_control_characters(value):
+        return CONTROL_MESSAGE
+    return "must not be blank" if _BLANK.fullmatch(value) else None
+
+
+SINGLE_LINE = _TextRule(SINGLE_LINE_PATTERN, _single_line_problem)
+"""For text that becomes one line: an email header (display names, subjects) or a value shown in lists and
+logs. No C0/C1 control characters: no CR/LF (header injection), no tab, no terminal escape codes. Put it
+after the length limits, so they keep their own messages:
+`Annotated[str, StringConstraints(max_length=120), SINGLE_LINE]`."""
+
+NAME = _TextRule(NAME_PATTERN, _name_problem)
+"""For names people give things (API keys, lists, labels, campaigns, workspaces, members): `SINGLE_LINE`
+and not blank. `Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]`."""
+
 
 FROM_STRINGS = "from_strings"
 """Validation context flag for input that arrives as text (query strings), where "true" means true."""

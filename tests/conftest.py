@@ -83,6 +83,7 @@ def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:  #
         public_url=f"http://127.0.0.1:{live_port}",
         rate_limit_per_minute=1_000_000,
         rate_limit_burst=1_000_000,
+        oauth_registrations_per_hour=1_000_000,
         log_json=False,
         sender_idle_nap_s=0,
     )

@@ -96,7 +96,8 @@ async def test_init_prints_one_json_object_with_a_working_key(
     taken = run_cli(
         settings, "init", "--email", "x@example.com", "--name", "X", "--workspace", "W", "--slug", out["slug"]
     )
-    assert taken.returncode == 1 and json.loads(taken.stderr)["error"]["code"] == "conflict"
+    assert taken.returncode == 1
+    assert json.loads(taken.stderr.splitlines()[-1])["error"]["code"] == "conflict"
     unknown_plan = run_cli(settings, "plan", "set", "--workspace", out["slug"], "--plan", "platinum")
     assert unknown_plan.returncode == 1 and "invalid_input" in unknown_plan.stderr
 
@@ -133,6 +134,7 @@ async def test_mcp_over_stdio_acts_as_the_api_key(
 def test_mcp_over_stdio_refuses_a_bad_key(settings: Settings) -> None:
     done = run_cli(settings, "mcp", OUTREACH_API_KEY="osk_" + "Z" * 43)
     assert done.returncode == 1 and "unauthorized" in done.stderr
+    assert "database" in done.stderr and _opened(settings) in done.stderr  # which database it checked
     missing = run_cli(settings, "mcp")
     assert missing.returncode == 2
 
@@ -141,3 +143,76 @@ def test_mcp_over_stdio_refuses_a_bad_key(settings: Settings) -> None:
 def test_help_lists_every_command(command: str, settings: Settings) -> None:
     done = run_cli(settings, command, "--help")
     assert done.returncode == 0 and "Usage" in done.stdout
+
+
+def _opened(settings: Settings) -> str:
+    """How the commands name the session's database: the absolute file of SQLite, else the URL."""
+    from outreach_core.settings import sqlite_path
+
+    path = sqlite_path(settings.database_url)
+    return str(path) if path is not None else settings.database_url
+
+
+def test_operator_commands_say_which_database_they_opened(runtime: Any, settings: Settings) -> None:
+    done = run_cli(settings, "plan", "set", "--workspace", "no-such-workspace", "--plan", "growth")
+    assert done.returncode == 1 and "not_found" in done.stderr
+    assert f"database {_opened(settings)}" in done.stderr
+
+
+MISSING_DATABASE_COMMANDS = {
+    "plan": ["plan", "set", "--workspace", "acme", "--plan", "growth"],
+    "member": ["member", "add", "--workspace", "acme", "--email", "a@example.com", "--name", "A"],
+    "worker": ["worker", "--only", "usage"],
+    "mcp": ["mcp"],
+}
+
+
+@pytest.mark.parametrize("command", list(MISSING_DATABASE_COMMANDS))
+def test_commands_refuse_to_create_a_database(command: str, settings: Settings, tmp_path: Path) -> None:
+    """Run from a directory without a database (the default ./outreach.db): a clear refusal that names the
+    file and what to do, instead of an empty new database and "Unknown API key"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTREACH_")}
+    env["OUTREACH_API_KEY"] = "osk_" + "Z" * 43
+    done = subprocess.run(
+        [*OUTREACH, *MISSING_DATABASE_COMMANDS[command]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "no database at ./outreach.db" in done.stderr, done.stderr
+    assert "OUTREACH_DATABASE_URL" in done.stderr and "outreach init" in done.stderr
+    assert "Traceback" not in done.stderr and "Unknown API key" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no database, no secret key file
+
+
+def test_init_and_migrate_may_create_the_database(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTREACH_")}
+    url = f"sqlite+aiosqlite:///{tmp_path / 'fresh.db'}"
+    env["OUTREACH_DATABASE_URL"] = url
+    migrated = subprocess.run([*OUTREACH, "migrate"], env=env, capture_output=True, text=True, timeout=60)
+    assert migrated.returncode == 0, migrated.stderr
+    assert f"creating database {tmp_path / 'fresh.db'}" in migrated.stderr
+    env["OUTREACH_DATABASE_URL"] = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
+    done = subprocess.run(
+        [*OUTREACH, "init", "--email", "a@example.com", "--name", "A", "--workspace", "Acme"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["slug"] == "acme" and (tmp_path / "other.db").exists()
+    # the operator commands then use it
+    env["OUTREACH_DATABASE_URL"] = url
+    planned = subprocess.run(
+        [*OUTREACH, "plan", "set", "--workspace", "acme", "--plan", "growth"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert planned.returncode == 1 and "not_found" in planned.stderr  # fresh.db has no workspace acme
+    assert f"database {tmp_path / 'fresh.db'}" in planned.stderr

@@ -12,6 +12,7 @@ from outreach_app.asgi import build_app
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from tests.conftest import MakeWorkspace
+from tests.served import served
 
 
 @pytest.fixture
@@ -57,3 +58,40 @@ async def test_every_response_carries_a_request_id(strict_client: httpx.AsyncCli
     assert response.headers["x-request-id"] == "trace-123"
     generated = await strict_client.get("/api/v1/ping")
     assert len(generated.headers["x-request-id"]) >= 16
+
+
+async def test_rate_limit_is_keyed_on_the_credential_not_its_spelling(
+    runtime: Runtime, make_workspace: MakeWorkspace
+) -> None:
+    """`bearer`, `BEARER` and extra spaces are all accepted as the same key, so they share one bucket."""
+    ws, other = await make_workspace(), await make_workspace()
+    key = ws.api_key
+    spellings = [
+        f"Bearer {key}",
+        f"bearer {key}",
+        f"BEARER {key}",
+        f"Bearer   {key}",
+        f"bEaReR {key}",
+        f"Bearer \t{key}",
+        f"BeArEr    {key}",
+        f"bearer  {key}",
+    ]
+    async with (
+        served(runtime, rate_limit_per_minute=1, rate_limit_burst=5) as base,
+        httpx.AsyncClient(base_url=base, timeout=10) as http,
+    ):
+        statuses = []
+        for spelling in spellings:
+            response = await http.get("/api/v1/me", headers={"Authorization": spelling})
+            statuses.append(response.status_code)
+        assert statuses == [200] * 5 + [429] * 3
+        # the key's bucket is empty on MCP too; another key has its own bucket
+        mcp = await http.post("/mcp", headers={"Authorization": f"bearer {key}"}, json={})
+        assert mcp.status_code == 429
+        assert (await http.get("/api/v1/me", headers=other.headers)).status_code == 200
+        # malformed headers are counted per client address, not one new bucket per made-up value
+        junk = [
+            (await http.get("/api/v1/me", headers={"Authorization": f"Basic {n}"})).status_code
+            for n in range(6)
+        ]
+        assert junk == [401] * 5 + [429]

@@ -5,13 +5,17 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import pytest
 
 from outreach_core.context import system_scope
 from outreach_core.db.tables import api_keys
 from outreach_core.settings import Settings
+from tests.campaigns.helpers import ok
 from tests.conftest import MakeWorkspace, free_port
 from tests.test_cli import OUTREACH, ROOT, _env
 
@@ -31,9 +35,10 @@ async def test_serve_answers_and_stops_gracefully(settings: Settings, make_works
     ws = await make_workspace()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    configured = f"http://localhost:{port}"  # a configured public URL wins over the served address
     proc = subprocess.Popen(
         [*OUTREACH, "serve", "--port", str(port)],
-        env=_env(settings, OUTREACH_PUBLIC_URL=base),
+        env=_env(settings, OUTREACH_PUBLIC_URL=configured),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -44,8 +49,11 @@ async def test_serve_answers_and_stops_gracefully(settings: Settings, make_works
         me = httpx.get(f"{base}/api/v1/me", headers=ws.headers, timeout=5)
         assert me.status_code == 200 and me.headers["x-request-id"]
         metadata = httpx.get(f"{base}/.well-known/oauth-authorization-server", timeout=5).json()
-        assert metadata["issuer"].rstrip("/") == base
-        assert httpx.get(f"{base}/api/v1/openapi.json", timeout=5).json()["openapi"].startswith("3.1")
+        assert metadata["issuer"].rstrip("/") == configured
+        openapi = httpx.get(f"{base}/api/v1/openapi.json", timeout=5).json()
+        assert openapi["openapi"].startswith("3.1") and openapi["servers"] == [
+            {"url": f"{configured}/api/v1"}
+        ]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -93,3 +101,65 @@ def test_worker_refuses_unknown_names(settings: Settings) -> None:
         text=True,
     )
     assert done.returncode == 2 and "teleport" in done.stderr and "usage" in done.stderr
+
+
+@contextmanager
+def serving(settings: Settings, *args: str, **env: str) -> Iterator[subprocess.Popen[str]]:
+    """`outreach serve ARGS` as a process (no OUTREACH_PUBLIC_URL unless given), stopped with SIGTERM."""
+    proc = subprocess.Popen(
+        [*OUTREACH, "serve", "--no-workers", *args],
+        env=_env(settings, **env),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, stderr = proc.communicate(timeout=10)
+    assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
+async def test_public_url_follows_the_served_host_and_port(
+    settings: Settings, make_workspace: MakeWorkspace, host: str
+) -> None:
+    """Without OUTREACH_PUBLIC_URL every URL the server hands out names the port it serves on; a server
+    bound to every interface (0.0.0.0) announces the loopback address (OAuth needs https elsewhere)."""
+    ws = await make_workspace()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serving(settings, "--host", host, "--port", str(port)):
+        _wait_for(f"{base}/api/v1/ping")
+        metadata = httpx.get(f"{base}/.well-known/oauth-authorization-server", timeout=5).json()
+        assert metadata["issuer"].rstrip("/") == base
+        for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            assert metadata[endpoint].startswith(f"{base}/"), metadata
+        resource = httpx.get(f"{base}/.well-known/oauth-protected-resource/mcp", timeout=5).json()
+        assert resource["resource"] == f"{base}/mcp"
+        assert [s.rstrip("/") for s in resource["authorization_servers"]] == [base]
+        challenge = httpx.post(f"{base}/mcp", json={}, timeout=5)
+        assert challenge.status_code == 401
+        assert (
+            f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"'
+            in (challenge.headers["www-authenticate"])
+        )
+        openapi = httpx.get(f"{base}/api/v1/openapi.json", timeout=5).json()
+        assert openapi["servers"] == [{"url": f"{base}/api/v1"}]
+
+        # links in emails (the preview renders exactly what is sent) point at this server too
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            campaign = await ok(http, ws, "POST", "/campaigns", {"name": "Links"})
+            body = {"steps": [{"variants": [{"subject": "Hi", "body": "Hello\n\n{{unsubscribe}}"}]}]}
+            await ok(http, ws, "PUT", f"/campaigns/{campaign['id']}/sequence", body)
+            lead = await ok(http, ws, "POST", "/leads", {"email": f"links-{port}@acme.test"})
+            await ok(http, ws, "POST", f"/campaigns/{campaign['id']}/leads", {"leadIds": [lead["id"]]})
+            preview = await ok(http, ws, "GET", f"/campaigns/{campaign['id']}/preview")
+        assert preview["unsubscribe"].startswith(f"{base}/u/")
+        unsubscribe_page = httpx.get(preview["unsubscribe"], timeout=5)
+        assert unsubscribe_page.status_code == 200 and "Unsubscribe" in unsubscribe_page.text

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
-from outreach_core.wire import Timestamp, WireModel
+from pydantic import Field, StringConstraints
+
+from outreach_core.wire import NAME, Timestamp, WireModel
 
 
 class CreatedBy(WireModel):
@@ -21,7 +23,7 @@ class ApiKeyItem(WireModel):
 
 
 class CreateApiKeyIn(WireModel):
-    name: str = Field(min_length=1, max_length=60)
+    name: Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]
     expires_in_days: int | None = Field(default=None, ge=1, le=365)
 
 

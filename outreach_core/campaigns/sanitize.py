@@ -36,7 +36,7 @@ _HTML_TAG_RE = re.compile(
 VARIABLE_RE = re.compile(r"\{\{\s*([A-Za-z][A-Za-z0-9_-]*)\s*(?:\|([^{}]*))?\}\}")
 _BLANK_LINES_RE = re.compile(r"\n[ \t\f\v]*\n\s*")
 _TAG_RE = re.compile(r"<[^<>]*>")
-_WHITESPACE_RE = re.compile(r"[\s\x00-\x1f\x7f]+")
+_WHITESPACE_RE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")  # C0, DEL and C1
 
 
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from outreach_core.leads.schemas import Id
-from outreach_core.wire import NOT_BLANK, Timestamp, WireModel
+from outreach_core.wire import NAME, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
 CAMPAIGN_STATUSES: tuple[str, ...] = CampaignStatus.__args__  # type: ignore[attr-defined]
@@ -55,7 +55,7 @@ def _date(value: str) -> str:
 
 Timezone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_iana)]
 DateText = Annotated[str, StringConstraints(min_length=10, max_length=10), AfterValidator(_date)]
-CampaignName = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NOT_BLANK)]
+CampaignName = Annotated[str, StringConstraints(min_length=1, max_length=200), NAME]
 Minutes = Annotated[int, Field(ge=0, le=MINUTES_A_DAY)]
 Subject = Annotated[str, StringConstraints(max_length=MAX_SUBJECT)]
 Body = Annotated[str, StringConstraints(max_length=MAX_BODY)]

@@ -7,12 +7,12 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from outreach_core.leads.schemas import Id
-from outreach_core.wire import NOT_BLANK, Timestamp, WireModel
+from outreach_core.wire import NAME, Timestamp, WireModel
 
 MAX_LABELS = 500
 LabelType = Literal["positive", "negative", "neutral", "warning"]
-# 1 to 60 characters with at least one that is not a space; stored without surrounding spaces.
-LabelName = Annotated[str, StringConstraints(min_length=1, max_length=60, pattern=NOT_BLANK)]
+# 1 to 60 characters, not blank, no control characters; stored without surrounding spaces.
+LabelName = Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]
 Color = Annotated[str, StringConstraints(pattern=r"^#[0-9a-fA-F]{6}$"), AfterValidator(str.lower)]
 Days = Annotated[int, Field(ge=1, le=365)]
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
-from outreach_core.wire import ExactlyOne, Timestamp, WireModel
+from outreach_core.wire import NAME, SINGLE_LINE, ExactlyOne, Timestamp, WireModel
 
 LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
 VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
@@ -215,7 +215,7 @@ class ImportRow(LeadFields):
     custom: Custom | None = None
 
 
-ListName = Annotated[str, StringConstraints(min_length=1, max_length=120)]
+ListName = Annotated[str, StringConstraints(min_length=1, max_length=120), NAME]
 
 
 class ImportList(ExactlyOne):
@@ -229,7 +229,7 @@ class ImportIn(WireModel):
     import_id: Id | None = Field(
         default=None, description="Omit on the first chunk; pass the returned id after."
     )
-    file_name: str | None = Field(default=None, max_length=300)
+    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = None
     target_list: ImportList | None = Field(default=None, alias="list")
     existing: Literal["skip", "update"] = "skip"
     verify: bool = False

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import NOT_BLANK, Timestamp, WireModel
+from outreach_core.wire import NAME, Timestamp, WireModel
 
 MAX_LISTS = 1_000
-# 1 to 120 characters with at least one that is not a space; stored without surrounding spaces.
-ListName = Annotated[str, StringConstraints(min_length=1, max_length=120, pattern=NOT_BLANK)]
+# 1 to 120 characters, not blank, no control characters; stored without surrounding spaces.
+ListName = Annotated[str, StringConstraints(min_length=1, max_length=120), NAME]
 
 
 class LeadList(WireModel):

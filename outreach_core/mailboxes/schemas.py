@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, SecretStr, StringConstraints, model_validator
 
-from outreach_core.wire import EmailAddress, Timestamp, WireModel
+from outreach_core.wire import SINGLE_LINE, EmailAddress, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
 Status = Literal["active", "paused", "error", "quarantined"]
@@ -15,7 +15,7 @@ Security = Literal["tls", "starttls"]
 Badge = Literal["pass", "warn", "fail", "info"]
 
 GOOGLE_APP_PASSWORD_MAX = 64
-DisplayName = Annotated[str, StringConstraints(max_length=120)]
+DisplayName = Annotated[str, StringConstraints(max_length=120), SINGLE_LINE]  # the From name: a header
 Host = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$")]
 Port = Annotated[int, Field(ge=1, le=65535)]
 User = Annotated[str, StringConstraints(min_length=1, max_length=320)]

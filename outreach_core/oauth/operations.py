@@ -11,6 +11,7 @@ caller and take a `WorkspaceContext`. None of them commits: the runtime owns the
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from datetime import timedelta
@@ -43,7 +44,7 @@ from outreach_core.oauth.schemas import (
     IssuedTokens,
     RefreshTokenRecord,
 )
-from outreach_core.wire import Ok
+from outreach_core.wire import Ok, has_control_characters
 
 CODE_PREFIX = "oac_"
 CODE_TTL = timedelta(minutes=5)
@@ -51,10 +52,19 @@ REFRESH_REUSE_GRACE = timedelta(seconds=60)
 """A rotated refresh token presented again within this window is refused without alarm (a client that
 refreshed twice concurrently); later, it is treated as stolen and the grant's tokens are revoked."""
 
-MAX_REDIRECT_URIS = 20
 MAX_URI_LENGTH = 2000
-MAX_CLIENT_NAME = 200
 MAX_SCOPE_LENGTH = 500
+# Anonymous dynamic registration (docs/oauth.md#registration-rules): what one client may register.
+MAX_REDIRECT_URIS = 10
+MAX_REGISTERED_URI = 1000
+MAX_CLIENT_NAME = 200
+MAX_CLIENT_TEXT = 200
+MAX_CONTACTS = 5
+MAX_CONTACT_LENGTH = 320
+MAX_CLIENT_INFO_BYTES = 16_384
+_OPTIONAL_URIS = ("client_uri", "logo_uri", "tos_uri", "policy_uri", "jwks_uri")
+UNUSED_CLIENT_TTL = timedelta(days=1)
+"""A registered client that never completed a grant (nobody consented) is purged after this long."""
 _S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 _FORBIDDEN_SCHEMES = {"javascript", "data", "file", "vbscript", "blob", "about"}
@@ -75,8 +85,8 @@ def check_redirect_uri(uri: str) -> str | None:
     OAuth 2.1: https anywhere, http only on loopback, private-use schemes for native apps (`cursor://...`);
     never a fragment, never a scheme a browser would execute or read locally.
     """
-    if len(uri) > MAX_URI_LENGTH:
-        return f"must be at most {MAX_URI_LENGTH} characters"
+    if len(uri) > MAX_REGISTERED_URI:
+        return f"must be at most {MAX_REGISTERED_URI} characters"
     try:
         parts = urlsplit(uri)
     except ValueError:
@@ -118,8 +128,10 @@ def _split_scopes(scopes: str) -> list[str]:
 async def register_client(ctx: SystemContext, info: dict[str, Any]) -> None:
     """Store a dynamically registered client (RFC 7591). `info` is the full client information as JSON.
 
-    Refuses, with `invalid_input` naming the field, names and URIs longer than the columns allow and
-    redirect URIs that OAuth 2.1 does not permit.
+    Anyone may register, so everything is bounded: refuses, with `invalid_input` naming the field, more
+    than 10 redirect URIs, any URI over 1,000 characters, names and software ids over 200 characters,
+    control characters in the name, more than 5 contacts, more than 16 KiB in all, and redirect URIs that
+    OAuth 2.1 does not permit.
     """
     client_id = info.get("client_id")
     if not isinstance(client_id, str) or not 1 <= len(client_id) <= 64:
@@ -127,9 +139,24 @@ async def register_client(ctx: SystemContext, info: dict[str, Any]) -> None:
     name = info.get("client_name")
     if name is not None and (not isinstance(name, str) or len(name) > MAX_CLIENT_NAME):
         raise InvalidInput.field("client_name", f"must be at most {MAX_CLIENT_NAME} characters")
-    uri = info.get("client_uri")
-    if uri is not None and (not isinstance(uri, str) or len(uri) > MAX_URI_LENGTH):
-        raise InvalidInput.field("client_uri", f"must be at most {MAX_URI_LENGTH} characters")
+    if name is not None and has_control_characters(name):
+        raise InvalidInput.field("client_name", "must not contain control characters")
+    for key in _OPTIONAL_URIS:
+        value = info.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_REGISTERED_URI):
+            raise InvalidInput.field(key, f"must be at most {MAX_REGISTERED_URI} characters")
+    for key in ("software_id", "software_version"):
+        value = info.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_CLIENT_TEXT):
+            raise InvalidInput.field(key, f"must be at most {MAX_CLIENT_TEXT} characters")
+    scope = info.get("scope")
+    if scope is not None and (not isinstance(scope, str) or len(scope) > MAX_SCOPE_LENGTH):
+        raise InvalidInput.field("scope", f"must be at most {MAX_SCOPE_LENGTH} characters")
+    contacts = info.get("contacts") or []
+    if not isinstance(contacts, list) or len(contacts) > MAX_CONTACTS:
+        raise InvalidInput.field("contacts", f"give at most {MAX_CONTACTS} contacts")
+    if any(not isinstance(c, str) or len(c) > MAX_CONTACT_LENGTH for c in contacts):
+        raise InvalidInput.field("contacts", f"each contact must be at most {MAX_CONTACT_LENGTH} characters")
     redirect_uris = info.get("redirect_uris") or []
     if not isinstance(redirect_uris, list) or not 1 <= len(redirect_uris) <= MAX_REDIRECT_URIS:
         raise InvalidInput.field("redirect_uris", f"give 1 to {MAX_REDIRECT_URIS} redirect URIs")
@@ -137,9 +164,17 @@ async def register_client(ctx: SystemContext, info: dict[str, Any]) -> None:
         problem = check_redirect_uri(redirect_uri) if isinstance(redirect_uri, str) else "must be a string"
         if problem:
             raise InvalidInput.field(f"redirect_uris[{i}]", f"redirect URI {problem}")
+    if len(json.dumps(info, separators=(",", ":"))) > MAX_CLIENT_INFO_BYTES:
+        raise InvalidInput(f"The client metadata must total at most {MAX_CLIENT_INFO_BYTES} bytes.")
     await ctx.conn.execute(
         unscoped(oauth_clients).insert(
-            {"id": client_id, "name": name or None, "uri": uri or None, "info": info, "created_at": ctx.now}
+            {
+                "id": client_id,
+                "name": name or None,
+                "uri": info.get("client_uri") or None,
+                "info": info,
+                "created_at": ctx.now,
+            }
         )
     )
 
@@ -479,15 +514,27 @@ async def _revoke_grant_tokens(ctx: SystemContext, grant_id: str) -> None:
     )
 
 
-async def purge_expired_oauth(ctx: SystemContext, *, keep: timedelta = timedelta(days=1)) -> int:
+async def purge_expired_oauth(
+    ctx: SystemContext,
+    *,
+    keep: timedelta = timedelta(days=1),
+    unused_clients_after: timedelta = UNUSED_CLIENT_TTL,
+) -> int:
     """Housekeeping for a worker: delete codes and tokens that expired more than `keep` ago (revoked ones
-    are kept until then, so the reuse of a rotated refresh token is still recognised). Returns rows deleted.
-    Grants are never deleted: a disconnected grant is the record of the connection."""
+    are kept until then, so the reuse of a rotated refresh token is still recognised), and registered
+    clients older than `unused_clients_after` that never completed a grant (anyone may register; nobody
+    consented to these). Returns rows deleted. Grants, and so the clients that have one, are never deleted:
+    a disconnected grant is the record of the connection."""
     cutoff = ctx.now - keep
     c, t = system_scope(oauth_codes), system_scope(oauth_tokens)
     codes = await ctx.conn.execute(c.delete().where(c.c.expires_at < cutoff))
     tokens = await ctx.conn.execute(t.delete().where(t.c.expires_at < cutoff))
-    return int(codes.rowcount or 0) + int(tokens.rowcount or 0)
+    clients, grants = unscoped(oauth_clients), system_scope(oauth_grants)
+    has_grant = grants.select(grants.c.id).where(grants.c.client_id == clients.c.id).exists()
+    unused = await ctx.conn.execute(
+        clients.delete().where(clients.c.created_at < ctx.now - unused_clients_after, ~has_grant)
+    )
+    return int(codes.rowcount or 0) + int(tokens.rowcount or 0) + int(unused.rowcount or 0)
 
 
 # --- connected apps (workspace) ---------------------------------------------------------------------------

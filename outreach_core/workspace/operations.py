@@ -23,7 +23,7 @@ from outreach_core.db.tables import invitations, members, users, workspaces
 from outreach_core.errors import Conflict, InvalidInput, NotFound
 from outreach_core.ids import new_id
 from outreach_core.oauth.operations import revoke_member_grants
-from outreach_core.wire import Ok
+from outreach_core.wire import CONTROL_MESSAGE, Ok, has_control_characters
 from outreach_core.workspace.schemas import (
     CreateInvitationIn,
     Invitation,
@@ -224,6 +224,12 @@ class MemberAdded(BaseModel):
     apiKey: str
 
 
+def _check_name(field: str, value: str) -> None:
+    """Workspace and person names refuse control characters, like every name of the API (`wire.NAME`)."""
+    if has_control_characters(value):
+        raise InvalidInput.field(field, f"{field} {CONTROL_MESSAGE}")
+
+
 def slugify(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60].strip("-")
     return slug or "workspace"
@@ -255,6 +261,8 @@ async def init_workspace(
     """Create (or reuse) a user, create a workspace with that user as owner, and issue an API key."""
     if not 1 <= len(workspace) <= 60:
         raise InvalidInput.field("workspace", "name must be 1 to 60 characters")
+    _check_name("workspace", workspace)
+    _check_name("name", name)
     if "@" not in email:
         raise InvalidInput.field("email", "not an email address")
     slug = slug or slugify(workspace)
@@ -290,6 +298,7 @@ async def add_member(
 
     The role is the invitation's, else `role`, else member.
     """
+    _check_name("name", name)
     ws = system_scope(workspaces)
     row = (
         await ctx.conn.execute(ws.select(ws.c.id).where((ws.c.id == workspace) | (ws.c.slug == workspace)))
