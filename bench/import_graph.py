@@ -74,7 +74,7 @@ def layer(module: str) -> int:
         return PEERS
     if second in ("targets", "billing"):
         return TARGETS
-    if second in KERNEL_PACKAGES or len(parts) == 2 and not _is_package(module):
+    if second in KERNEL_PACKAGES or (len(parts) == 2 and not _is_package(module)):
         return KERNEL
     return DOMAINS
 

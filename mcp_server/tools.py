@@ -29,6 +29,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
+from outreach_core.endpoint import Endpoint, path_arguments
 from outreach_core.errors import (
     ConfirmationRequired,
     Declined,
@@ -38,7 +39,6 @@ from outreach_core.errors import (
     invalid_input_from_pydantic,
 )
 from outreach_core.ids import new_id
-from outreach_core.interface import Endpoint, path_arguments
 from outreach_core.runtime import Caller, Runtime
 from outreach_core.wire import dump
 
@@ -132,8 +132,7 @@ def _wraps_list(response: Any) -> bool:
 def register_endpoint_tool(
     mcp: OutreachMCP, runtime: Runtime, endpoint: Endpoint, principal_source: PrincipalSource
 ) -> None:
-    """Expose `endpoint` as the MCP tool `endpoint.tool`."""
-    assert endpoint.tool is not None
+    """Expose `endpoint` as the MCP tool named like its operation (`endpoint.name`)."""
     query_fields = _model_fields(endpoint.query)
     body_fields = _model_fields(endpoint.body)
     params = [
@@ -203,12 +202,12 @@ def register_endpoint_tool(
     run.__signature__ = inspect.Signature(signature_params, return_annotation=endpoint.response)  # type: ignore[attr-defined]
     annotations["return"] = endpoint.response
     run.__annotations__ = annotations
-    run.__name__ = endpoint.tool
+    run.__name__ = endpoint.name
     run.__doc__ = _tool_description(endpoint)
 
     mcp.add_tool(
         run,
-        name=endpoint.tool,
+        name=endpoint.name,
         description=_tool_description(endpoint),
         annotations=ToolAnnotations(
             title=endpoint.summary.rstrip("."),
@@ -219,7 +218,7 @@ def register_endpoint_tool(
         ),
         structured_output=True,
     )
-    mcp.known_arguments[endpoint.tool] = {p.name for p in params} | (
+    mcp.known_arguments[endpoint.name] = {p.name for p in params} | (
         {CONFIRM_ARG} if endpoint.confirm is not None else set()
     )
 
@@ -262,7 +261,7 @@ def _confirmation_resolver(
             )
         return Elicit(impact, ConfirmAnswer)
 
-    ask.__name__ = f"confirm_{endpoint.tool}"
+    ask.__name__ = f"confirm_{endpoint.name}"
     return ask
 
 

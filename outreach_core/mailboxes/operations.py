@@ -19,6 +19,7 @@ from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt
 from outreach_core.db.tables import mailboxes, workspaces
+from outreach_core.endpoint import Outside
 from outreach_core.enrichment.rules import normalize_timezone
 from outreach_core.errors import Conflict, InvalidInput, InvalidState, NotFound, QuotaExceeded
 from outreach_core.ids import new_id
@@ -45,7 +46,6 @@ from outreach_core.mailboxes.schemas import (
     Warmup,
 )
 from outreach_core.ports import MailServer, Ports
-from outreach_core.runtime import Outside
 from outreach_core.wire import Ok
 
 # Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.

@@ -10,7 +10,7 @@ import pytest
 from outreach_core.auth.operations import authenticate_bearer, authenticate_oauth
 from outreach_core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from outreach_core.oauth import operations as core
-from outreach_core.oauth.interface import ENDPOINTS
+from outreach_core.oauth.endpoints import ENDPOINTS
 from outreach_core.oauth.operations import InvalidGrant
 from outreach_core.oauth.schemas import IssuedTokens
 from outreach_core.runtime import Runtime
@@ -448,11 +448,11 @@ async def test_disconnect_confirmation_names_the_app(runtime: Runtime, make_work
     ws = await make_workspace()
     client_id = await register(runtime, "Claude Desktop")
     tokens = await connect(runtime, ws.api_key, client_id)
-    [endpoint] = [e for e in ENDPOINTS if e.tool == "disconnect_app"]
+    [endpoint] = [e for e in ENDPOINTS if e.name == "disconnect_app"]
     assert endpoint.confirm is not None and endpoint.destructive and endpoint.tag == "connected-apps"
     text = await runtime.read(await ws.principal(), endpoint.confirm, {"id": tokens.grant_id})
     assert "Claude Desktop" in text and "stop working at once" in text
-    [listing] = [e for e in ENDPOINTS if e.tool == "list_connected_apps"]
+    [listing] = [e for e in ENDPOINTS if e.name == "list_connected_apps"]
     assert listing.read_only and (listing.method, listing.path) == ("GET", "/connected-apps")
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.leads.schemas import Removed, Suppressed, SuppressTargetIn
 from outreach_core.suppressions.operations import (
     add_suppressions,
@@ -23,7 +23,6 @@ ENDPOINTS = [
         list_suppressions,
         SuppressionPage,
         query=ListSuppressionsQuery,
-        tool="list_suppressions",
         read_only=True,
         tag="suppressions",
     ),
@@ -33,7 +32,6 @@ ENDPOINTS = [
         add_suppressions,
         SuppressionsAdded,
         body=AddSuppressionsIn,
-        tool="add_suppressions",
         tag="suppressions",
     ),
     Endpoint(
@@ -42,7 +40,6 @@ ENDPOINTS = [
         remove_suppressions,
         Removed,
         body=RemoveSuppressionsIn,
-        tool="remove_suppressions",
         destructive=True,
         tag="suppressions",
     ),
@@ -52,7 +49,6 @@ ENDPOINTS = [
         suppress_leads,
         Suppressed,
         body=SuppressTargetIn,
-        tool="suppress_leads",
         tag="leads",
     ),
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.labels.operations import (
     create_label,
     delete_label,
@@ -34,31 +34,25 @@ async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
 
 
 ENDPOINTS = [
-    Endpoint("GET", "/labels", list_labels, Labels, tool="list_labels", read_only=True, tag="labels"),
-    Endpoint("POST", "/labels", create_label, Label, body=CreateLabelIn, tool="create_label", tag="labels"),
-    Endpoint(
-        "PATCH", "/labels/{id}", update_label, Label, body=UpdateLabelIn, tool="update_label", tag="labels"
-    ),
+    Endpoint("GET", "/labels", list_labels, Labels, read_only=True, tag="labels"),
+    Endpoint("POST", "/labels", create_label, Label, body=CreateLabelIn, tag="labels"),
+    Endpoint("PATCH", "/labels/{id}", update_label, Label, body=UpdateLabelIn, tag="labels"),
     Endpoint(
         "DELETE",
         "/labels/{id}",
         delete_label,
         Ok,
-        tool="delete_label",
         destructive=True,
         confirm=_describe_delete,
         tag="labels",
     ),
-    Endpoint(
-        "POST", "/leads/labels/add", label_leads, Labeled, body=LabelTargetIn, tool="label_leads", tag="leads"
-    ),
+    Endpoint("POST", "/leads/labels/add", label_leads, Labeled, body=LabelTargetIn, tag="leads"),
     Endpoint(
         "POST",
         "/leads/labels/remove",
         unlabel_leads,
         Removed,
         body=LabelTargetIn,
-        tool="unlabel_leads",
         destructive=True,
         tag="leads",
     ),

@@ -6,7 +6,7 @@ from typing import Any
 
 from outreach_core.campaigns.schemas import ResolvedSend, ResolveUnknownSendIn
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.sending.recovery import describe_send, resolve_unknown_send
 
 
@@ -27,7 +27,6 @@ ENDPOINTS = [
         resolve_unknown_send,
         ResolvedSend,
         body=ResolveUnknownSendIn,
-        tool="resolve_unknown_send",
         tag="campaigns",
         confirm=_describe_resolve,
     ),

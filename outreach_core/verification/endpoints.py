@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.leads.schemas import TargetIn, VerifyQueued
 from outreach_core.verification.operations import verify_leads
 
@@ -11,7 +11,6 @@ ENDPOINTS: list[Endpoint] = [
         verify_leads,
         VerifyQueued,
         body=TargetIn,
-        tool="verify_leads",
         tag="leads",
     ),
 ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.leads.imports import get_import, import_leads, list_imports
 from outreach_core.leads.operations import (
     count_target,
@@ -57,7 +57,6 @@ ENDPOINTS = [
         list_leads,
         LeadPage,
         query=ListLeadsQuery,
-        tool="list_leads",
         read_only=True,
         tag="leads",
     ),
@@ -67,23 +66,17 @@ ENDPOINTS = [
         get_lead_stats,
         LeadStats,
         query=LeadStatsQuery,
-        tool="get_lead_stats",
         read_only=True,
         tag="leads",
     ),
-    Endpoint(
-        "GET", "/leads/imports", list_imports, LeadImports, tool="list_imports", read_only=True, tag="leads"
-    ),
-    Endpoint(
-        "GET", "/leads/imports/{id}", get_import, LeadImport, tool="get_import", read_only=True, tag="leads"
-    ),
+    Endpoint("GET", "/leads/imports", list_imports, LeadImports, read_only=True, tag="leads"),
+    Endpoint("GET", "/leads/imports/{id}", get_import, LeadImport, read_only=True, tag="leads"),
     Endpoint(
         "POST",
         "/leads/import",
         import_leads,
         LeadImport,
         body=ImportIn,
-        tool="import_leads",
         confirm=_describe_import,
         tag="leads",
     ),
@@ -93,15 +86,12 @@ ENDPOINTS = [
         delete_leads,
         Deleted,
         body=TargetIn,
-        tool="delete_leads",
         destructive=True,
         confirm=_describe_delete,
         tag="leads",
     ),
-    Endpoint("POST", "/leads", create_lead, LeadDetail, body=CreateLeadIn, tool="create_lead", tag="leads"),
-    Endpoint("GET", "/leads/{id}", get_lead, LeadDetail, tool="get_lead", read_only=True, tag="leads"),
-    Endpoint(
-        "PATCH", "/leads/{id}", update_lead, LeadDetail, body=UpdateLeadIn, tool="update_lead", tag="leads"
-    ),
-    Endpoint("POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tool="mark_won", tag="leads"),
+    Endpoint("POST", "/leads", create_lead, LeadDetail, body=CreateLeadIn, tag="leads"),
+    Endpoint("GET", "/leads/{id}", get_lead, LeadDetail, read_only=True, tag="leads"),
+    Endpoint("PATCH", "/leads/{id}", update_lead, LeadDetail, body=UpdateLeadIn, tag="leads"),
+    Endpoint("POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tag="leads"),
 ]

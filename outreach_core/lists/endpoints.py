@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.leads.schemas import Added, ListTargetIn, Removed
 from outreach_core.lists.operations import (
     add_leads_to_list,
@@ -37,17 +37,14 @@ async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
 
 
 ENDPOINTS = [
-    Endpoint("GET", "/lists", list_lists, LeadLists, tool="list_lists", read_only=True, tag="lists"),
-    Endpoint("POST", "/lists", create_list, LeadList, body=CreateListIn, tool="create_list", tag="lists"),
-    Endpoint(
-        "PATCH", "/lists/{id}", update_list, LeadList, body=UpdateListIn, tool="update_list", tag="lists"
-    ),
+    Endpoint("GET", "/lists", list_lists, LeadLists, read_only=True, tag="lists"),
+    Endpoint("POST", "/lists", create_list, LeadList, body=CreateListIn, tag="lists"),
+    Endpoint("PATCH", "/lists/{id}", update_list, LeadList, body=UpdateListIn, tag="lists"),
     Endpoint(
         "DELETE",
         "/lists/{id}",
         delete_list,
         Ok,
-        tool="delete_list",
         destructive=True,
         confirm=_describe_delete,
         tag="lists",
@@ -58,7 +55,6 @@ ENDPOINTS = [
         add_leads_to_list,
         Added,
         body=ListTargetIn,
-        tool="add_leads_to_list",
         tag="leads",
     ),
     Endpoint(
@@ -67,7 +63,6 @@ ENDPOINTS = [
         remove_leads_from_list,
         Removed,
         body=ListTargetIn,
-        tool="remove_leads_from_list",
         destructive=True,
         tag="leads",
     ),

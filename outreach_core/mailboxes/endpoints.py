@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.mailboxes.operations import (
     create_mailbox,
     delete_mailbox,
@@ -41,7 +41,6 @@ ENDPOINTS = [
         "/mailboxes",
         list_mailboxes,
         MailboxList,
-        tool="list_mailboxes",
         read_only=True,
         tag="mailboxes",
     ),
@@ -51,21 +50,17 @@ ENDPOINTS = [
         detect_mailbox,
         DetectOut,
         query=DetectQuery,
-        tool="detect_mailbox",
         read_only=True,
         prepare=prepare_detect_mailbox,
         tag="mailboxes",
     ),
-    Endpoint(
-        "GET", "/mailboxes/{id}", get_mailbox, Mailbox, tool="get_mailbox", read_only=True, tag="mailboxes"
-    ),
+    Endpoint("GET", "/mailboxes/{id}", get_mailbox, Mailbox, read_only=True, tag="mailboxes"),
     Endpoint(
         "POST",
         "/mailboxes",
         create_mailbox,
         CreateMailboxOut,
         body=CreateMailboxIn,
-        tool="create_mailbox",
         prepare=prepare_create_mailbox,
         tag="mailboxes",
     ),
@@ -75,7 +70,6 @@ ENDPOINTS = [
         test_mailbox,
         LoginTest,
         body=CreateMailboxIn,
-        tool="test_mailbox",
         read_only=True,
         prepare=prepare_test_mailbox,
         tag="mailboxes",
@@ -86,7 +80,6 @@ ENDPOINTS = [
         import_mailboxes,
         ImportMailboxesOut,
         body=ImportMailboxesIn,
-        tool="import_mailboxes",
         prepare=prepare_import_mailboxes,
         tag="mailboxes",
     ),
@@ -96,7 +89,6 @@ ENDPOINTS = [
         update_mailbox,
         UpdateMailboxOut,
         body=UpdateMailboxIn,
-        tool="update_mailbox",
         prepare=prepare_update_mailbox,
         tag="mailboxes",
     ),
@@ -105,7 +97,6 @@ ENDPOINTS = [
         "/mailboxes/{id}",
         delete_mailbox,
         Ok,
-        tool="delete_mailbox",
         destructive=True,
         tag="mailboxes",
     ),
@@ -114,7 +105,6 @@ ENDPOINTS = [
         "/mailboxes/{id}/test",
         retest_mailbox,
         RetestOut,
-        tool="retest_mailbox",
         prepare=prepare_retest_mailbox,
         tag="mailboxes",
     ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.oauth.operations import describe_connected_app, disconnect_app, list_connected_apps
 from outreach_core.oauth.schemas import ConnectedApp
 from outreach_core.wire import Ok
@@ -25,7 +25,6 @@ ENDPOINTS = [
         "/connected-apps",
         list_connected_apps,
         list[ConnectedApp],
-        tool="list_connected_apps",
         read_only=True,
         tag="connected-apps",
     ),
@@ -34,7 +33,6 @@ ENDPOINTS = [
         "/connected-apps/{id}/disconnect",
         disconnect_app,
         Ok,
-        tool="disconnect_app",
         destructive=True,
         confirm=_describe_disconnect,
         tag="connected-apps",

@@ -58,7 +58,7 @@ from outreach_core.campaigns.sequence import (
     update_variant,
 )
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.leads.schemas import Removed
 from outreach_core.wire import Ok
 
@@ -98,7 +98,7 @@ async def _describe_launch(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
 
 
 def _ep(method: Any, path: str, op: Any, response: Any, **kw: Any) -> Endpoint:
-    return Endpoint(method, path, op, response, tool=op.__name__, tag="campaigns", **kw)
+    return Endpoint(method, path, op, response, tag="campaigns", **kw)
 
 
 ENDPOINTS = [

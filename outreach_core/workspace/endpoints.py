@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.wire import Ok
 from outreach_core.workspace.operations import (
     create_invitation,
@@ -37,15 +37,14 @@ async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
 
 
 ENDPOINTS = [
-    Endpoint("GET", "/me", get_me, Me, tool="get_me", read_only=True, tag="workspace"),
-    Endpoint("GET", "/members", list_members, Members, tool="list_members", read_only=True, tag="workspace"),
+    Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace"),
+    Endpoint("GET", "/members", list_members, Members, read_only=True, tag="workspace"),
     Endpoint(
         "POST",
         "/invitations",
         create_invitation,
         Invitation,
         body=CreateInvitationIn,
-        tool="create_invitation",
         tag="workspace",
     ),
     Endpoint(
@@ -53,7 +52,6 @@ ENDPOINTS = [
         "/invitations/{id}",
         delete_invitation,
         Ok,
-        tool="delete_invitation",
         destructive=True,
         tag="workspace",
     ),
@@ -63,7 +61,6 @@ ENDPOINTS = [
         update_member,
         Member,
         body=UpdateMemberIn,
-        tool="update_member",
         tag="workspace",
     ),
     Endpoint(
@@ -71,7 +68,6 @@ ENDPOINTS = [
         "/members/{id}",
         remove_member,
         Ok,
-        tool="remove_member",
         destructive=True,
         confirm=_describe_remove,
         tag="workspace",
@@ -81,7 +77,6 @@ ENDPOINTS = [
         "/settings/sending",
         get_sending_settings,
         SendingSettings,
-        tool="get_sending_settings",
         read_only=True,
         tag="workspace",
     ),
@@ -91,7 +86,6 @@ ENDPOINTS = [
         update_sending_settings,
         SendingSettings,
         body=SendingSettingsPatch,
-        tool="update_sending_settings",
         tag="workspace",
     ),
 ]

@@ -6,7 +6,7 @@ from outreach_core.api_keys.operations import create_api_key, list_api_keys, rev
 from outreach_core.api_keys.schemas import ApiKeyItem, CreateApiKeyIn, CreatedApiKey, RevokeApiKeyIn
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import api_keys
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.wire import Ok
 
 
@@ -25,7 +25,6 @@ ENDPOINTS = [
         "/api-keys",
         list_api_keys,
         list[ApiKeyItem],
-        tool="list_api_keys",
         read_only=True,
         tag="api-keys",
     ),
@@ -35,7 +34,6 @@ ENDPOINTS = [
         create_api_key,
         CreatedApiKey,
         body=CreateApiKeyIn,
-        tool="create_api_key",
         tag="api-keys",
     ),
     Endpoint(
@@ -44,7 +42,6 @@ ENDPOINTS = [
         revoke_api_key,
         Ok,
         body=RevokeApiKeyIn,
-        tool="revoke_api_key",
         destructive=True,
         confirm=_describe_revoke,
         tag="api-keys",
