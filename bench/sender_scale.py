@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from _seed import bench_lead  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.context import insert_rows  # noqa: E402
+from outreach_core.bulk import insert_rows  # noqa: E402
 from outreach_core.crypto import encrypt  # noqa: E402
 from outreach_core.db.migrate import migrate  # noqa: E402
 from outreach_core.db.tables import (  # noqa: E402
@@ -326,7 +326,7 @@ def main() -> None:
     )
 
     async def run() -> None:
-        from outreach_app.cli import build_runtime
+        from outreach_app.bootstrap import build_runtime
 
         rt = build_runtime(settings)
         if url.startswith("postgresql") and not args.reuse:

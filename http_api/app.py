@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from http_api.handlers import error_response, make_handler
-from http_api.logging import internal_error_handler
+from http_api.request_log import internal_error_handler
 from http_api.openapi import build_openapi
 from outreach_core.catalog import all_endpoints
 from outreach_core.endpoint import Endpoint

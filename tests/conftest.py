@@ -56,7 +56,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session", autouse=True)
 def quiet_logs() -> None:
     """Request logs go to stderr at WARNING during tests; failures still show them."""
-    from http_api.logging import configure_logging
+    from http_api.request_log import configure_logging
 
     configure_logging("WARNING", json=False)
 

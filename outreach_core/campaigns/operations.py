@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import func
 
+from outreach_core.bulk import insert_rows
 from outreach_core.campaigns.rules import variant_label
 from outreach_core.campaigns.schemas import (
     CAMPAIGN_LEAD_STATUSES,
@@ -26,7 +27,7 @@ from outreach_core.campaigns.schemas import (
     UpdateCampaignIn,
     Variant,
 )
-from outreach_core.context import WorkspaceContext, insert_rows, scoped
+from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import (
     campaign_lead_counters,
     campaign_mailboxes,

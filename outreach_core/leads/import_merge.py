@@ -18,12 +18,11 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy import bindparam, case, func, null
 
-from outreach_core.bulk import one_of, try_lock
+from outreach_core.bulk import insert_rows, one_of, try_lock
 from outreach_core.context import (
     Principal,
     SystemContext,
     WorkspaceContext,
-    insert_rows,
     scoped,
     system_scope,
     workspace_itself,

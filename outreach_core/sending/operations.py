@@ -33,7 +33,7 @@ import structlog
 from sqlalchemy import ColumnElement, Integer, Table, func, or_
 
 from outreach_core.billing.period import emails_sent_this_period
-from outreach_core.bulk import equals_any, update_each
+from outreach_core.bulk import equals_any, insert_rows, update_each
 from outreach_core.campaigns.compose import LEAD_FIELDS, compose
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.links import unsubscribe_url
@@ -44,7 +44,6 @@ from outreach_core.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
-    insert_rows,
     scoped,
     system_scope,
 )
