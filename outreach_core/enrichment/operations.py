@@ -37,10 +37,9 @@ from outreach_core.enrichment.rules import (
     consumer_esp,
     infer_country,
     infer_timezone,
-    normalize_country,
-    normalize_timezone,
     parse_mx,
 )
+from outreach_core.geo import normalize_country, normalize_timezone
 from outreach_core.leads.rules import SEARCH_INDEX_MAX_BYTES
 from outreach_core.leads.schemas import ESPS, Esp
 from outreach_core.ports import DnsResolver

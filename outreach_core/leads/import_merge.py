@@ -29,7 +29,7 @@ from outreach_core.context import (
 )
 from outreach_core.db.maintenance import refresh_lead_statistics
 from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
-from outreach_core.enrichment.rules import normalize_country
+from outreach_core.geo import normalize_country
 from outreach_core.ids import new_ids
 from outreach_core.leads.operations import contacts_room
 from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email, search_index_value

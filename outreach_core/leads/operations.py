@@ -22,8 +22,8 @@ from outreach_core.db.tables import (
     workspaces,
 )
 from outreach_core.db.tables import list_leads as list_memberships
-from outreach_core.enrichment.rules import normalize_country
 from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from outreach_core.geo import normalize_country
 from outreach_core.ids import new_id
 from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email, search_index_value
 from outreach_core.leads.schemas import (

@@ -20,8 +20,8 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt
 from outreach_core.db.tables import mailboxes, workspaces
 from outreach_core.endpoint import Outside
-from outreach_core.enrichment.rules import normalize_timezone
 from outreach_core.errors import Conflict, InvalidInput, InvalidState, NotFound, QuotaExceeded
+from outreach_core.geo import normalize_timezone
 from outreach_core.ids import new_id
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.schemas import (
