@@ -39,6 +39,15 @@ from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.campaigns.operations import load_steps
 from outreach_core.campaigns.rendering import Sender, Unsubscribe
+from outreach_core.campaigns.schedule import (
+    campaign_day,
+    ended,
+    in_window,
+    not_started,
+    schedule_of,
+    window_opens,
+    zone,
+)
 from outreach_core.campaigns.schemas import Step
 from outreach_core.context import (
     SystemContext,
@@ -264,9 +273,9 @@ class _Planner:
     async def _first_emails_left(self, c: Any) -> int | None:
         if c.daily_cap is None:
             return None
-        schedule = _schedule(c)
-        day = rules.campaign_day(self.now, schedule)
-        tz = rules.zone(c.timezone_fallback, "UTC")
+        schedule = schedule_of(c)
+        day = campaign_day(self.now, schedule)
+        tz = zone(c.timezone_fallback, "UTC")
         day_start = dt.datetime.combine(day, dt.time(), tzinfo=tz).astimezone(dt.UTC)
         done = (
             await self.ctx.conn.execute(
@@ -287,14 +296,14 @@ class _Planner:
         at `startOn` send nothing this pass."""
         paused = 0
         for cid, c in list(self.campaigns.items()):
-            schedule = _schedule(c)
-            if rules.ended(self.now, schedule):
+            schedule = schedule_of(c)
+            if ended(self.now, schedule):
                 await pause_for(
                     self.ws_ctx(c.workspace_id), cid, f"The last sending day ({c.end_on}) has passed."
                 )
                 paused += 1
                 self._drop_campaign(cid)
-            elif rules.not_started(self.now, schedule) or not self.steps.get(cid):
+            elif not_started(self.now, schedule) or not self.steps.get(cid):
                 self._drop_campaign(cid)
         return paused
 
@@ -493,9 +502,9 @@ class _Planner:
             if stop is not None:
                 stops.append(self._final(r, *stop))
                 continue
-            schedule = _schedule(c)
-            if not rules.in_window(self.now, r.timezone, schedule):
-                later.append({"id": r.id, "next_at": rules.window_opens(self.now, r.timezone, schedule)})
+            schedule = schedule_of(c)
+            if not in_window(self.now, r.timezone, schedule):
+                later.append({"id": r.id, "next_at": window_opens(self.now, r.timezone, schedule)})
                 continue
             keep.append(r)
         await _finish_leads(self.ctx, stops)
@@ -720,17 +729,6 @@ def _thread_chain(thread_start: str, delivered: list[tuple[int, str]], steps: Se
     if thread_start not in chain:
         chain.insert(0, thread_start)
     return chain
-
-
-def _schedule(c: Any) -> rules.Schedule:
-    return rules.Schedule(
-        timezone_fallback=c.timezone_fallback,
-        window_start=c.window_start,
-        window_end=c.window_end,
-        days=c.days,
-        start_on=c.start_on,
-        end_on=c.end_on,
-    )
 
 
 # --- the hand-off ------------------------------------------------------------------------------------------
