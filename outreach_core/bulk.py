@@ -11,8 +11,8 @@ inserting a row per lead never needs the lead ids in Python.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     ARRAY,
@@ -41,6 +41,8 @@ from sqlalchemy.types import TypeEngine
 
 from outreach_core.context import SystemContext, WorkspaceContext, is_workspace_owned
 from outreach_core.ids import new_id
+
+T = TypeVar("T")
 
 _ULID = 26
 _TIME_CHARS = 10  # a ULID's first 10 characters are its millisecond timestamp, the last 16 its randomness
@@ -287,3 +289,10 @@ def _extend(
 ) -> Update:
     sets = values(given) if values else {n: given[n] for n in names if n != key}
     return update.where(table.c[key] == given[key], *(where(given) if where else ())).values(dict(sets))
+
+
+def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """`items` in consecutive slices of at most `size` (values per statement, far below the engines'
+    limits on bound parameters)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

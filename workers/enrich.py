@@ -12,14 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from outreach_core.enrichment.operations import (
-    BATCH,
-    DomainInfo,
-    domains_to_resolve,
-    enrich_pending,
-    resolve_domains,
-    store_domains,
-)
+from outreach_core.enrichment.pipeline import BATCH, domains_to_resolve, enrich_pending
+from outreach_core.targets.mail_domains import DomainInfo, resolve_domains, store_domains
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime

@@ -36,8 +36,8 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, campaigns, leads, list_leads, lists, sends, suppressions
 from outreach_core.db.types import UtcDateTime
 from outreach_core.errors import NotFound
-from outreach_core.leads.schemas import LeadFilter, Removed
-from outreach_core.leads.targets import (
+from outreach_core.targets.schemas import LeadFilter, Removed
+from outreach_core.targets.selection import (
     SEARCH_TOTAL_LIMIT,
     common_short_term,
     holds_term,

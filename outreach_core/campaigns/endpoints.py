@@ -59,7 +59,7 @@ from outreach_core.campaigns.sequence import (
 )
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
-from outreach_core.leads.schemas import Removed
+from outreach_core.targets.schemas import Removed
 from outreach_core.wire import Ok
 
 

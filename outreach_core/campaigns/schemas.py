@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from outreach_core.leads.schemas import Id
+from outreach_core.targets.schemas import Id
 from outreach_core.wire import NAME, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]

@@ -15,7 +15,7 @@ from outreach_core.labels.operations import (
     update_label,
 )
 from outreach_core.labels.schemas import CreateLabelIn, Label, Labels, UpdateLabelIn
-from outreach_core.leads.schemas import Labeled, LabelTargetIn, Removed
+from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
 from outreach_core.wire import Ok
 
 

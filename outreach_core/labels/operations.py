@@ -19,7 +19,6 @@ from outreach_core.db.tables import label_timers, labels, lead_labels, leads, li
 from outreach_core.db.types import UtcDateTime
 from outreach_core.errors import Conflict, InvalidInput, NotFound
 from outreach_core.ids import new_id
-from outreach_core.labels.rules import without_label
 from outreach_core.labels.schemas import (
     MAX_LABELS,
     CreateLabelIn,
@@ -28,11 +27,12 @@ from outreach_core.labels.schemas import (
     LabelTriggers,
     UpdateLabelIn,
 )
-from outreach_core.leads.schemas import Labeled, LabelTargetIn, Removed
-from outreach_core.leads.targets import target_ids
-from outreach_core.lists.operations import add_to_list, get_list
 from outreach_core.outbox import record_lead_events
-from outreach_core.suppressions.operations import suppress_lead_ids
+from outreach_core.targets.label_triggers import without_label
+from outreach_core.targets.list_members import add_to_list, list_name
+from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
+from outreach_core.targets.selection import target_ids
+from outreach_core.targets.suppression import suppress_lead_ids
 from outreach_core.wire import Ok
 
 TIMER_COLUMNS = ["id", "lead_id", "label_id", "action", "target_label_id", "due_at"]
@@ -258,7 +258,7 @@ async def _check_triggers(ctx: WorkspaceContext, triggers: LabelTriggers, label_
     """References must be to this workspace's lists and labels (404 otherwise); a label cannot apply
     itself."""
     if triggers.move_to_list_id is not None:
-        await get_list(ctx, triggers.move_to_list_id)
+        await list_name(ctx, triggers.move_to_list_id)
     if triggers.apply_label is not None:
         target = triggers.apply_label.label_id
         if target == label_id:

@@ -17,7 +17,6 @@ from outreach_core.leads.operations import (
 )
 from outreach_core.leads.schemas import (
     CreateLeadIn,
-    Deleted,
     ImportIn,
     LeadDetail,
     LeadImport,
@@ -27,9 +26,9 @@ from outreach_core.leads.schemas import (
     LeadStatsQuery,
     ListLeadsQuery,
     MarkWonIn,
-    TargetIn,
     UpdateLeadIn,
 )
+from outreach_core.targets.schemas import Deleted, TargetIn
 
 
 async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:

@@ -32,10 +32,15 @@ from outreach_core.db.tables import import_queue, import_seen, lead_imports, lea
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_ids
 from outreach_core.leads.operations import contacts_room
-from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email, search_index_value
 from outreach_core.leads.schemas import ImportRow
-from outreach_core.lists.operations import add_to_list
-from outreach_core.suppressions.operations import suppressed_emails
+from outreach_core.targets.list_members import add_to_list
+from outreach_core.targets.rules import (
+    ENRICHMENT_INPUTS,
+    derived_columns,
+    normalize_email,
+    search_index_value,
+)
+from outreach_core.targets.suppression import suppressed_emails
 
 OUTCOMES = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "over_limit")
 _FIELDS = (

@@ -25,27 +25,29 @@ from outreach_core.db.tables import list_leads as list_memberships
 from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_id
-from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email, search_index_value
 from outreach_core.leads.schemas import (
-    ESPS,
-    LEAD_STATUSES,
-    VERIFY_STATUSES,
     CreateLeadIn,
-    Deleted,
     LabelRef,
     Lead,
     LeadDetail,
-    LeadFilter,
     LeadPage,
     LeadStats,
     LeadStatsQuery,
     ListLeadsQuery,
     ListRef,
     MarkWonIn,
-    TargetIn,
     UpdateLeadIn,
 )
-from outreach_core.leads.targets import (
+from outreach_core.outbox import record_event
+from outreach_core.targets.list_members import add_to_list, list_name
+from outreach_core.targets.rules import (
+    ENRICHMENT_INPUTS,
+    derived_columns,
+    normalize_email,
+    search_index_value,
+)
+from outreach_core.targets.schemas import ESPS, LEAD_STATUSES, VERIFY_STATUSES, Deleted, LeadFilter, TargetIn
+from outreach_core.targets.selection import (
     NO_LABEL,
     SEARCH_TOTAL_LIMIT,
     common_short_term,
@@ -55,9 +57,7 @@ from outreach_core.leads.targets import (
     search_walk,
     target_ids,
 )
-from outreach_core.lists.operations import add_to_list, resolve_import_list
-from outreach_core.outbox import record_event
-from outreach_core.suppressions.operations import suppressed_emails
+from outreach_core.targets.suppression import suppressed_emails
 
 _LIST_COLUMNS = (
     leads.c.id,
@@ -240,9 +240,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
     if await suppressed_emails(ctx, [(email, domain)]):
         raise Conflict("This address is on the suppression list.", {"email": email, "reason": "suppressed"})
     await ensure_contacts_room(ctx, 1)
-    list_id = None
     if body.list_id is not None:
-        list_id, _ = await resolve_import_list(ctx, body.list_id, None)
+        await list_name(ctx, body.list_id)  # 404 when the workspace has no such list
     lead_id = new_id("lead")
     fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
     fields["country"] = _country(body.country)
@@ -262,8 +261,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
             }
         )
     )
-    if list_id is not None:
-        await add_to_list(ctx, list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
+    if body.list_id is not None:
+        await add_to_list(ctx, body.list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
     return await get_lead(ctx, lead_id)
 
 

@@ -7,17 +7,9 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
+from outreach_core.targets.schemas import CountrySource, Esp, Id, LeadFilter, LeadStatus, VerifyStatus
 from outreach_core.wire import NAME, SINGLE_LINE, ExactlyOne, Timestamp, WireModel
 
-LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
-VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
-Esp = Literal["google", "microsoft", "yahoo", "proton", "icloud", "zoho", "other", "unknown"]
-CountrySource = Literal["timezone", "phone", "email", "website"]
-LEAD_STATUSES: tuple[str, ...] = LeadStatus.__args__  # type: ignore[attr-defined]
-VERIFY_STATUSES: tuple[str, ...] = VerifyStatus.__args__  # type: ignore[attr-defined]
-ESPS: tuple[str, ...] = Esp.__args__  # type: ignore[attr-defined]
-
-Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 CustomValue = str | int | float | bool | None
 CustomKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Custom = Annotated[dict[CustomKey, CustomValue], Field(max_length=50)]
@@ -105,17 +97,6 @@ class MarkWonIn(WireModel):
 SortField = Literal["createdAt", "email", "name", "company"]
 
 
-class LeadFilter(WireModel):
-    """The filters of `list_leads`, also usable as a lead target."""
-
-    search: str | None = Field(default=None, max_length=200)
-    list_id: Id | None = None
-    label_id: Id | None = Field(default=None, description="A label id, or `none` for leads without labels.")
-    status: list[LeadStatus] | None = None
-    verify: list[VerifyStatus] | None = None
-    esp: list[Esp] | None = None
-
-
 class ListLeadsQuery(LeadFilter):
     page: int = Field(default=1, ge=1, le=100_000)
     page_size: int = Field(default=50, ge=10, le=200)
@@ -148,59 +129,6 @@ class LeadStats(WireModel):
     verifier_enabled: bool = Field(
         description="A verifier API is configured; without it only local checks run."
     )
-
-
-TargetIds = Annotated[list[Id], Field(min_length=1, max_length=10_000)]
-
-
-class LeadTarget(ExactlyOne):
-    """Which leads an action applies to: exactly one of `ids`, `listId`, `filter`, `all`."""
-
-    ids: TargetIds | SkipJsonSchema[None] = None
-    list_id: Id | SkipJsonSchema[None] = None
-    filter: LeadFilter | SkipJsonSchema[None] = None
-    all: Literal[True] | SkipJsonSchema[None] = None
-
-
-class TargetIn(WireModel):
-    target: LeadTarget
-
-
-class ListTargetIn(TargetIn):
-    list_id: Id
-
-
-class LabelTargetIn(TargetIn):
-    label_id: Id
-
-
-class SuppressTargetIn(TargetIn):
-    reason: str | None = Field(default=None, max_length=200)
-
-
-class Deleted(WireModel):
-    deleted: int
-
-
-class Added(WireModel):
-    added: int
-
-
-class Removed(WireModel):
-    removed: int
-
-
-class Labeled(WireModel):
-    labeled: int
-
-
-class Suppressed(WireModel):
-    suppressed: int
-
-
-class VerifyQueued(WireModel):
-    queued: int
-    api: bool = Field(description="False when only local checks run (no verifier API configured).")
 
 
 # --- import ------------------------------------------------------------------------------------------------

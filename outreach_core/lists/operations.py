@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, exists, func, literal
+from sqlalchemy import Select, func
 
-from outreach_core.bulk import insert_from_select
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import labels, leads, list_leads, lists
-from outreach_core.db.types import UtcDateTime
+from outreach_core.db.tables import list_leads, lists
 from outreach_core.errors import Conflict, NotFound
 from outreach_core.ids import new_id
-from outreach_core.labels.rules import without_list
-from outreach_core.leads.schemas import Added, ListTargetIn, Removed
-from outreach_core.leads.targets import target_ids
 from outreach_core.lists.schemas import MAX_LISTS, CreateListIn, LeadList, LeadLists, UpdateListIn
+from outreach_core.targets.label_triggers import switch_off_list_triggers
+from outreach_core.targets.list_members import add_to_list
+from outreach_core.targets.schemas import Added, ListTargetIn, Removed
+from outreach_core.targets.selection import target_ids
 from outreach_core.wire import Ok
 
 
@@ -47,7 +46,7 @@ async def delete_list(ctx: WorkspaceContext, id: str) -> Ok:
     campaigns); only their membership of this list goes. A label whose trigger moves leads to this list
     has that trigger switched off."""
     await get_list(ctx, id)
-    await _switch_off_move_triggers(ctx, id)
+    await switch_off_list_triggers(ctx, id)
     ls = scoped(ctx, lists)
     await ctx.conn.execute(ls.delete().where(lists.c.id == id))
     return Ok()
@@ -107,36 +106,6 @@ async def resolve_import_list(
     return created.id, created.name
 
 
-async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]) -> int:
-    """Put the workspace's leads selected by the sub-select `lead_ids` on the list `list_id` (which the
-    caller has checked), in one INSERT ... SELECT that skips leads already on it. Returns how many were
-    newly added."""
-    ld = scoped(ctx, leads)
-    ll = scoped(ctx, list_leads)
-    source = ld.select(
-        literal(list_id, list_leads.c.list_id.type), leads.c.id, literal(ctx.now, UtcDateTime)
-    ).where(
-        leads.c.id.in_(lead_ids),
-        ~exists(
-            ll.select(list_leads.c.lead_id).where(
-                list_leads.c.list_id == list_id, list_leads.c.lead_id == leads.c.id
-            )
-        ),
-    )
-    result = await ctx.conn.execute(
-        insert_from_select(ctx, list_leads, ["list_id", "lead_id", "added_at"], source)
-    )
-    return int(result.rowcount)
-
-
-async def list_lead_count(ctx: WorkspaceContext, list_id: str) -> int:
-    ll = scoped(ctx, list_leads)
-    count = (
-        await ctx.conn.execute(ll.select(func.count()).where(list_leads.c.list_id == list_id))
-    ).scalar_one()
-    return int(count)
-
-
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
@@ -179,19 +148,3 @@ async def _ensure_name_free(ctx: WorkspaceContext, name: str, except_id: str | N
         stmt = stmt.where(lists.c.id != except_id)
     if (await ctx.conn.execute(stmt)).first() is not None:
         raise Conflict(f"A list named {name!r} exists already.", {"name": name})
-
-
-async def _switch_off_move_triggers(ctx: WorkspaceContext, list_id: str) -> None:
-    """Labels that move leads to a deleted list stop doing so (a workspace has at most a few hundred)."""
-    lb = scoped(ctx, labels)
-    for label_id, triggers in (await ctx.conn.execute(lb.select(labels.c.id, labels.c.triggers))).all():
-        changed = without_list(triggers, list_id)
-        if changed is not None:
-            await ctx.conn.execute(lb.update().where(labels.c.id == label_id).values(triggers=changed))
-
-
-async def labels_moving_to(ctx: WorkspaceContext, list_id: str) -> list[str]:
-    """Names of the labels whose move-to-list trigger points at `list_id`."""
-    lb = scoped(ctx, labels)
-    rows = (await ctx.conn.execute(lb.select(labels.c.name, labels.c.triggers).order_by(labels.c.name))).all()
-    return [name for name, triggers in rows if without_list(triggers, list_id) is not None]

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from outreach_core.endpoint import Endpoint
-from outreach_core.leads.schemas import Removed, Suppressed, SuppressTargetIn
 from outreach_core.suppressions.operations import (
     add_suppressions,
     list_suppressions,
@@ -15,6 +14,7 @@ from outreach_core.suppressions.schemas import (
     SuppressionPage,
     SuppressionsAdded,
 )
+from outreach_core.targets.schemas import Removed, Suppressed, SuppressTargetIn
 
 ENDPOINTS = [
     Endpoint(

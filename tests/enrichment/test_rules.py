@@ -9,15 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from outreach_core.enrichment import rules
-from outreach_core.enrichment.operations import DomainInfo
 from outreach_core.enrichment.rules import (
-    classify_esp,
-    consumer_esp,
     country_from_domain,
     country_from_phone,
     infer_country,
     infer_timezone,
-    parse_mx,
 )
 from outreach_core.geo import (
     country_from_timezone,
@@ -27,6 +23,8 @@ from outreach_core.geo import (
     normalize_timezone,
     zone_countries,
 )
+from outreach_core.targets.esp import classify_esp, consumer_esp, parse_mx
+from outreach_core.targets.mail_domains import DomainInfo
 
 # --- email provider -------------------------------------------------------------------------------------
 

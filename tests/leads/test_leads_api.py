@@ -10,7 +10,7 @@ import pytest
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads, outbox
-from outreach_core.leads.schemas import LeadFilter
+from outreach_core.targets.schemas import LeadFilter
 from tests.conftest import MakeWorkspace
 from tests.doors import call_mcp
 from tests.leads.helpers import create, emails, import_chunk, listing, merge_imports, suppress
@@ -304,7 +304,7 @@ async def test_a_search_many_leads_hold_pages_from_the_sort_index_alone(
     from sqlalchemy import text
 
     from outreach_core.leads.operations import _SORT_COLUMNS
-    from outreach_core.leads.targets import search_walk
+    from outreach_core.targets.selection import search_walk
 
     ws = await make_workspace()
     for i in range(3):
@@ -412,7 +412,7 @@ async def test_an_indexed_search_is_counted_from_a_stream_of_its_matches(
     collecting every match of every workspace; the count is the same: pending leads and filters included."""
     from sqlalchemy import text
 
-    from outreach_core.leads.targets import matching_ids
+    from outreach_core.targets.selection import matching_ids
 
     ws = await make_workspace()
     if not ws.runtime.is_sqlite:

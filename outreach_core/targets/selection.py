@@ -29,7 +29,7 @@ from sqlalchemy.dialects import postgresql
 from outreach_core.bulk import OuterLoopJoin, count_sample, holds
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import lead_labels, leads, leads_fts, leads_fts_vocab, list_leads
-from outreach_core.leads.schemas import LeadFilter, LeadTarget
+from outreach_core.targets.schemas import LeadFilter, LeadTarget
 
 MIN_TRIGRAM = 3
 END = "\x1f"
