@@ -10,6 +10,7 @@ from __future__ import annotations
 from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
 from outreach_core.endpoint import Endpoint
+from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.labels.endpoints import ENDPOINTS as labels
 from outreach_core.leads.endpoints import ENDPOINTS as leads
 from outreach_core.lists.endpoints import ENDPOINTS as lists
@@ -28,6 +29,7 @@ def all_endpoints() -> list[Endpoint]:
         *workspace,
         *api_keys,
         *oauth,
+        *imports,
         *leads,
         *verification,
         *lists,

@@ -33,7 +33,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "api_keys/usage.py",
     "oauth/operations.py",
     "labels/timers.py",
-    "leads/import_merge.py",
+    "imports/merge.py",
     "verification/pipeline.py",
     "enrichment/pipeline.py",
     "targets/mail_domains.py",

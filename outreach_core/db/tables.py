@@ -368,8 +368,8 @@ import_chunks = Table(
 import_queue = Table(
     "import_queue",
     metadata,
-    # Received import rows waiting for the import worker, one part per chunk (see leads/imports.py); a part is
-    # deleted in the transaction that merges it into `leads`.
+    # Received import rows waiting for the import worker, one part per chunk (see imports/operations.py), in
+    # storage form (snake_case keys); a part is deleted in the transaction that merges it into `leads`.
     Column("import_id", ID, ForeignKey("lead_imports.id", ondelete="CASCADE"), primary_key=True),
     Column("seq", Integer, primary_key=True, autoincrement=False),  # merge order within the import
     _ws_fk(),

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import (
@@ -19,12 +18,12 @@ from outreach_core.db.tables import (
     lead_labels,
     leads,
     lists,
-    workspaces,
 )
 from outreach_core.db.tables import list_leads as list_memberships
-from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from outreach_core.errors import Conflict, InvalidInput, NotFound
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_id
+from outreach_core.leads.contacts import counted_leads, ensure_contacts_room
 from outreach_core.leads.schemas import (
     CreateLeadIn,
     LabelRef,
@@ -106,9 +105,9 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     elif query.list_id or (query.label_id and query.label_id != NO_LABEL):
         total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
     elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
-        total = await _counted(ctx, query) - await _labelled(ctx, query)
+        total = await counted_leads(ctx, query) - await _labelled(ctx, query)
     else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
-        total = await _counted(ctx, query)
+        total = await counted_leads(ctx, query)
     # An address is unique in a workspace: sort=email needs no id tie-break, and the unique index
     # (workspace_id, email) then gives the order alone. Every other sort index ends with the id. The last
     # sort column is the key that finds a page's rows once the page is known.
@@ -343,34 +342,6 @@ async def count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
-class ContactsRoom(NamedTuple):
-    plan_name: str
-    limit: int
-    current: int
-
-
-async def contacts_room(ctx: WorkspaceContext) -> ContactsRoom | None:
-    """The plan's contacts limit and the workspace's leads now; None when no limit applies (without an
-    active plan nothing limits single leads, and importing needs a plan anyway)."""
-    ws = scoped(ctx, workspaces)
-    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
-    if not is_active(plan_row.plan, plan_row.plan_status):
-        return None
-    plan = PLANS[plan_row.plan]
-    return ContactsRoom(plan.name, plan.contacts, await _counted(ctx, None))
-
-
-async def ensure_contacts_room(ctx: WorkspaceContext, adding: int) -> None:
-    """Refuse with 429 `quota_exceeded` when `adding` new leads would pass the plan's contacts limit."""
-    room = await contacts_room(ctx)
-    if room is not None and room.current + adding > room.limit:
-        raise QuotaExceeded(
-            f"The {room.plan_name} plan allows {room.limit:,} contacts; the workspace has {room.current:,} "
-            f"and this would add {adding:,}. Delete leads or change plan.",
-            {"limit": room.limit, "current": room.current, "adding": adding},
-        )
-
-
 # --- helpers -----------------------------------------------------------------------------------------------
 
 
@@ -382,20 +353,6 @@ def _country(value: str | None) -> str | None:
     if code is None:
         raise InvalidInput.field("country", "not a recognised country (use an ISO code such as DE or a name)")
     return code
-
-
-async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
-    """Leads of the workspace matching status/verify/esp filters, from `lead_counters` (no scan)."""
-    counters = scoped(ctx, lead_counters)
-    stmt = counters.select(func.coalesce(func.sum(lead_counters.c.n), 0))
-    if query is not None:
-        if query.status:
-            stmt = stmt.where(lead_counters.c.status.in_(query.status))
-        if query.verify:
-            stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
-        if query.esp:
-            stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
-    return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
 async def _labelled(ctx: WorkspaceContext, query: ListLeadsQuery) -> int:

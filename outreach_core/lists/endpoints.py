@@ -8,12 +8,12 @@ from outreach_core.lists.operations import (
     add_leads_to_list,
     create_list,
     delete_list,
-    get_list,
     list_lists,
     remove_leads_from_list,
     update_list,
 )
 from outreach_core.lists.schemas import CreateListIn, LeadList, LeadLists, UpdateListIn
+from outreach_core.lists.store import get_list
 from outreach_core.targets.label_triggers import labels_moving_to
 from outreach_core.targets.schemas import Added, ListTargetIn, Removed
 from outreach_core.wire import Ok

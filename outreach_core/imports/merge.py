@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
 from sqlalchemy import bindparam, case, func, null
 
 from outreach_core.bulk import insert_rows, one_of, try_lock
@@ -31,8 +30,9 @@ from outreach_core.db.maintenance import refresh_lead_statistics
 from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_ids
-from outreach_core.leads.operations import contacts_room
-from outreach_core.leads.schemas import ImportRow
+from outreach_core.imports.schemas import stored_row
+from outreach_core.leads.contacts import contacts_room
+from outreach_core.leads.schemas import LEAD_FIELDS
 from outreach_core.targets.list_members import add_to_list
 from outreach_core.targets.rules import (
     ENRICHMENT_INPUTS,
@@ -43,19 +43,9 @@ from outreach_core.targets.rules import (
 from outreach_core.targets.suppression import suppressed_emails
 
 OUTCOMES = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "over_limit")
-_FIELDS = (
-    "first_name",
-    "last_name",
-    "company",
-    "title",
-    "website",
-    "phone",
-    "linkedin",
-    "country",
-    "timezone",
-)
-_ROWS: TypeAdapter[list[ImportRow]] = TypeAdapter(list[ImportRow])
 _CLAIM_CANDIDATES = 20
+Row = dict[str, Any]
+"""A queued import row in storage form (`stored_row`): snake_case keys, values as validated on arrival."""
 STATISTICS_FROM = 5_000
 """The planner statistics of `leads` are refreshed whenever an import has doubled the leads it created,
 from this many on (5,000, 10,000, 20,000 ...; nine times for a million)."""
@@ -98,7 +88,7 @@ async def merge_queued_rows(ctx: WorkspaceContext) -> int:
     imp = (
         await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id))
     ).one()
-    rows = _ROWS.validate_python(part.rows)
+    rows = [stored_row(row) for row in part.rows]
     counts = await _merge(ctx, imp, rows)
     await ctx.conn.execute(
         queue.delete().where(import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
@@ -175,11 +165,11 @@ async def close_if_merged(ctx: WorkspaceContext, import_id: str) -> None:
 # --- the work of one part ----------------------------------------------------------------------------------
 
 
-async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -> dict[str, int]:
+async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, int]:
     counts = dict.fromkeys(OUTCOMES, 0)
-    unique: dict[str, tuple[str, ImportRow]] = {}
+    unique: dict[str, tuple[str, Row]] = {}
     for row in rows:
-        normalized = normalize_email(row.email)
+        normalized = normalize_email(row.get("email"))
         if normalized is None:
             counts["invalid"] += 1
         elif normalized[0] in unique:
@@ -249,25 +239,18 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[ImportRow]) -> dict
 
 
 def _new_lead(
-    ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: ImportRow
+    ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: Row
 ) -> dict[str, Any]:
-    first, last, company = _clean(row.first_name), _clean(row.last_name), _clean(row.company)
-    derived = derived_columns(email, first, last, company)
+    fields = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
+    # unrecognised countries are dropped, not stored
+    fields["country"] = normalize_country(fields["country"])
+    derived = derived_columns(email, fields["first_name"], fields["last_name"], fields["company"])
     return {
         "id": lead_id,
         "email": email,
         "domain": domain,
-        "first_name": first,
-        "last_name": last,
-        "company": company,
-        "title": _clean(row.title),
-        "website": _clean(row.website),
-        "phone": _clean(row.phone),
-        "linkedin": _clean(row.linkedin),
-        # unrecognised countries are dropped, not stored
-        "country": normalize_country(_clean(row.country)) if row.country else None,
-        "timezone": _clean(row.timezone),
-        "custom": row.custom or {},
+        **fields,
+        "custom": row.get("custom") or {},
         **derived,
         # PostgreSQL: indexed at once. The pg_trgm GIN index takes new rows into its pending list cheaply,
         # while the search-index worker's later UPDATE would write every row a second time and, MVCC, leave
@@ -286,7 +269,7 @@ def _new_lead(
 
 
 async def _update_existing(
-    ctx: WorkspaceContext, existing: dict[str, str], unique: dict[str, tuple[str, ImportRow]]
+    ctx: WorkspaceContext, existing: dict[str, str], unique: dict[str, tuple[str, Row]]
 ) -> int:
     """`existing: update`: fill in the values the file has (empty cells leave a field as it is).
 
@@ -301,15 +284,15 @@ async def _update_existing(
     params = []
     for email, lead_id in existing.items():
         row, now = unique[email][1], current[lead_id]
-        new = {name: _clean(getattr(row, name)) for name in _FIELDS}
+        new = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
         new["country"] = normalize_country(new["country"])
-        merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in _FIELDS}
+        merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in LEAD_FIELDS}
         derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
         params.append(
             {
                 "lead_id": lead_id,
                 **{f"new_{name}": value for name, value in new.items()},
-                "new_custom": {**(now.custom or {}), **(row.custom or {})},
+                "new_custom": {**(now.custom or {}), **(row.get("custom") or {})},
                 **{f"new_{name}": value for name, value in derived.items()},
                 "new_search_index": search_index_value(derived["search_text"]),
                 "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
@@ -319,7 +302,7 @@ async def _update_existing(
         lead_table.update()
         .where(leads.c.id == bindparam("lead_id"))
         .values(
-            **{name: func.coalesce(bindparam(f"new_{name}"), getattr(leads.c, name)) for name in _FIELDS},
+            **{name: func.coalesce(bindparam(f"new_{name}"), getattr(leads.c, name)) for name in LEAD_FIELDS},
             custom=bindparam("new_custom", type_=leads.c.custom.type),
             sort_name=bindparam("new_sort_name"),
             search_text=bindparam("new_search_text"),

@@ -1,7 +1,7 @@
 """Chunked lead import: `POST /leads/import`, `GET /leads/imports`, `GET /leads/imports/{id}`.
 
 A chunk is validated and its rows queued (`import_queue`) in the request; the import worker merges them
-into the workspace's leads in the order they arrived (`leads/import_merge.py`). Counters are exact, and
+into the workspace's leads in the order they arrived (`imports/merge.py`). Counters are exact, and
 `rows = created + updated + skipped + duplicates + suppressed + invalid + overLimit + queued` holds at every
 point:
 - `rows`: rows received, plus the rows the client dropped itself (`clientInvalid`, `clientDuplicates`);
@@ -33,9 +33,9 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import import_chunks, import_queue, lead_imports, lists
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge
 from outreach_core.ids import new_id
-from outreach_core.leads.import_merge import close_if_merged
-from outreach_core.leads.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport, LeadImports
-from outreach_core.lists.operations import resolve_import_list
+from outreach_core.imports.merge import close_if_merged
+from outreach_core.imports.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport, LeadImports, stored_row
+from outreach_core.lists.store import resolve_import_list
 
 
 async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
@@ -73,7 +73,7 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     await ctx.conn.execute(
         chunks.insert({"import_id": imp.id, "chunk_hash": chunk_hash, "created_at": ctx.now})
     )
-    rows: list[dict[str, Any]] = content["rows"]
+    rows = [stored_row(row) for row in content["rows"]]  # the hash above stays the wire form's
     if rows:
         await _queue(ctx, imp.id, rows)
     client_dropped = body.client_invalid + body.client_duplicates
@@ -110,7 +110,8 @@ async def list_imports(ctx: WorkspaceContext) -> LeadImports:
 
 
 async def _queue(ctx: WorkspaceContext, import_id: str, rows: list[dict[str, Any]]) -> None:
-    """The chunk's rows as one queued part, after the import's parts still waiting. One part per chunk: the
+    """The chunk's rows (storage form) as one queued part, after the import's parts still waiting. One part
+    per chunk: the
     worker merges a part per transaction, and smaller parts, though they would shorten each SQLite write
     transaction, cost 50 % more per row at a million leads (every merge rewrites the index pages it
     touches; measured with 1,000-row parts)."""
