@@ -51,7 +51,7 @@ from outreach_core.db.tables import (  # noqa: E402
 )
 from outreach_core.ids import new_ids  # noqa: E402
 from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.sending.operations import plan_batch  # noqa: E402
+from outreach_core.sending.planner import plan_batch  # noqa: E402
 from outreach_core.settings import Settings  # noqa: E402
 from outreach_core.workspace.operations import init_workspace  # noqa: E402
 

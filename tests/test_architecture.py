@@ -39,7 +39,9 @@ SYSTEM_SCOPE_ALLOWED = {
     "targets/mail_domains.py",
     "targets/import_progress.py",
     "campaigns/lifecycle.py",
-    "sending/operations.py",
+    "sending/planner.py",
+    "sending/claim.py",
+    "sending/outcomes.py",
     "sending/recovery.py",
 }
 

@@ -323,19 +323,6 @@ class SendList(WireModel):
     sends: list[Send]
 
 
-class ResolveUnknownSendIn(WireModel):
-    delivered: bool = Field(
-        description="true: the email did arrive (found in the mailbox's Sent folder, or the lead confirmed "
-        "it); the send becomes sent and the lead continues with the next step. false: it did not arrive; the "
-        "same email is sent again in the lead's next window."
-    )
-
-
-class ResolvedSend(WireModel):
-    send: Send
-    lead: CampaignLead
-
-
 # --- preview, checklist, lifecycle -----------------------------------------------------------------------
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.campaigns.schemas import ResolvedSend, ResolveUnknownSendIn
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.sending.recovery import describe_send, resolve_unknown_send
+from outreach_core.sending.schemas import ResolvedSend, ResolveUnknownSendIn
 
 
 async def _describe_resolve(ctx: WorkspaceContext, args: dict[str, Any]) -> str:

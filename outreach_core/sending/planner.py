@@ -1,6 +1,6 @@
-"""The sender's database work: one scheduling pass that plans and claims a batch, the resolution of the
-hand-offs, and the recovery of hand-offs lost in a crash. The SMTP hand-off itself happens between the two
-transactions (`deliver`), never inside one.
+"""The sender's scheduling pass: one transaction that plans a batch and claims it. The SMTP hand-offs
+(`handoff.py`) happen after it commits, never inside a transaction, and their outcomes are recorded in the
+next one (`outcomes.py`); hand-offs lost in a crash are recovered first (`recovery.py`).
 
 The pass works across workspaces (one set of indexed queries for every due mailbox), so this module is on
 the architecture test's `system_scope` allow-list; anything that belongs to one workspace (pausing a
@@ -15,9 +15,10 @@ A batch, step by step (docs/sending.md):
    campaign it sends for (spread by `assign_mailbox`, `espMatching`, `dailyCap`, the plan's monthly
    emails), after the stop rules and the lead's window. Leads outside their window get `next_at` = when it
    opens; stopped leads get their final status.
-4. The chosen emails are composed (`compose()`, as the preview shows) and written to the ledger as
-   `sending` with their Message-ID; the mailbox's next send time and today's count are reserved; the
-   campaign lead is marked in flight. Commit. Then the hand-offs, then `resolve_batch`.
+4. The chosen emails are written (`handoff.email_for`: `compose()`, as the preview shows) and recorded in the
+   ledger as `sending` with their Message-ID; the mailbox's next send time and today's count are reserved;
+   the campaign lead is marked in flight. Commit. Then the hand-offs (`handoff.deliver`), then
+   `outcomes.resolve_batch`.
 """
 
 from __future__ import annotations
@@ -25,20 +26,18 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from sqlalchemy import ColumnElement, Integer, Table, func, or_
+from sqlalchemy import ColumnElement, Table, func, or_
 
 from outreach_core.billing.period import emails_sent_this_period
-from outreach_core.bulk import equals_any, insert_rows, update_each
-from outreach_core.campaigns.compose import LEAD_FIELDS, compose
+from outreach_core.bulk import update_each
+from outreach_core.campaigns.compose import RENDERED_FIELDS
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
-from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.campaigns.operations import load_steps
-from outreach_core.campaigns.rendering import Sender, Unsubscribe
 from outreach_core.campaigns.schedule import (
     campaign_day,
     ended,
@@ -53,10 +52,8 @@ from outreach_core.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
-    scoped,
     system_scope,
 )
-from outreach_core.crypto import UndecryptableSecret, decrypt
 from outreach_core.db.tables import (
     campaign_leads,
     campaign_mailboxes,
@@ -67,12 +64,10 @@ from outreach_core.db.tables import (
     suppressions,
     workspaces,
 )
-from outreach_core.ids import new_id
-from outreach_core.mailboxes.rules import local_day, sent_today
-from outreach_core.outbox import record_event
-from outreach_core.ports import Delivery, MailSender, MailServer
 from outreach_core.sending import rules
-from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.sending.claim import Chosen, claim
+from outreach_core.sending.handoff import Job
+from outreach_core.sending.outcomes import finish_leads
 from outreach_core.sending.recovery import recover_lost_sends
 
 _log = structlog.get_logger()
@@ -82,39 +77,6 @@ FOLLOW_UP_CANDIDATES = 3
 COUNTED = ("sending", "sent", "bounced", "unknown")
 """Ledger statuses that count as an email of the day (dailyCap) or month (plan)."""
 BILLABLE_PLAN_STATUSES = ("active", "trialing")
-
-
-@dataclass(frozen=True)
-class Job:
-    """One claimed email: everything the hand-off and its resolution need."""
-
-    send_id: str
-    workspace_id: str
-    campaign_id: str
-    campaign_lead_id: str
-    lead_id: str
-    lead_email: str
-    mailbox_id: str
-    step: int  # position of the step being sent
-    steps: int  # steps in the sequence
-    next_wait_days: int | None  # waitDays of the next step; None after the last
-    thread_message_id: str  # the first email's Message-ID (this one's, for the first email)
-    message_id: str
-    attempts: int
-    server: MailServer
-    password_encrypted: str
-    mail_from: str
-    email: Outgoing  # turned into bytes just before the hand-off, outside the pass's transaction
-    gap_s: float  # the mailbox waits this long after the hand-off before its next send
-
-
-@dataclass(frozen=True)
-class Handoff:
-    """One job's hand-off: its outcome and when it ended (the mailbox's gap counts from then)."""
-
-    job: Job
-    delivery: Delivery
-    ended_at: dt.datetime
 
 
 @dataclass(frozen=True)
@@ -197,7 +159,7 @@ async def plan_batch(
     changed += await planner.pause_ended()
     await planner.pick_follow_ups()
     await planner.pick_first_emails()
-    jobs = await planner.claim()
+    jobs = await claim(ctx, planner.chosen(), planner.rng)
     await planner.nap_idle()
     return Batch(jobs, changed + planner.changed)
 
@@ -370,7 +332,7 @@ class _Planner:
                 leads.c.esp,
                 leads.c.status.label("lead_status"),
                 leads.c.verify_status,
-                *(leads.c[f] for f in LEAD_FIELDS),
+                *(leads.c[f] for f in RENDERED_FIELDS),
             )
             .join(leads, leads.c.id == campaign_leads.c.lead_id)
         )
@@ -507,7 +469,7 @@ class _Planner:
                 later.append({"id": r.id, "next_at": window_opens(self.now, r.timezone, schedule)})
                 continue
             keep.append(r)
-        await _finish_leads(self.ctx, stops)
+        await finish_leads(self.ctx, stops)
         await update_each(self.ctx, system_scope(campaign_leads).update(), later)
         self.changed += len(stops) + len(later)
         return keep
@@ -546,157 +508,12 @@ class _Planner:
             found |= {(cid, d) for d in result.scalars().all()}
         return found
 
-    # -- the claim -------------------------------------------------------------------------------------------
-
-    async def claim(self) -> list[Job]:
-        """Compose the chosen emails, write them to the ledger as `sending`, reserve each mailbox's slot and
-        mark each campaign lead in flight, all in this transaction."""
-        if not self.pairs:
-            return []
-        ctx = self.ctx
-        ledger = (
-            await ctx.conn.execute(
-                system_scope(sends)
-                .select(
-                    sends.c.id,
-                    sends.c.campaign_lead_id,
-                    sends.c.step,
-                    sends.c.status,
-                    sends.c.attempts,
-                    sends.c.message_id,
-                )
-                .where(sends.c.campaign_lead_id.in_([row.id for row, _ in self.pairs]))
-            )
-        ).all()
-        existing = {(r.campaign_lead_id, r.step): r for r in ledger}
-        delivered: dict[str, list[tuple[int, str]]] = defaultdict(list)  # campaign lead -> (step, Message-ID)
-        for r in ledger:
-            if r.status == "sent":
-                delivered[r.campaign_lead_id].append((r.step, r.message_id))
-        jobs: list[Job] = []
-        inserts: list[dict[str, Any]] = []
-        retries: list[dict[str, Any]] = []
-        leads_in_flight: list[dict[str, Any]] = []
-        boxes_used: list[dict[str, Any]] = []
-        in_flight_until = self.now + dt.timedelta(seconds=ctx.settings.sender_stale_after_s)
-        for row, mailbox_id in self.pairs:
-            box = self._box(mailbox_id)
-            previous = existing.get((row.id, row.step))
-            if previous is not None and previous.status != "retry":
-                continue  # already handed off once: never again (the unique ledger key would refuse it too)
-            steps = self.steps[row.campaign_id]
-            w = self.workspace[row.workspace_id]
-            url = unsubscribe_url(
-                ctx.settings, workspace_id=row.workspace_id, lead_id=row.lead_id, campaign_id=row.campaign_id
-            )
-            composed = compose(
-                steps,
-                row.step,
-                lead_id=row.lead_id,
-                lead={f: getattr(row, f) for f in LEAD_FIELDS},
-                sender=Sender(name=box.display_name, email=box.email, signature=box.signature),
-                unsubscribe=Unsubscribe(
-                    mode=w.unsubscribe_mode, url=url if w.unsubscribe_mode == "link" else None
-                ),
-            )
-            if composed is None:
-                continue  # no active variant (the checklist prevents it); the lead waits for a fix
-            message_id = new_message_id(box.domain)
-            thread = message_id if row.step == 0 else (row.thread_message_id or message_id)
-            threaded = row.step > 0 and composed.step.same_thread and row.thread_message_id is not None
-            chain = _thread_chain(row.thread_message_id, delivered[row.id], steps) if threaded else []
-            outgoing = Outgoing(
-                from_email=box.email,
-                from_name=box.display_name,
-                to_email=row.email,
-                subject=composed.subject,
-                html=composed.rendered.html,
-                text=composed.rendered.text,
-                message_id=message_id,
-                date=self.now,
-                unsubscribe_url=url if w.unsubscribe_mode == "link" else None,
-                in_reply_to=chain[-1] if chain else None,
-                references=tuple(chain),
-            )
-            # An email that cannot be built is claimed like any other: `deliver` finds out, without a
-            # connection, and the resolution records it in the ledger as the mailbox's or this lead's failure.
-            attempts = (previous.attempts if previous is not None else 0) + 1
-            send_id = previous.id if previous is not None else new_id("snd")
-            values = {
-                "mailbox_id": mailbox_id,
-                "step_id": composed.step.id,
-                "variant_id": composed.variant.id,
-                "message_id": message_id,
-                "to_email": row.email,
-                "subject": composed.subject,
-                "body_html": composed.rendered.html,
-                "body_text": composed.rendered.text,
-                "status": "sending",
-                "error": None,
-                "attempts": attempts,
-                "created_at": self.now,
-            }
-            if previous is None:
-                inserts.append(
-                    {
-                        "id": send_id,
-                        "workspace_id": row.workspace_id,
-                        "campaign_id": row.campaign_id,
-                        "campaign_lead_id": row.id,
-                        "lead_id": row.lead_id,
-                        "step": row.step,
-                        "sent_at": None,
-                        **values,
-                    }
-                )
-            else:
-                retries.append({"id": send_id, **values})
-            leads_in_flight.append(
-                {"id": row.id, "mailbox_id": mailbox_id, "next_at": in_flight_until, "reason": None}
-            )
-            today = local_day(self.now, box.timezone)
-            gap = rules.next_gap(box.min_gap_s, box.max_gap_s, self.rng)
-            boxes_used.append(
-                {
-                    "id": mailbox_id,
-                    # held while the hand-off runs; the resolution sets the gap from when it ended, so the
-                    # gap holds between actual deliveries however long a hand-off takes
-                    "next_send_at": self.now + gap + dt.timedelta(seconds=ctx.settings.sender_smtp_timeout_s),
-                    "sent_day": today.isoformat(),
-                    "sent_count": sent_today(box.sent_day, box.sent_count, today) + 1,
-                }
-            )
-            jobs.append(
-                Job(
-                    send_id=send_id,
-                    workspace_id=row.workspace_id,
-                    campaign_id=row.campaign_id,
-                    campaign_lead_id=row.id,
-                    lead_id=row.lead_id,
-                    lead_email=row.email,
-                    mailbox_id=mailbox_id,
-                    step=row.step,
-                    steps=len(steps),
-                    next_wait_days=steps[row.step + 1].wait_days if row.step + 1 < len(steps) else None,
-                    thread_message_id=thread,
-                    message_id=message_id,
-                    attempts=attempts,
-                    server=MailServer(box.smtp_host, box.smtp_port, box.smtp_security, box.smtp_user),
-                    password_encrypted=box.password_encrypted,
-                    mail_from=box.email,
-                    email=outgoing,
-                    gap_s=gap.total_seconds(),
-                )
-            )
-        by_workspace: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for send in inserts:
-            by_workspace[send["workspace_id"]].append(send)
-        for workspace_id, rows in by_workspace.items():
-            await insert_rows(self.ws_ctx(workspace_id), sends, rows)  # COPY on PostgreSQL
-        await update_each(ctx, system_scope(sends).update(), retries)
-        await update_each(ctx, system_scope(campaign_leads).update(), leads_in_flight)
-        await update_each(ctx, system_scope(mailboxes).update(), boxes_used)
-        return jobs
+    def chosen(self) -> list[Chosen]:
+        """The campaign leads chosen in this pass, each with its mailbox, sequence and workspace."""
+        return [
+            Chosen(row, self.rows[mailbox_id], self.steps[row.campaign_id], self.workspace[row.workspace_id])
+            for row, mailbox_id in self.pairs
+        ]
 
     async def nap_idle(self) -> None:
         """Mailboxes that found nothing to send are looked at again after `sender_idle_nap_s`, so an idle
@@ -707,261 +524,4 @@ class _Planner:
         at = self.now + dt.timedelta(seconds=nap)
         await update_each(
             self.ctx, system_scope(mailboxes).update(), [{"id": k, "next_send_at": at} for k in self.boxes]
-        )
-
-    def _box(self, mailbox_id: str) -> Any:
-        return self.rows[mailbox_id]
-
-
-async def _finish_leads(ctx: SystemContext, finals: list[dict[str, Any]]) -> None:
-    """Campaign leads that got their final status (`_Planner._final` rows)."""
-    await update_each(ctx, system_scope(campaign_leads).update(), finals)
-
-
-def _thread_chain(thread_start: str, delivered: list[tuple[int, str]], steps: Sequence[Step]) -> list[str]:
-    """The Message-IDs of a lead's thread, oldest first (RFC 5322 `References`): the first email and every
-    same-thread follow-up delivered since. A follow-up answers the last of them (`In-Reply-To`)."""
-    chain = [
-        message_id
-        for step, message_id in sorted(delivered)
-        if step == 0 or (step < len(steps) and steps[step].same_thread)
-    ]
-    if thread_start not in chain:
-        chain.insert(0, thread_start)
-    return chain
-
-
-# --- the hand-off ------------------------------------------------------------------------------------------
-
-
-async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
-    """Hand one claimed email to its mailbox's SMTP server (no transaction is open)."""
-    try:
-        password = decrypt(settings, job.password_encrypted)
-    except UndecryptableSecret:
-        return Delivery(
-            ok=False,
-            phase="credentials",
-            reason="the stored password cannot be decrypted with the configured keys; send it again",
-        )
-    try:
-        message = to_bytes(build_message(job.email))
-    except UnsafeHeader as exc:
-        if exc.mailbox:  # the mailbox's own value (display name ...) would break every email: the mailbox's
-            return Delivery(
-                ok=False,
-                phase="sender",
-                reason=f"the email could not be built: {exc.reason}; correct it (update_mailbox), then "
-                "test the mailbox again (retest_mailbox)",
-            )
-        return Delivery(ok=False, phase="message", reason=f"the email could not be built: {exc.reason}")
-    except Exception:  # anything else the email package refuses: this email's
-        _log.exception("sender_message_unbuildable", send_id=job.send_id)
-        return Delivery(ok=False, phase="message", reason="the email could not be built")
-    return await smtp.send(job.server, password, job.mail_from, job.lead_email, message)
-
-
-# --- resolution --------------------------------------------------------------------------------------------
-
-
-async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict[str, int]:
-    """Record each hand-off's outcome (docs/sending.md, "Outcomes"): the ledger row, the campaign lead's
-    progress, the mailbox, the lead on a bounce (with `lead.bounced`), and the bounce threshold. Returns
-    counts by outcome."""
-    now = ctx.now
-    counts: dict[str, int] = defaultdict(int)
-    send_updates: list[dict[str, Any]] = []
-    lead_updates: list[dict[str, Any]] = []
-    given_back: dict[str, int] = defaultdict(int)
-    sent_boxes: list[dict[str, Any]] = []
-    next_sends: list[dict[str, Any]] = []
-    broken: dict[str, str] = {}
-    bounced: list[tuple[Job, str]] = []  # and why
-    for handoff in handoffs:
-        job, delivery = handoff.job, handoff.delivery
-        outcome: rules.Outcome = (
-            "sent" if delivery.ok else rules.classify(delivery.phase, delivery.code, delivery.reason)
-        )
-        if outcome == "retry" and job.attempts >= rules.MAX_ATTEMPTS:
-            outcome = "failed"
-        counts[outcome] += 1
-        label = f"Email {job.step + 1}"
-        send: dict[str, Any] = {
-            "id": job.send_id,
-            "status": outcome,
-            "error": None,
-            "sent_at": None,
-            "attempts": job.attempts,
-        }
-        lead: dict[str, Any] = {
-            "id": job.campaign_lead_id,
-            "step_was": job.step,
-            "status": "rescheduled",
-            "step": job.step,
-            "reason": None,
-            "next_at": None,
-            "last_sent_at": None,
-            "thread_message_id": None,
-            "last_message_id": None,
-            "mailbox_id": job.mailbox_id,
-            "finished_at": None,
-        }
-        # from the end of this mailbox's own hand-off, not of the whole batch: mailboxes whose hand-offs
-        # ended early are due early, so a batch's mailboxes spread out instead of waiting for its slowest
-        next_sends.append(
-            {"id": job.mailbox_id, "next_send_at": handoff.ended_at + dt.timedelta(seconds=job.gap_s)}
-        )
-        if outcome == "sent":
-            last = job.next_wait_days is None
-            send |= {"sent_at": now}
-            lead |= {
-                "status": "completed" if last else "contacted",
-                "step": job.step + 1,
-                "next_at": None if last else rules.next_step_at(now, job.next_wait_days or 0),
-                "last_sent_at": now,
-                "thread_message_id": job.thread_message_id,
-                "last_message_id": job.message_id,
-                "finished_at": now if last else None,
-            }
-            sent_boxes.append({"id": job.mailbox_id, "last_sent_at": now})
-        else:
-            given_back[job.mailbox_id] += 1
-            send["error"] = delivery.reason[:1000]
-            if outcome == "bounced":
-                send |= {"sent_at": now}
-                lead |= {
-                    "status": "bounced",
-                    "reason": f"{label} bounced: {delivery.reason}"[:200],
-                    "finished_at": now,
-                }
-                bounced.append((job, delivery.reason))
-            elif outcome == "failed" and delivery.phase == "message":
-                lead |= {  # never handed to the server: a lead that got nothing yet is skipped
-                    "status": "skipped" if job.step == 0 else "stopped",
-                    "reason": f"{label} was not sent: {delivery.reason}"[:200],
-                    "finished_at": now,
-                }
-            elif outcome == "failed":
-                lead |= {
-                    "status": "stopped",
-                    "reason": f"{label} was refused: {delivery.reason}"[:200],
-                    "finished_at": now,
-                }
-            elif outcome == "retry":
-                send["status"] = "retry"
-                at = rules.retry_at(now, job.attempts)
-                lead |= {
-                    "reason": f"{label}: temporary failure ({delivery.reason}); retried later"[:200],
-                    "next_at": at,
-                    "mailbox_id": job.mailbox_id if job.step > 0 else None,
-                }
-            else:  # the mailbox is at fault: the lead waits for a working mailbox
-                send |= {"status": "retry", "attempts": job.attempts - 1}
-                broken[job.mailbox_id] = delivery.reason
-                lead |= {
-                    "reason": f"{label}: the mailbox could not send ({delivery.reason})"[:200],
-                    "next_at": now,
-                    "mailbox_id": job.mailbox_id if job.step > 0 else None,
-                }
-        send_updates.append(send)
-        lead_updates.append(lead)
-    if not send_updates:
-        return dict(counts)
-    await update_each(
-        ctx,
-        system_scope(sends).update(),
-        send_updates,
-        where=lambda v: [equals_any(sends.c.status, "sending", "unknown")],
-    )
-    await update_each(
-        ctx,
-        system_scope(campaign_leads).update(),
-        lead_updates,
-        types={"step_was": Integer()},
-        where=lambda v: [
-            campaign_leads.c.step == v["step_was"],
-            # a lead that unsubscribed, replied or was removed meanwhile keeps that status; `stopped` is
-            # the recovery's "outcome unknown", which the real outcome replaces
-            equals_any(campaign_leads.c.status, "not_contacted", "contacted", "rescheduled", "stopped"),
-        ],
-        values=lambda v: {
-            **{k: v[k] for k in ("status", "step", "reason", "next_at", "mailbox_id", "finished_at")},
-            **{
-                k: func.coalesce(v[k], campaign_leads.c[k])
-                for k in ("last_sent_at", "thread_message_id", "last_message_id")
-            },
-        },
-    )
-    boxes = system_scope(mailboxes).update()
-    await update_each(ctx, boxes, next_sends)
-    await update_each(ctx, boxes, sent_boxes)
-    await update_each(
-        ctx,
-        boxes,
-        [{"id": k, "n": n} for k, n in given_back.items()],
-        types={"n": Integer()},
-        where=lambda v: [mailboxes.c.sent_count > 0],
-        values=lambda v: {"sent_count": mailboxes.c.sent_count - v["n"]},
-    )
-    await update_each(
-        ctx,
-        boxes,
-        [{"id": k, "status_reason": f"Sending failed: {v}"[:500]} for k, v in broken.items()],
-        where=lambda v: [mailboxes.c.status == "active"],
-        values=lambda v: {"status": "error", "status_reason": v["status_reason"], "updated_at": now},
-    )
-    for job, reason in bounced:
-        ws = as_workspace(ctx, lifecycle_principal(job.workspace_id))
-        await ctx.conn.execute(
-            scoped(ws, leads)
-            .update()
-            .where(leads.c.id == job.lead_id)
-            .values(status="bounced", updated_at=now)
-        )
-        await record_event(
-            ws,
-            "lead.bounced",
-            {
-                "leadId": job.lead_id,
-                "email": job.lead_email,
-                "campaignId": job.campaign_id,
-                "mailboxId": job.mailbox_id,
-                "messageId": job.message_id,
-                "step": job.step,
-                "reason": reason[:300],
-            },
-        )
-    for workspace_id, campaign_id in sorted({(job.workspace_id, job.campaign_id) for job, _ in bounced}):
-        await _check_bounce_rate(as_workspace(ctx, lifecycle_principal(workspace_id)), campaign_id)
-    return dict(counts)
-
-
-async def _check_bounce_rate(ctx: WorkspaceContext, campaign_id: str) -> None:
-    row = (
-        await ctx.conn.execute(
-            scoped(ctx, campaigns)
-            .select(campaigns.c.status, campaigns.c.bounce_threshold)
-            .where(campaigns.c.id == campaign_id)
-        )
-    ).one_or_none()
-    if row is None or row.status != "running":
-        return
-    tally = dict(
-        (
-            await ctx.conn.execute(
-                scoped(ctx, sends)
-                .select(sends.c.status, func.count())
-                .where(sends.c.campaign_id == campaign_id, sends.c.status.in_(("sent", "bounced")))
-                .group_by(sends.c.status)
-            )
-        ).all()
-    )
-    bounced, resolved = int(tally.get("bounced", 0)), int(sum(tally.values()))
-    if rules.bounce_threshold_reached(bounced, resolved, row.bounce_threshold):
-        limit = rules.DEFAULT_BOUNCE_THRESHOLD if row.bounce_threshold is None else row.bounce_threshold
-        await pause_for(
-            ctx,
-            campaign_id,
-            f"The bounce rate reached {bounced * 100 / resolved:.1f}% ({bounced} of {resolved} emails); "
-            f"the threshold is {limit:g}%.",
         )
