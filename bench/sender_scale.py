@@ -53,7 +53,7 @@ from outreach_core.ids import new_ids  # noqa: E402
 from outreach_core.runtime import Runtime  # noqa: E402
 from outreach_core.sending.planner import plan_batch  # noqa: E402
 from outreach_core.settings import Settings  # noqa: E402
-from outreach_core.workspace.operations import init_workspace  # noqa: E402
+from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
 BATCH = 20_000
 CAMPAIGNS = 10

@@ -11,8 +11,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from http_api.handlers import error_response, make_handler
-from http_api.request_log import internal_error_handler
 from http_api.openapi import build_openapi
+from http_api.request_log import internal_error_handler
 from outreach_core.catalog import all_endpoints
 from outreach_core.endpoint import Endpoint
 from outreach_core.errors import MethodNotAllowed, NotFound, OutreachError

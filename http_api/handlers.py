@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.endpoint import Endpoint, path_arguments
 from outreach_core.errors import (
     BadRequest,

@@ -16,7 +16,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.context import Context
 
 from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_tool
-from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.catalog import all_endpoints
 from outreach_core.context import Principal
 from outreach_core.endpoint import Endpoint

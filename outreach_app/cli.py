@@ -105,7 +105,7 @@ def init(
     plan: Annotated[str | None, typer.Option(help="Plan: starter, growth, pro, scale or agency")] = None,
 ) -> None:
     """Create a user, a workspace they own and an API key; prints {"userId","workspaceId","slug","apiKey"}."""
-    from outreach_core.workspace.operations import init_workspace
+    from outreach_core.workspace.setup import init_workspace
 
     result = _run(
         lambda rt: rt.system(
@@ -123,7 +123,7 @@ def plan_set(
     interval: Annotated[str, typer.Option(help="month or year")] = "month",
 ) -> None:
     """Give a workspace a plan (or `none` to remove it)."""
-    from outreach_core.billing.operations import set_plan
+    from outreach_core.billing.plan import set_plan
 
     if interval not in ("month", "year"):
         raise typer.BadParameter("interval must be month or year")
@@ -141,7 +141,7 @@ def member_add(
     ] = None,
 ) -> None:
     """Add a person to a workspace (accepting their invitation) and print their first API key."""
-    from outreach_core.workspace.operations import add_member
+    from outreach_core.workspace.setup import add_member
 
     _print(_run(lambda rt: rt.system(add_member, workspace=workspace, email=email, name=name, role=role)))
 
@@ -250,7 +250,7 @@ def mcp() -> None:
     configure_logging(settings.log_level, settings.log_json)
 
     async def work(runtime: Runtime) -> None:
-        from outreach_core.auth.operations import authenticate_api_key
+        from outreach_core.auth.authenticate import authenticate_api_key
 
         await runtime.system_read(authenticate_api_key, api_key)  # fail fast on a bad key
         server = build_mcp(runtime, api_key_principal_source(api_key))

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 from sqlalchemy import func
 
-from outreach_core.api_keys.rules import generate_key, hash_secret, key_start
+from outreach_core.api_keys.keys import insert_key
 from outreach_core.api_keys.schemas import (
     ApiKeyItem,
     CreateApiKeyIn,
@@ -17,7 +15,6 @@ from outreach_core.api_keys.schemas import (
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import api_keys, users
 from outreach_core.errors import Conflict, Forbidden, NotFound
-from outreach_core.ids import new_id
 from outreach_core.wire import Ok
 
 MAX_ACTIVE_KEYS_PER_WORKSPACE = 100
@@ -80,26 +77,6 @@ async def create_api_key(ctx: WorkspaceContext, body: CreateApiKeyIn) -> Created
         )
     key_id, key = await insert_key(ctx, ctx.user_id, body.name, body.expires_in_days)
     return CreatedApiKey(id=key_id, key=key)
-
-
-async def insert_key(
-    ctx: WorkspaceContext, user_id: str, name: str | None, expires_in_days: int | None
-) -> tuple[str, str]:
-    """Store a new key (hashed) for `user_id`; returns (id, secret). Used by create and by set-up commands."""
-    key = generate_key()
-    key_id = new_id("key")
-    expires_at: datetime | None = ctx.now + timedelta(days=expires_in_days) if expires_in_days else None
-    row = {
-        "id": key_id,
-        "created_by": user_id,
-        "name": name,
-        "start": key_start(key),
-        "key_hash": hash_secret(key),
-        "created_at": ctx.now,
-        "expires_at": expires_at,
-    }
-    await ctx.conn.execute(scoped(ctx, api_keys).insert(row))
-    return key_id, key
 
 
 async def revoke_api_key(ctx: WorkspaceContext, body: RevokeApiKeyIn) -> Ok:

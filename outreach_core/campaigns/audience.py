@@ -21,7 +21,6 @@ from sqlalchemy import (
 
 from outreach_core.bulk import OuterLoopJoin, count_upto, insert_from_select, row_ids
 from outreach_core.campaigns.lifecycle import reopened
-from outreach_core.campaigns.operations import campaign_row, lead_counts
 from outreach_core.campaigns.schemas import (
     AddCampaignLeadsIn,
     CampaignLead,
@@ -32,6 +31,7 @@ from outreach_core.campaigns.schemas import (
     Send,
     SendList,
 )
+from outreach_core.campaigns.store import campaign_row, lead_counts
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, campaigns, leads, list_leads, lists, sends, suppressions
 from outreach_core.db.types import UtcDateTime

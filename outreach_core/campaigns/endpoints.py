@@ -12,7 +12,6 @@ from outreach_core.campaigns.audience import (
 from outreach_core.campaigns.lifecycle import WAITING, get_launch_checklist, launch_campaign, pause_campaign
 from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.operations import (
-    campaign_row,
     create_campaign,
     delete_campaign,
     duplicate_campaign,
@@ -57,6 +56,7 @@ from outreach_core.campaigns.sequence import (
     update_step,
     update_variant,
 )
+from outreach_core.campaigns.store import campaign_row
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.targets.schemas import Removed

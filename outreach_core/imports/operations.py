@@ -28,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.billing.operations import require_active_plan
+from outreach_core.billing.plan import require_active_plan
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import import_chunks, import_queue, lead_imports, lists
 from outreach_core.errors import InvalidState, NotFound, PayloadTooLarge

@@ -7,14 +7,13 @@ from outreach_core.endpoint import Endpoint
 from outreach_core.labels.operations import (
     create_label,
     delete_label,
-    get_label,
     label_leads,
-    labels_applying,
     list_labels,
     unlabel_leads,
     update_label,
 )
 from outreach_core.labels.schemas import CreateLabelIn, Label, Labels, UpdateLabelIn
+from outreach_core.labels.store import get_label, labels_applying
 from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
 from outreach_core.wire import Ok
 

@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.context import WorkspaceContext
+from sqlalchemy import func
+
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import leads
 from outreach_core.endpoint import Endpoint
 from outreach_core.leads.operations import (
-    count_target,
     create_lead,
     delete_leads,
     get_lead,
@@ -25,10 +27,18 @@ from outreach_core.leads.schemas import (
     UpdateLeadIn,
 )
 from outreach_core.targets.schemas import Deleted, TargetIn
+from outreach_core.targets.selection import target_ids
+
+
+async def _count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
+    """How many leads a target selects (for confirmations)."""
+    lead_table = scoped(ctx, leads)
+    stmt = lead_table.select(func.count()).where(leads.c.id.in_(target_ids(ctx, body.target)))
+    return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
 async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    n = await count_target(ctx, TargetIn.model_validate({"target": args.get("target")}))
+    n = await _count_target(ctx, TargetIn.model_validate({"target": args.get("target")}))
     return (
         f"Delete {n:,} lead{'s' if n != 1 else ''} for good, with their list memberships and labels? "
         "Their addresses stay on the suppression list if they are on it."

@@ -335,13 +335,6 @@ async def delete_leads(ctx: WorkspaceContext, body: TargetIn) -> Deleted:
     return Deleted(deleted=result.rowcount)
 
 
-async def count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
-    """How many leads a target selects (for confirmations)."""
-    lead_table = scoped(ctx, leads)
-    stmt = lead_table.select(func.count()).where(leads.c.id.in_(target_ids(ctx, body.target)))
-    return int((await ctx.conn.execute(stmt)).scalar_one())
-
-
 # --- helpers -----------------------------------------------------------------------------------------------
 
 

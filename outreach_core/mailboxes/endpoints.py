@@ -8,15 +8,17 @@ from outreach_core.mailboxes.operations import (
     get_mailbox,
     import_mailboxes,
     list_mailboxes,
+    retest_mailbox,
+    test_mailbox,
+    update_mailbox,
+)
+from outreach_core.mailboxes.prepare import (
     prepare_create_mailbox,
     prepare_detect_mailbox,
     prepare_import_mailboxes,
     prepare_retest_mailbox,
     prepare_test_mailbox,
     prepare_update_mailbox,
-    retest_mailbox,
-    test_mailbox,
-    update_mailbox,
 )
 from outreach_core.mailboxes.schemas import (
     CreateMailboxIn,

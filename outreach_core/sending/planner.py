@@ -37,7 +37,6 @@ from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.bulk import update_each
 from outreach_core.campaigns.compose import RENDERED_FIELDS
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
-from outreach_core.campaigns.operations import load_steps
 from outreach_core.campaigns.schedule import (
     campaign_day,
     ended,
@@ -48,6 +47,7 @@ from outreach_core.campaigns.schedule import (
     zone,
 )
 from outreach_core.campaigns.schemas import Step
+from outreach_core.campaigns.store import load_steps
 from outreach_core.context import (
     SystemContext,
     WorkspaceContext,

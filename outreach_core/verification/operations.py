@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from outreach_core.billing.operations import require_active_plan
+from outreach_core.billing.plan import require_active_plan
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads
 from outreach_core.targets.schemas import TargetIn

@@ -9,7 +9,6 @@ from outreach_core.workspace.operations import (
     create_invitation,
     delete_invitation,
     get_me,
-    get_member,
     get_sending_settings,
     list_members,
     remove_member,
@@ -26,6 +25,7 @@ from outreach_core.workspace.schemas import (
     SendingSettingsPatch,
     UpdateMemberIn,
 )
+from outreach_core.workspace.store import get_member
 
 
 async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
