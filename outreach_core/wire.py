@@ -203,6 +203,15 @@ class WireModel(BaseModel):
         validate_by_alias=True,
     )
 
+    @classmethod
+    def from_row(cls, row: Any, /, **values: Any) -> Self:
+        """The model from a database row: every field not given in `values` is read from the row's column of
+        the same (snake_case) name, when the row has one (else the field's default applies). What is computed
+        or named differently goes in `values`. The one way rows become wire models."""
+        columns = _columns(row)
+        read = {name: columns[name] for name in cls.model_fields if name not in values and name in columns}
+        return cls(**read, **values)
+
     @field_validator("*", mode="before")
     @classmethod
     def _no_nul_and_real_booleans(cls, value: Any, info: ValidationInfo) -> Any:
@@ -224,6 +233,11 @@ class WireModel(BaseModel):
         elif is_bool:
             raise ValueError("Input should be a boolean (true or false)")
         return value
+
+
+def _columns(row: Any) -> Any:
+    """The mapping of a database row's columns (a SQLAlchemy `Row`, or a mapping already)."""
+    return row._mapping if hasattr(row, "_mapping") else row
 
 
 class ExactlyOne(WireModel):

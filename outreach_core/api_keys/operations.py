@@ -46,13 +46,9 @@ async def list_api_keys(ctx: WorkspaceContext) -> list[ApiKeyItem]:
         stmt = stmt.where(k.c.created_by == ctx.user_id)
     rows = (await ctx.conn.execute(stmt)).all()
     return [
-        ApiKeyItem(
-            id=r.id,
-            name=r.name,
-            start=r.start,
-            created_at=r.created_at,
+        ApiKeyItem.from_row(
+            r,
             last_used_at=ctx.usage.last_used("api_key", r.id, r.last_used_at),
-            expires_at=r.expires_at,
             created_by=CreatedBy(id=r.created_by, name=r.creator_name),
         )
         for r in rows

@@ -72,17 +72,11 @@ async def list_campaigns(ctx: WorkspaceContext, query: ListCampaignsQuery) -> Ca
     boxes = await _count_by_campaign(ctx, campaign_mailboxes, ids)
     return CampaignList(
         campaigns=[
-            CampaignListItem(
-                id=r.id,
-                name=r.name,
-                status=r.status,
-                paused_reason=r.paused_reason,
+            CampaignListItem.from_row(
+                r,
                 steps=steps.get(r.id, 0),
                 mailboxes=boxes.get(r.id, 0),
                 lead_counts=_status_counts(counts.get(r.id, [])),
-                started_at=r.started_at,
-                created_at=r.created_at,
-                updated_at=r.updated_at,
             )
             for r in rows
         ]
@@ -112,20 +106,14 @@ async def get_campaign(ctx: WorkspaceContext, id: str) -> Campaign:
             )
         )
     ).one()
-    return Campaign(
-        **{k: getattr(row, k) for k in (*SETTINGS, "id", "name", "status", "paused_reason")},
-        started_at=row.started_at,
-        completed_at=row.completed_at,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+    return Campaign.from_row(
+        row,
         steps=steps,
         mailbox_ids=[b.id for b in box_rows],
         lead_counts=_status_counts(counters),
         reached=[sum(n for _, step, n in counters if step > position) for position in range(len(steps))],
         active_mailboxes=sum(1 for b in box_rows if b.status == "active"),
-        workspace=CampaignWorkspace(
-            id=ws.id, name=ws.name, timezone=ws.timezone, unsubscribe_mode=ws.unsubscribe_mode
-        ),
+        workspace=CampaignWorkspace.from_row(ws),
     )
 
 

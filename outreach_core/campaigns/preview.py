@@ -87,9 +87,7 @@ async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) 
 
 
 def _preview_lead(row: Any) -> PreviewLead:
-    return PreviewLead(
-        id=row.id, email=row.email, first_name=row.first_name, last_name=row.last_name, company=row.company
-    )
+    return PreviewLead.from_row(row)
 
 
 async def _lead_for(ctx: WorkspaceContext, campaign_id: str, lead_id: str | None) -> tuple[Any, str | None]:

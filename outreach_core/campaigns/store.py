@@ -45,24 +45,9 @@ async def load_steps(ctx: WorkspaceContext, campaign_id: str) -> list[Step]:
     ).all()
     by_step: dict[str, list[Variant]] = defaultdict(list)
     for v in variant_rows:
-        by_step[v.step_id].append(
-            Variant(
-                id=v.id,
-                label=variant_label(len(by_step[v.step_id])),
-                subject=v.subject,
-                body=v.body,
-                weight=v.weight,
-                active=v.active,
-            )
-        )
+        by_step[v.step_id].append(Variant.from_row(v, label=variant_label(len(by_step[v.step_id]))))
     return [
-        Step(
-            id=s.id,
-            position=position,
-            wait_days=s.wait_days,
-            same_thread=s.same_thread,
-            variants=by_step.get(s.id, []),
-        )
+        Step.from_row(s, position=position, variants=by_step.get(s.id, []))
         for position, s in enumerate(step_rows)
     ]
 

@@ -177,30 +177,7 @@ async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = Non
     stmt = stmt.order_by(lead_imports.c.created_at.desc(), lead_imports.c.id.desc())
     if limit is not None:
         stmt = stmt.limit(limit)
-    return [
-        LeadImport(
-            id=r.id,
-            file_name=r.file_name,
-            list_id=r.list_id,
-            list_name=r.list_name,
-            status=r.status,
-            verify=r.verify,
-            rows=r.rows,
-            created=r.created,
-            updated=r.updated,
-            skipped=r.skipped,
-            duplicates=r.duplicates,
-            suppressed=r.suppressed,
-            invalid=r.invalid,
-            over_limit=r.over_limit,
-            queued=r.queued,
-            undeliverable=r.undeliverable,
-            created_at=r.created_at,
-            finished_at=r.finished_at,
-            enriched_at=r.enriched_at,
-        )
-        for r in (await ctx.conn.execute(stmt)).all()
-    ]
+    return [LeadImport.from_row(r) for r in (await ctx.conn.execute(stmt)).all()]
 
 
 __all__ = ["get_import", "import_leads", "list_imports"]

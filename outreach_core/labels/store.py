@@ -84,12 +84,4 @@ def labels_with_counts(ctx: WorkspaceContext) -> Select[Any]:
 
 
 def label_item(row: Any) -> Label:
-    return Label(
-        id=row.id,
-        name=row.name,
-        type=row.type,
-        color=row.color,
-        triggers=LabelTriggers.model_validate(row.triggers),
-        leads=row.leads,
-        created_at=row.created_at,
-    )
+    return Label.from_row(row, triggers=LabelTriggers.model_validate(row.triggers))

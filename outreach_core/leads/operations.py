@@ -210,17 +210,11 @@ async def get_lead(ctx: WorkspaceContext, id: str) -> LeadDetail:
             .order_by(lists.c.name)
         )
     ).all()
-    base = _lead(row, labels_by_lead.get(id, []))
-    return LeadDetail(
-        **base.model_dump(by_alias=False),
-        country_source=row.country_source,
-        website=row.website,
-        phone=row.phone,
-        linkedin=row.linkedin,
+    return LeadDetail.from_row(
+        row,
+        labels=labels_by_lead.get(id, []),
         custom=row.custom or {},
-        lists=[ListRef(id=r.id, name=r.name) for r in list_rows],
-        verified_at=row.verified_at,
-        updated_at=row.updated_at,
+        lists=[ListRef.from_row(r) for r in list_rows],
     )
 
 
@@ -363,23 +357,7 @@ async def _labelled(ctx: WorkspaceContext, query: ListLeadsQuery) -> int:
 
 
 def _lead(row: Any, lead_labels_: list[LabelRef]) -> Lead:
-    return Lead(
-        id=row.id,
-        email=row.email,
-        first_name=row.first_name,
-        last_name=row.last_name,
-        company=row.company,
-        title=row.title,
-        country=row.country,
-        timezone=row.timezone,
-        esp=row.esp,
-        mx_host=row.mx_host,
-        verify_status=row.verify_status,
-        verify_reason=row.verify_reason,
-        status=row.status,
-        labels=lead_labels_,
-        created_at=row.created_at,
-    )
+    return Lead.from_row(row, labels=lead_labels_)
 
 
 async def _labels_of(ctx: WorkspaceContext, lead_ids: list[str]) -> dict[str, list[LabelRef]]:
@@ -397,5 +375,5 @@ async def _labels_of(ctx: WorkspaceContext, lead_ids: list[str]) -> dict[str, li
     ).all()
     grouped: dict[str, list[LabelRef]] = defaultdict(list)
     for r in rows:
-        grouped[r.lead_id].append(LabelRef(id=r.id, name=r.name))
+        grouped[r.lead_id].append(LabelRef.from_row(r))
     return grouped

@@ -81,4 +81,4 @@ def lists_with_counts(ctx: WorkspaceContext) -> Select[Any]:
 
 
 def list_item(row: Any) -> LeadList:
-    return LeadList(id=row.id, name=row.name, created_at=row.created_at, leads=row.leads)
+    return LeadList.from_row(row)

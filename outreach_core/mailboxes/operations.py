@@ -277,40 +277,23 @@ def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
-    return Mailbox(
-        id=row.id,
-        email=row.email,
-        domain=row.domain,
-        display_name=row.display_name,
-        provider=row.provider,
-        status=row.status,
-        status_reason=row.status_reason,
-        daily_limit=row.daily_limit,
+    return Mailbox.from_row(
+        row,
         effective_limit=rules.effective_limit(*ramp),
         ramp_enabled=bool(row.ramp_enabled),
-        ramp_start=row.ramp_start,
-        ramp_increment=row.ramp_increment,
         ramp_day=day,
         ramp_days_left=rules.ramp_days_left(*ramp),
         sent_today=rules.sent_today(row.sent_day, row.sent_count, today),
-        min_gap_s=row.min_gap_s,
-        max_gap_s=row.max_gap_s,
-        timezone=row.timezone,
-        signature=row.signature,
         smtp=ServerOut(
             host=row.smtp_host, port=row.smtp_port, security=row.smtp_security, user=row.smtp_user
         ),
         imap=ServerOut(
             host=row.imap_host, port=row.imap_port, security=row.imap_security, user=row.imap_user
         ),
-        last_tested_at=row.last_tested_at,
-        last_synced_at=row.last_synced_at,
-        sync_error=row.sync_error,
         inbox_poll=bool(row.inbox_poll),
         # Password mailboxes send through their own SMTP server from this self-hosted service.
         sending_ip=SendingIp(route="own"),
         warmup=Warmup(),
-        created_at=row.created_at,
         dns=None,
     )
 

@@ -59,10 +59,7 @@ async def list_suppressions(ctx: WorkspaceContext, query: ListSuppressionsQuery)
         )
     ).all()
     return SuppressionPage(
-        suppressions=[
-            Suppression(id=r.id, value=r.value, kind=r.kind, reason=r.reason, created_at=r.created_at)
-            for r in rows
-        ],
+        suppressions=[Suppression.from_row(r) for r in rows],
         total=total,
         page=query.page,
         page_size=query.page_size,

@@ -47,8 +47,8 @@ async def get_me(ctx: WorkspaceContext) -> Me:
     u = unscoped(users)
     user = (await ctx.conn.execute(u.select().where(u.c.id == ctx.user_id))).one()
     return Me(
-        user=MeUser(id=user.id, name=user.name, email=user.email),
-        workspace=MeWorkspace(id=row.id, name=row.name, slug=row.slug),
+        user=MeUser.from_row(user),
+        workspace=MeWorkspace.from_row(row),
         role=ctx.principal.role,
         auth=ctx.principal.auth,
         billing=await billing_summary(ctx, row),
@@ -69,22 +69,13 @@ async def list_members(ctx: WorkspaceContext) -> Members:
     if ctx.has_role("owner", "admin"):
         i = scoped(ctx, invitations)
         invites = [
-            Invitation(id=r.id, email=r.email, role=r.role, expires_at=r.expires_at)
+            Invitation.from_row(r)
             for r in (
                 await ctx.conn.execute(i.select().where(i.c.expires_at > ctx.now).order_by(i.c.created_at))
             ).all()
         ]
     return Members(
-        members=[
-            Member(
-                id=r.id,
-                user_id=r.user_id,
-                role=r.role,
-                created_at=r.created_at,
-                user=MemberUser(name=r.name, email=r.email),
-            )
-            for r in rows
-        ],
+        members=[Member.from_row(r, user=MemberUser.from_row(r)) for r in rows],
         invitations=invites,
     )
 
@@ -154,9 +145,7 @@ async def get_sending_settings(ctx: WorkspaceContext) -> SendingSettings:
     """The workspace's sending settings: unsubscribe mode, AI labelling, own AI key."""
     ws = scoped(ctx, workspaces)
     row = (await ctx.conn.execute(ws.select(ws.c.unsubscribe_mode, ws.c.ai_labels, ws.c.own_ai_key))).one()
-    return SendingSettings(
-        unsubscribe_mode=row.unsubscribe_mode, ai_labels=row.ai_labels, own_ai_key=row.own_ai_key
-    )
+    return SendingSettings.from_row(row)
 
 
 async def update_sending_settings(ctx: WorkspaceContext, body: SendingSettingsPatch) -> SendingSettings:

@@ -25,10 +25,4 @@ async def get_member(ctx: WorkspaceContext, id: str) -> Member:
     ).one_or_none()
     if r is None:
         raise NotFound("member", id)
-    return Member(
-        id=r.id,
-        user_id=r.user_id,
-        role=r.role,
-        created_at=r.created_at,
-        user=MemberUser(name=r.name, email=r.email),
-    )
+    return Member.from_row(r, user=MemberUser.from_row(r))
