@@ -23,7 +23,14 @@ DOORS = (
     "typer",
 )
 # Modules allowed to build statements themselves: the scoping helpers and the database package.
-STATEMENT_BUILDERS = {"context.py", "bulk.py", "db/engine.py", "db/migrate.py", "db/tables.py", "db/types.py"}
+STATEMENT_BUILDERS = {
+    "context.py",
+    "bulk.py",
+    "db/engine.py",
+    "db/migrate.py",
+    "db/types.py",
+    *(f"db/tables/{m}.py" for m in ("accounts", "audience", "sending", "events", "inbox")),
+}
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
 SYSTEM_SCOPE_ALLOWED = {
     "context.py",

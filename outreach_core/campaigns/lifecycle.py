@@ -15,7 +15,8 @@ from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import is_active
 from outreach_core.campaigns.content import spam_words, word_count
 from outreach_core.campaigns.next_send import describe_next_send, next_send
-from outreach_core.campaigns.rendering import html_to_text, template_problems, unknown_variables, variables_in
+from outreach_core.campaigns.plaintext import html_to_text
+from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.campaigns.rules import (
     ChecklistFacts,
     VariantFacts,
