@@ -1,8 +1,4 @@
-"""REST/MCP parity cases for the campaign tools (merged into `tests/test_doors.py` PARITY_CASES).
-
-Each function builds fresh data and returns the argument sets to call the tool with; it runs once for the
-REST call and once for the MCP call, so the two see equal but separate data.
-"""
+"""REST/MCP parity cases of campaigns: the campaign, its sequence, its leads, preview and launch."""
 
 from __future__ import annotations
 
@@ -11,10 +7,9 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads
 from tests.campaigns.helpers import add_lead, add_mailbox, write_send
 from tests.conftest import WorkspaceHandle
+from tests.parity.common import Prepare
 
 API = "/api/v1"
 _unique = itertools.count()
@@ -27,7 +22,7 @@ async def _post(http: httpx.AsyncClient, ws: WorkspaceHandle, path: str, body: A
     return response.json()
 
 
-async def _campaign(http: httpx.AsyncClient, ws: WorkspaceHandle, *, leads: int = 0) -> dict[str, Any]:
+async def parity_campaign(http: httpx.AsyncClient, ws: WorkspaceHandle, *, leads: int = 0) -> dict[str, Any]:
     cid = (await _post(http, ws, "/campaigns", {"name": "Parity"}))["id"]
     box = await _shared_mailbox(ws)
     await http.patch(f"{API}/campaigns/{cid}", headers=ws.headers, json={"mailboxIds": [box]})
@@ -63,18 +58,18 @@ async def _shared_leads(ws: WorkspaceHandle, count: int) -> list[str]:
     return _LEADS[ws.workspace_id]
 
 
-async def _campaign_lead(http: httpx.AsyncClient, ws: WorkspaceHandle, cid: str) -> str:
+async def campaign_lead(http: httpx.AsyncClient, ws: WorkspaceHandle, cid: str) -> str:
     page = (await http.get(f"{API}/campaigns/{cid}/leads", headers=ws.headers)).json()
     return str(page["leads"][0]["id"])
 
 
 async def list_campaigns_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    await _campaign(http, ws, leads=1)
+    await parity_campaign(http, ws, leads=1)
     return [{}, {"status": ["draft"]}, {"status": ["nope"]}]
 
 
 async def get_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    return [{"id": (await _campaign(http, ws, leads=2))["id"]}, {"id": "cmp_missing"}]
+    return [{"id": (await parity_campaign(http, ws, leads=2))["id"]}, {"id": "cmp_missing"}]
 
 
 async def create_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
@@ -82,7 +77,7 @@ async def create_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> 
 
 
 async def update_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws))["id"]
+    cid = (await parity_campaign(http, ws))["id"]
     return [
         {"id": cid, "name": "Renamed", "windowStart": 480, "days": 127, "timezoneFallback": "Europe/Berlin"},
         {"id": cid, "windowStart": 1200},
@@ -92,23 +87,23 @@ async def update_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> 
 
 
 async def duplicate_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    return [{"id": (await _campaign(http, ws))["id"]}, {"id": "cmp_missing"}]
+    return [{"id": (await parity_campaign(http, ws))["id"]}, {"id": "cmp_missing"}]
 
 
 async def delete_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
     return [
-        {"id": (await _campaign(http, ws))["id"], "confirm": True},
+        {"id": (await parity_campaign(http, ws))["id"], "confirm": True},
         {"id": "cmp_missing", "confirm": True},
     ]
 
 
 async def add_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws))["id"]
+    cid = (await parity_campaign(http, ws))["id"]
     return [{"id": cid, "waitDays": 5, "sameThread": False}, {"id": cid, "waitDays": -1}]
 
 
 async def update_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    campaign = await _campaign(http, ws)
+    campaign = await parity_campaign(http, ws)
     step = campaign["steps"][1]["id"]
     return [
         {"id": campaign["id"], "stepId": step, "waitDays": 9},
@@ -117,7 +112,7 @@ async def update_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args
 
 
 async def delete_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    campaign = await _campaign(http, ws)
+    campaign = await parity_campaign(http, ws)
     step = campaign["steps"][1]["id"]
     return [
         {"id": campaign["id"], "stepId": step},
@@ -126,13 +121,13 @@ async def delete_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args
 
 
 async def move_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    campaign = await _campaign(http, ws)
+    campaign = await parity_campaign(http, ws)
     step = campaign["steps"][1]["id"]
     return [{"id": campaign["id"], "stepId": step, "to": 0}, {"id": campaign["id"], "stepId": step, "to": 5}]
 
 
 async def add_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    campaign = await _campaign(http, ws)
+    campaign = await parity_campaign(http, ws)
     step = campaign["steps"][0]
     return [
         {"id": campaign["id"], "stepId": step["id"], "copyFrom": step["variants"][0]["id"]},
@@ -142,7 +137,7 @@ async def add_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args
 
 
 async def update_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    campaign = await _campaign(http, ws)
+    campaign = await parity_campaign(http, ws)
     variant = campaign["steps"][0]["variants"][0]["id"]
     return [
         {
@@ -157,7 +152,7 @@ async def update_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> A
 
 
 async def delete_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    campaign = await _campaign(http, ws)
+    campaign = await parity_campaign(http, ws)
     step = campaign["steps"][0]
     added = await _post(http, ws, f"/campaigns/{campaign['id']}/steps/{step['id']}/variants", {})
     extra = added["steps"][0]["variants"][1]["id"]
@@ -168,7 +163,7 @@ async def delete_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> A
 
 
 async def set_sequence_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws))["id"]
+    cid = (await parity_campaign(http, ws))["id"]
     return [
         {"id": cid, "steps": [{"variants": [{"subject": "One", "body": "Hello\n\nthere"}]}]},
         {"id": cid, "steps": []},
@@ -176,7 +171,7 @@ async def set_sequence_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Arg
 
 
 async def list_campaign_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws, leads=3))["id"]
+    cid = (await parity_campaign(http, ws, leads=3))["id"]
     return [
         {"id": cid},
         {"id": cid, "status": ["not_contacted"], "search": "parity", "pageSize": 10},
@@ -185,74 +180,49 @@ async def list_campaign_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle)
 
 
 async def add_leads_to_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws))["id"]
+    cid = (await parity_campaign(http, ws))["id"]
     n = next(_unique)
     lead = await add_lead(ws, f"add{n}@parity-campaign.test")
     return [{"id": cid, "leadIds": [lead]}, {"id": cid, "allLeads": True}, {"id": cid}]
 
 
 async def remove_leads_from_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws, leads=2))["id"]
-    cl = await _campaign_lead(http, ws, cid)
+    cid = (await parity_campaign(http, ws, leads=2))["id"]
+    cl = await campaign_lead(http, ws, cid)
     return [{"id": cid, "ids": [cl], "confirm": True}, {"id": cid, "ids": [], "confirm": True}]
 
 
 async def list_campaign_lead_sends_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws, leads=1))["id"]
-    cl = await _campaign_lead(http, ws, cid)
+    cid = (await parity_campaign(http, ws, leads=1))["id"]
+    cl = await campaign_lead(http, ws, cid)
     await write_send(ws, cl)
     return [{"id": cid, "campaignLeadId": cl}, {"id": cid, "campaignLeadId": "cl_missing"}]
-
-
-async def resolve_unknown_send_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws, leads=1))["id"]
-    cl = await _campaign_lead(http, ws, cid)
-    send = await write_send(ws, cl, status="unknown")
-    await _stop(ws, cl)
-    path = {"id": cid, "campaignLeadId": cl}
-    return [
-        {**path, "sendId": send, "delivered": False, "confirm": True},
-        {**path, "sendId": send, "delivered": True, "confirm": True},  # settled: 409
-        {**path, "sendId": "snd_missing", "delivered": True, "confirm": True},
-    ]
-
-
-async def _stop(ws: WorkspaceHandle, campaign_lead_id: str) -> None:
-    async def write(ctx: WorkspaceContext) -> None:
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .update()
-            .where(campaign_leads.c.id == campaign_lead_id)
-            .values(status="stopped", reason="Email 1: outcome unknown")
-        )
-
-    await ws.runtime.execute(await ws.principal(), write)
 
 
 async def preview_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
     # the unsubscribe link names the campaign: the reply line is the same for both calls
     await http.patch(f"{API}/settings/sending", headers=ws.headers, json={"unsubscribeMode": "reply_text"})
-    cid = (await _campaign(http, ws, leads=2))["id"]
+    cid = (await parity_campaign(http, ws, leads=2))["id"]
     return [{"id": cid}, {"id": cid, "leadId": "lead_missing"}]
 
 
 async def get_launch_checklist_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    return [{"id": (await _campaign(http, ws, leads=1))["id"]}, {"id": "cmp_missing"}]
+    return [{"id": (await parity_campaign(http, ws, leads=1))["id"]}, {"id": "cmp_missing"}]
 
 
 async def launch_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    ready = (await _campaign(http, ws, leads=1))["id"]
-    empty = (await _campaign(http, ws))["id"]
+    ready = (await parity_campaign(http, ws, leads=1))["id"]
+    empty = (await parity_campaign(http, ws))["id"]
     return [{"id": ready, "confirm": True}, {"id": empty, "confirm": True}, {"id": ready, "confirm": True}]
 
 
 async def pause_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
-    cid = (await _campaign(http, ws, leads=1))["id"]
+    cid = (await parity_campaign(http, ws, leads=1))["id"]
     await _post(http, ws, f"/campaigns/{cid}/launch")
     return [{"id": cid}, {"id": cid}, {"id": "cmp_missing"}]
 
 
-CAMPAIGN_PARITY_CASES = {
+CASES: dict[str, Prepare] = {
     "list_campaigns": list_campaigns_args,
     "get_campaign": get_campaign_args,
     "create_campaign": create_campaign_args,
@@ -271,7 +241,6 @@ CAMPAIGN_PARITY_CASES = {
     "add_leads_to_campaign": add_leads_to_campaign_args,
     "remove_leads_from_campaign": remove_leads_from_campaign_args,
     "list_campaign_lead_sends": list_campaign_lead_sends_args,
-    "resolve_unknown_send": resolve_unknown_send_args,
     "preview_campaign": preview_campaign_args,
     "get_launch_checklist": get_launch_checklist_args,
     "launch_campaign": launch_campaign_args,
