@@ -25,6 +25,7 @@ from outreach_core.labels.schemas import (
     UpdateLabelIn,
 )
 from outreach_core.labels.store import get_label, label_item, label_row, labels_applying, labels_with_counts
+from outreach_core.targets.groups import ensure_name_free
 from outreach_core.targets.label_triggers import without_label
 from outreach_core.targets.list_members import list_name
 from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
@@ -53,7 +54,7 @@ async def create_label(ctx: WorkspaceContext, body: CreateLabelIn) -> Label:
             f"A workspace can have at most {MAX_LABELS} labels; delete one first.", {"limit": MAX_LABELS}
         )
     name = body.name.strip()
-    await _ensure_name_free(ctx, name)
+    await ensure_name_free(ctx, labels, "label", name)
     await _check_triggers(ctx, body.triggers, None)
     label_id = new_id("lbl")
     await ctx.conn.execute(
@@ -79,7 +80,7 @@ async def update_label(ctx: WorkspaceContext, id: str, body: UpdateLabelIn) -> L
     values: dict[str, Any] = {}
     if body.name is not None:
         values["name"] = body.name.strip()
-        await _ensure_name_free(ctx, values["name"], except_id=id)
+        await ensure_name_free(ctx, labels, "label", values["name"], except_id=id)
     if body.type is not None:
         values["type"] = body.type
     if "color" in body.model_fields_set:
@@ -145,12 +146,3 @@ async def _check_triggers(ctx: WorkspaceContext, triggers: LabelTriggers, label_
         if target == label_id:
             raise InvalidInput.field("triggers.applyLabel.labelId", "a label cannot apply itself")
         await label_row(ctx, target)
-
-
-async def _ensure_name_free(ctx: WorkspaceContext, name: str, except_id: str | None = None) -> None:
-    lb = scoped(ctx, labels)
-    stmt = lb.select(labels.c.id).where(labels.c.name == name)
-    if except_id is not None:
-        stmt = stmt.where(labels.c.id != except_id)
-    if (await ctx.conn.execute(stmt)).first() is not None:
-        raise Conflict(f"A label named {name!r} exists already.", {"name": name})

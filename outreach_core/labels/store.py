@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, func
+from sqlalchemy import Select
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import labels, lead_labels
@@ -14,6 +14,7 @@ from outreach_core.labels.schemas import (
     Label,
     LabelTriggers,
 )
+from outreach_core.targets.groups import with_lead_counts
 from outreach_core.targets.label_triggers import without_label
 
 
@@ -62,26 +63,18 @@ async def labels_applying(ctx: WorkspaceContext, label_id: str) -> list[LabelRow
     ]
 
 
+def label_item(row: Any) -> Label:
+    return Label.from_row(row, triggers=LabelTriggers.model_validate(row.triggers))
+
+
 def labels_with_counts(ctx: WorkspaceContext) -> Select[Any]:
-    """Labels with how many leads carry each: one grouped count over the workspace's labels, joined once."""
-    lb = scoped(ctx, labels)
-    ll = scoped(ctx, lead_labels)
-    counts = (
-        ll.select(lead_labels.c.label_id, func.count().label("n"))
-        .where(lead_labels.c.label_id.in_(lb.select(labels.c.id)))
-        .group_by(lead_labels.c.label_id)
-        .subquery()
-    )
-    return lb.select(
+    """Labels with how many leads carry each."""
+    columns = (
         labels.c.id,
         labels.c.name,
         labels.c.type,
         labels.c.color,
         labels.c.triggers,
         labels.c.created_at,
-        func.coalesce(counts.c.n, 0).label("leads"),
-    ).outerjoin(counts, counts.c.label_id == labels.c.id)
-
-
-def label_item(row: Any) -> Label:
-    return Label.from_row(row, triggers=LabelTriggers.model_validate(row.triggers))
+    )
+    return with_lead_counts(ctx, labels, lead_labels, "label_id", *columns)

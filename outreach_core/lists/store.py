@@ -12,6 +12,8 @@ from outreach_core.db.tables import list_leads, lists
 from outreach_core.errors import Conflict, NotFound
 from outreach_core.ids import new_id
 from outreach_core.lists.schemas import MAX_LISTS, LeadList
+from outreach_core.targets.groups import ensure_name_free as ensure_group_name_free
+from outreach_core.targets.groups import with_lead_counts
 
 
 async def get_list(ctx: WorkspaceContext, id: str) -> LeadList:
@@ -56,29 +58,14 @@ async def create_named(ctx: WorkspaceContext, name: str) -> LeadList:
     return LeadList(id=row["id"], name=name, created_at=ctx.now, leads=0)
 
 
-async def ensure_name_free(ctx: WorkspaceContext, name: str, except_id: str | None = None) -> None:
-    ls = scoped(ctx, lists)
-    stmt = ls.select(lists.c.id).where(lists.c.name == name)
-    if except_id is not None:
-        stmt = stmt.where(lists.c.id != except_id)
-    if (await ctx.conn.execute(stmt)).first() is not None:
-        raise Conflict(f"A list named {name!r} exists already.", {"name": name})
+def list_item(row: Any) -> LeadList:
+    return LeadList.from_row(row)
 
 
 def lists_with_counts(ctx: WorkspaceContext) -> Select[Any]:
-    """Lists with their lead counts: one grouped count over the workspace's lists, joined once."""
-    ls = scoped(ctx, lists)
-    ll = scoped(ctx, list_leads)
-    counts = (
-        ll.select(list_leads.c.list_id, func.count().label("n"))
-        .where(list_leads.c.list_id.in_(ls.select(lists.c.id)))
-        .group_by(list_leads.c.list_id)
-        .subquery()
-    )
-    return ls.select(
-        lists.c.id, lists.c.name, lists.c.created_at, func.coalesce(counts.c.n, 0).label("leads")
-    ).outerjoin(counts, counts.c.list_id == lists.c.id)
+    """Lists with their lead counts."""
+    return with_lead_counts(ctx, lists, list_leads, "list_id", lists.c.id, lists.c.name, lists.c.created_at)
 
 
-def list_item(row: Any) -> LeadList:
-    return LeadList.from_row(row)
+async def ensure_name_free(ctx: WorkspaceContext, name: str, except_id: str | None = None) -> None:
+    await ensure_group_name_free(ctx, lists, "list", name, except_id)
