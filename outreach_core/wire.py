@@ -191,6 +191,11 @@ def _is_bool(annotation: Any) -> bool:
     return bool(args) and all(a is bool or a is type(None) for a in args) and bool in args
 
 
+def _columns(row: Any) -> Any:
+    """The mapping of a database row's columns (a SQLAlchemy `Row`, or a mapping already)."""
+    return row._mapping if hasattr(row, "_mapping") else row
+
+
 class WireModel(BaseModel):
     """camelCase on the wire, snake_case in Python, unknown fields rejected, no NUL characters in text."""
 
@@ -233,11 +238,6 @@ class WireModel(BaseModel):
         elif is_bool:
             raise ValueError("Input should be a boolean (true or false)")
         return value
-
-
-def _columns(row: Any) -> Any:
-    """The mapping of a database row's columns (a SQLAlchemy `Row`, or a mapping already)."""
-    return row._mapping if hasattr(row, "_mapping") else row
 
 
 class ExactlyOne(WireModel):
