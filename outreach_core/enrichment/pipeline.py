@@ -11,7 +11,7 @@ timezone) is never replaced by an inferred one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from sqlalchemy import bindparam
@@ -23,8 +23,18 @@ from outreach_core.enrichment.rules import infer_country, infer_timezone
 from outreach_core.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports
-from outreach_core.targets.mail_domains import DomainInfo, cached_domains, clean_domain, domain_infos
+from outreach_core.targets.mail_domains import (
+    DomainInfo,
+    cached_domains,
+    clean_domain,
+    domain_infos,
+    resolve_domains,
+    store_domains,
+)
 from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
+
+if TYPE_CHECKING:
+    from outreach_core.runtime import Runtime
 
 BATCH = 5_000
 SEARCH_BATCH = 2_000
@@ -156,3 +166,25 @@ async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
         .values(search_index=leads.c.search_text)
     )
     return int(result.rowcount)
+
+
+# --- one batch ---------------------------------------------------------------------------------------------
+
+
+async def enrich_batch(runtime: Runtime) -> int:
+    """What the `enrich` worker runs: up to `BATCH` leads enriched, then the imports that are done moved on;
+    returns leads enriched plus imports finished.
+
+    Mail-server lookups happen before the write transaction opens: the domains of the next batch that need
+    DNS are read (read-only transaction), looked up with no transaction open, and their answers stored in a
+    short transaction; only then does `enrich_pending` write the leads. On SQLite, where a write transaction
+    holds the database's single write lock, this keeps slow or unanswered DNS from blocking imports and
+    every other writer. `enrich_pending` still looks up any domain it finds unresolved (leads added in
+    between), so it is correct on its own."""
+    resolved: dict[str, DomainInfo] = {}
+    if runtime.ports.dns is not None:
+        domains = await runtime.system_read(domains_to_resolve, limit=BATCH)
+        if domains:
+            resolved = await resolve_domains(runtime.ports.dns, domains)
+            await runtime.system(store_domains, resolved)
+    return await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
