@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from outreach_core.leads.rules import derived_columns
+from outreach_core.targets.rules import derived_columns
 
 
 def bench_lead(i: int, lead_id: str, workspace_id: str, now: datetime, **overrides: Any) -> dict[str, Any]:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from _seed import bench_lead  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.context import insert_rows  # noqa: E402
+from outreach_core.bulk import insert_rows  # noqa: E402
 from outreach_core.crypto import encrypt  # noqa: E402
 from outreach_core.db.migrate import migrate  # noqa: E402
 from outreach_core.db.tables import (  # noqa: E402
@@ -51,9 +51,9 @@ from outreach_core.db.tables import (  # noqa: E402
 )
 from outreach_core.ids import new_ids  # noqa: E402
 from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.sending.operations import plan_batch  # noqa: E402
+from outreach_core.sending.planner import plan_batch  # noqa: E402
 from outreach_core.settings import Settings  # noqa: E402
-from outreach_core.workspace.operations import init_workspace  # noqa: E402
+from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
 BATCH = 20_000
 CAMPAIGNS = 10
@@ -326,7 +326,7 @@ def main() -> None:
     )
 
     async def run() -> None:
-        from outreach_app.cli import build_runtime
+        from outreach_app.bootstrap import build_runtime
 
         rt = build_runtime(settings)
         if url.startswith("postgresql") and not args.reuse:

@@ -11,15 +11,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from http_api.handlers import error_response, make_handler
-from http_api.logging import internal_error_handler
 from http_api.openapi import build_openapi
+from http_api.request_log import internal_error_handler
+from outreach_core.catalog import all_endpoints
+from outreach_core.endpoint import Endpoint
 from outreach_core.errors import MethodNotAllowed, NotFound, OutreachError
-from outreach_core.interface import Endpoint, all_endpoints
 from outreach_core.runtime import Runtime
 from outreach_core.workspace.operations import ping
 from outreach_core.workspace.schemas import Ping
 
-PING = Endpoint("GET", "/ping", ping, Ping, read_only=True, tag="workspace")
+PING = Endpoint("GET", "/ping", ping, Ping, tool=False, read_only=True, tag="workspace")
 PUBLIC = {"ping"}
 
 

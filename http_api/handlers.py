@@ -14,7 +14,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.auth.authenticate import authenticate_api_key
+from outreach_core.endpoint import Endpoint, path_arguments
 from outreach_core.errors import (
     BadRequest,
     OutreachError,
@@ -22,7 +23,6 @@ from outreach_core.errors import (
     Unauthorized,
     invalid_input_from_pydantic,
 )
-from outreach_core.interface import Endpoint, path_arguments
 from outreach_core.runtime import Authenticate, Runtime
 from outreach_core.wire import FROM_STRINGS, dump
 

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
-from outreach_core.interface import Endpoint
+from outreach_core.endpoint import Endpoint
 
 OPENAPI_VERSION = "3.1.0"
 API_PREFIX = "/api/v1"
@@ -170,7 +170,7 @@ def build_openapi(
             "tags": [ep.tag],
         }
         if ep.tool:
-            operation["x-mcp-tool"] = ep.tool
+            operation["x-mcp-tool"] = ep.name
         if is_public:
             operation["security"] = []
 

@@ -32,7 +32,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from outreach_core.errors import InvalidInput, NotFound, Unauthorized
-from outreach_core.oauth.operations import get_client, issue_authorization_code
+from outreach_core.oauth.server import get_client, issue_authorization_code
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from outreach_core.signing import InvalidSignature, SignatureExpired, sign, verify

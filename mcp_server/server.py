@@ -1,4 +1,4 @@
-"""Building the MCP server: every catalogued endpoint with a tool name becomes a tool.
+"""Building the MCP server: every catalogued endpoint marked `tool` becomes a tool named like its operation.
 
 Two ways to find out who is calling:
 - over HTTP, the bearer credential checked by the SDK's auth middleware on every request (an OAuth access
@@ -16,10 +16,11 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.context import Context
 
 from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_tool
-from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.auth.authenticate import authenticate_api_key
+from outreach_core.catalog import all_endpoints
 from outreach_core.context import Principal
+from outreach_core.endpoint import Endpoint
 from outreach_core.errors import Unauthorized
-from outreach_core.interface import Endpoint, all_endpoints
 from outreach_core.runtime import Caller, Runtime
 
 INSTRUCTIONS = """\
@@ -63,7 +64,7 @@ def build_mcp(
     endpoints: list[Endpoint] | None = None,
     **server_kwargs: Any,
 ) -> OutreachMCP:
-    """An MCP server exposing every endpoint that has a tool name."""
+    """An MCP server exposing every endpoint marked `tool`."""
     mcp = OutreachMCP("outreach", instructions=INSTRUCTIONS, version="1.0.0", **server_kwargs)
     for endpoint in endpoints if endpoints is not None else all_endpoints():
         if endpoint.tool:

@@ -23,12 +23,13 @@ from typing import Annotated, Any, get_origin
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
+from outreach_core.endpoint import Endpoint, path_arguments
 from outreach_core.errors import (
     ConfirmationRequired,
     Declined,
@@ -38,7 +39,6 @@ from outreach_core.errors import (
     invalid_input_from_pydantic,
 )
 from outreach_core.ids import new_id
-from outreach_core.interface import Endpoint, path_arguments
 from outreach_core.runtime import Caller, Runtime
 from outreach_core.wire import dump
 
@@ -56,56 +56,58 @@ class ConfirmAnswer(BaseModel):
 
 class OutreachMCP(MCPServer[Any]):
     """MCPServer whose tool errors always carry the service's `{code, message, details}` and never leak
-    exception text."""
+    exception text.
+
+    Every failure of a tool call is translated here, in `call_tool`, and nowhere else: the tools and their
+    confirmation resolvers raise (`OutreachError`s, pydantic's `ValidationError`, anything unexpected), the
+    SDK wraps what they raise in its `ToolError`, and `tool_error` turns the cause into the error body."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.known_arguments: dict[str, set[str]] = {}
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        known = self.known_arguments.get(name)
-        if known is not None:
-            unknown = sorted(set(arguments) - known)
-            if unknown:
-                return error_result(
-                    InvalidInput(
-                        f"Unknown argument(s): {', '.join(unknown)}",
-                        {
-                            "fields": [
-                                {"path": k, "message": "Extra inputs are not permitted"} for k in unknown
-                            ]
-                        },
-                    )
-                )
         token = RAW_ARGUMENTS.set(arguments)
         try:
+            self._refuse_unknown_arguments(name, arguments)
             return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            return error_result(_outreach_error_from(exc))
+        except MCPError:
+            raise  # a protocol error (JSON-RPC), not a tool result
+        except Exception as exc:
+            return tool_error(exc)
         finally:
             RAW_ARGUMENTS.reset(token)
 
+    def _refuse_unknown_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        known = self.known_arguments.get(name)
+        unknown = sorted(set(arguments) - known) if known is not None else []
+        if unknown:
+            raise InvalidInput(
+                f"Unknown argument(s): {', '.join(unknown)}",
+                {"fields": [{"path": k, "message": "Extra inputs are not permitted"} for k in unknown]},
+            )
 
-def error_result(err: OutreachError) -> CallToolResult:
+
+def tool_error(exc: BaseException) -> CallToolResult:
+    """The error result of a failed tool call: the first `OutreachError` in the cause chain; a validation
+    error becomes `invalid_input`; anything else becomes `internal` with a reference (logged here, never
+    shown)."""
+    err: OutreachError | None = None
+    seen: BaseException | None = exc
+    while seen is not None and err is None:
+        if isinstance(seen, OutreachError):
+            err = seen
+        elif isinstance(seen, ValidationError):
+            err = invalid_input_from_pydantic(seen.errors())
+        seen = seen.__cause__
+    if err is None:
+        reference = new_id("err")
+        log.error("tool failed", exc_info=exc, extra={"reference": reference})
+        err = Internal(reference)
     body = err.to_body()
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
     )
-
-
-def _outreach_error_from(exc: BaseException) -> OutreachError:
-    """The first `OutreachError` in the cause chain; a validation error becomes `invalid_input`;
-    anything else becomes `internal` with a reference (logged here, never shown)."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, OutreachError):
-            return seen
-        if isinstance(seen, ValidationError):
-            return invalid_input_from_pydantic(seen.errors())
-        seen = seen.__cause__
-    reference = new_id("err")
-    log.error("tool failed", exc_info=exc, extra={"reference": reference})
-    return Internal(reference)
 
 
 def _model_fields(model: type[BaseModel] | None) -> dict[str, FieldInfo]:
@@ -132,8 +134,7 @@ def _wraps_list(response: Any) -> bool:
 def register_endpoint_tool(
     mcp: OutreachMCP, runtime: Runtime, endpoint: Endpoint, principal_source: PrincipalSource
 ) -> None:
-    """Expose `endpoint` as the MCP tool `endpoint.tool`."""
-    assert endpoint.tool is not None
+    """Expose `endpoint` as the MCP tool named like its operation (`endpoint.name`)."""
     query_fields = _model_fields(endpoint.query)
     body_fields = _model_fields(endpoint.body)
     params = [
@@ -152,22 +153,15 @@ def register_endpoint_tool(
 
     async def run(ctx: Context[Any, Any], confirmation: Any = None, **_: Any) -> Any:
         raw = RAW_ARGUMENTS.get({})
-        try:
-            if endpoint.confirm is not None and not _accepted(confirmation):
-                raise Declined("The person did not confirm; nothing was changed.")
-            caller = await principal_source(ctx)
-            kwargs: dict[str, Any] = path_arguments(endpoint, raw)
-            if endpoint.query is not None:
-                kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
-            if endpoint.body is not None:
-                kwargs["body"] = endpoint.body.model_validate(_subset(raw, body_fields))
-            result = await runtime.call(caller, endpoint, **kwargs)
-        except ValidationError as exc:
-            return error_result(invalid_input_from_pydantic(exc.errors()))
-        except OutreachError as exc:
-            return error_result(exc)
-        except Exception as exc:
-            return error_result(_outreach_error_from(exc))
+        if endpoint.confirm is not None and not _accepted(confirmation):
+            raise Declined("The person did not confirm; nothing was changed.")
+        caller = await principal_source(ctx)
+        kwargs: dict[str, Any] = path_arguments(endpoint, raw)
+        if endpoint.query is not None:
+            kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
+        if endpoint.body is not None:
+            kwargs["body"] = endpoint.body.model_validate(_subset(raw, body_fields))
+        result = await runtime.call(caller, endpoint, **kwargs)
         payload = dump(result, endpoint.response)
         structured = {"result": payload} if list_result else payload
         return CallToolResult(
@@ -203,12 +197,12 @@ def register_endpoint_tool(
     run.__signature__ = inspect.Signature(signature_params, return_annotation=endpoint.response)  # type: ignore[attr-defined]
     annotations["return"] = endpoint.response
     run.__annotations__ = annotations
-    run.__name__ = endpoint.tool
+    run.__name__ = endpoint.name
     run.__doc__ = _tool_description(endpoint)
 
     mcp.add_tool(
         run,
-        name=endpoint.tool,
+        name=endpoint.name,
         description=_tool_description(endpoint),
         annotations=ToolAnnotations(
             title=endpoint.summary.rstrip("."),
@@ -219,7 +213,7 @@ def register_endpoint_tool(
         ),
         structured_output=True,
     )
-    mcp.known_arguments[endpoint.tool] = {p.name for p in params} | (
+    mcp.known_arguments[endpoint.name] = {p.name for p in params} | (
         {CONFIRM_ARG} if endpoint.confirm is not None else set()
     )
 
@@ -255,14 +249,14 @@ def _confirmation_resolver(
         caller = await principal_source(ctx)
         impact = await runtime.read(caller, describe, raw)
         if not _can_elicit(ctx):
-            raise ToolError("confirmation required") from ConfirmationRequired(
+            raise ConfirmationRequired(
                 f"{impact} This needs the person's confirmation, and this client cannot ask for it. "
                 "Ask the person, then call again with confirm: true.",
                 {"impact": impact},
             )
         return Elicit(impact, ConfirmAnswer)
 
-    ask.__name__ = f"confirm_{endpoint.tool}"
+    ask.__name__ = f"confirm_{endpoint.name}"
     return ask
 
 

@@ -16,8 +16,8 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 
 from http_api.app import JSON_HTTP_ERRORS, build_api
-from http_api.logging import RequestContext
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
+from http_api.request_log import RequestContext
 from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider

@@ -27,22 +27,6 @@ app.add_typer(member_app, name="member")
 T = TypeVar("T")
 
 
-def build_runtime(settings: Settings | None = None) -> Runtime:
-    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API,
-    SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
-    from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient, SmtpMailSender
-    from outreach_core.ports import Ports
-
-    settings = settings or Settings()
-    ports = Ports(
-        dns=DnspythonResolver(settings.dns_nameservers),
-        http=HttpxClient.from_settings(settings),
-        mail=MailLoginClient.from_settings(settings),
-        smtp=SmtpMailSender.from_settings(settings),
-    )
-    return Runtime(settings, ports=ports)
-
-
 def open_database(settings: Settings, *, may_create: bool, logged: bool = False) -> None:
     """Say which database this command uses (on stderr; stdout is for results) and refuse to start on a
     SQLite file that does not exist unless the command may create it (`serve`, `migrate`, `init`): a command
@@ -79,6 +63,7 @@ def _run(
     open_database(settings, may_create=may_create, logged=logged)
 
     async def main() -> T:
+        from outreach_app.bootstrap import build_runtime
         from outreach_core.db.migrate import migrate
 
         runtime = build_runtime(settings)
@@ -120,7 +105,7 @@ def init(
     plan: Annotated[str | None, typer.Option(help="Plan: starter, growth, pro, scale or agency")] = None,
 ) -> None:
     """Create a user, a workspace they own and an API key; prints {"userId","workspaceId","slug","apiKey"}."""
-    from outreach_core.workspace.operations import init_workspace
+    from outreach_core.workspace.setup import init_workspace
 
     result = _run(
         lambda rt: rt.system(
@@ -138,7 +123,7 @@ def plan_set(
     interval: Annotated[str, typer.Option(help="month or year")] = "month",
 ) -> None:
     """Give a workspace a plan (or `none` to remove it)."""
-    from outreach_core.billing.operations import set_plan
+    from outreach_core.billing.plan import set_plan
 
     if interval not in ("month", "year"):
         raise typer.BadParameter("interval must be month or year")
@@ -156,7 +141,7 @@ def member_add(
     ] = None,
 ) -> None:
     """Add a person to a workspace (accepting their invitation) and print their first API key."""
-    from outreach_core.workspace.operations import add_member
+    from outreach_core.workspace.setup import add_member
 
     _print(_run(lambda rt: rt.system(add_member, workspace=workspace, email=email, name=name, role=role)))
 
@@ -191,7 +176,7 @@ def serve(
     loopback address; 127.0.0.1 otherwise)."""
     import uvicorn
 
-    from http_api.logging import configure_logging
+    from http_api.request_log import configure_logging
     from outreach_app.asgi import build_app
 
     configured = Settings()
@@ -202,6 +187,7 @@ def serve(
     open_database(settings, may_create=True, logged=True)
 
     async def main() -> None:
+        from outreach_app.bootstrap import build_runtime
         from outreach_core.db.migrate import migrate
 
         runtime = build_runtime(settings)
@@ -221,7 +207,7 @@ def worker(
     only: Annotated[str | None, typer.Option(help="Comma-separated worker names (default: all)")] = None,
 ) -> None:
     """Run the background workers only (scale-out: run several against PostgreSQL)."""
-    from http_api.logging import configure_logging
+    from http_api.request_log import configure_logging
     from workers.loop import install_signal_handlers, run_workers
     from workers.registry import select
 
@@ -253,7 +239,7 @@ def worker(
 @app.command()
 def mcp() -> None:
     """MCP over stdio; the caller is the API key in OUTREACH_API_KEY."""
-    from http_api.logging import configure_logging
+    from http_api.request_log import configure_logging
     from mcp_server.server import api_key_principal_source, build_mcp
 
     api_key = os.environ.get("OUTREACH_API_KEY")
@@ -264,7 +250,7 @@ def mcp() -> None:
     configure_logging(settings.log_level, settings.log_json)
 
     async def work(runtime: Runtime) -> None:
-        from outreach_core.auth.operations import authenticate_api_key
+        from outreach_core.auth.authenticate import authenticate_api_key
 
         await runtime.system_read(authenticate_api_key, api_key)  # fail fast on a bad key
         server = build_mcp(runtime, api_key_principal_source(api_key))

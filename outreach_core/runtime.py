@@ -10,19 +10,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from outreach_core.context import Principal, SystemContext, WorkspaceContext
 from outreach_core.db.engine import create_engine
+from outreach_core.endpoint import Endpoint
 from outreach_core.ports import Ports
 from outreach_core.settings import Settings
 from outreach_core.usage import UsageTracker
-
-if TYPE_CHECKING:
-    from outreach_core.interface import Endpoint
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,7 +47,7 @@ class Runtime:
         one transaction (read-only or read-write as the endpoint says) with `prepared=` the step's result."""
         if endpoint.prepare is not None:
             principal = caller if isinstance(caller, Principal) else await self.system_read(caller)
-            kwargs["prepared"] = await endpoint.prepare(Outside(self, principal), **kwargs)
+            kwargs["prepared"] = await endpoint.prepare(_Outside(self, principal), **kwargs)
             caller = principal
         run = self.read if endpoint.read_only else self.execute
         return await run(caller, endpoint.operation, **kwargs)
@@ -156,9 +154,9 @@ class Runtime:
 
 
 @dataclass(frozen=True)
-class Outside:
-    """What a pre-transaction step (`Endpoint.prepare`) works with: the caller, ports and settings, and
-    short read transactions on the caller's behalf. No transaction is open while the step runs."""
+class _Outside:
+    """The runtime's `outreach_core.endpoint.Outside`: what a pre-transaction step (`Endpoint.prepare`)
+    works with. No transaction is open while the step runs."""
 
     runtime: Runtime
     principal: Principal

@@ -191,6 +191,11 @@ def _is_bool(annotation: Any) -> bool:
     return bool(args) and all(a is bool or a is type(None) for a in args) and bool in args
 
 
+def _columns(row: Any) -> Any:
+    """The mapping of a database row's columns (a SQLAlchemy `Row`, or a mapping already)."""
+    return row._mapping if hasattr(row, "_mapping") else row
+
+
 class WireModel(BaseModel):
     """camelCase on the wire, snake_case in Python, unknown fields rejected, no NUL characters in text."""
 
@@ -202,6 +207,15 @@ class WireModel(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
     )
+
+    @classmethod
+    def from_row(cls, row: Any, /, **values: Any) -> Self:
+        """The model from a database row: every field not given in `values` is read from the row's column of
+        the same (snake_case) name, when the row has one (else the field's default applies). What is computed
+        or named differently goes in `values`. The one way rows become wire models."""
+        columns = _columns(row)
+        read = {name: columns[name] for name in cls.model_fields if name not in values and name in columns}
+        return cls(**read, **values)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -25,13 +25,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
-from outreach_core.auth.operations import authenticate_api_key
+from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.context import Principal
 from outreach_core.db.migrate import migrate
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
-from outreach_core.workspace.operations import add_member, init_workspace
+from outreach_core.workspace.setup import add_member, init_workspace
 from tests.dns_server import DnsServer
 from tests.mail_servers import (  # noqa: F401  (fixtures used by every test package)
     MailCA,
@@ -56,7 +56,7 @@ def free_port() -> int:
 @pytest.fixture(scope="session", autouse=True)
 def quiet_logs() -> None:
     """Request logs go to stderr at WARNING during tests; failures still show them."""
-    from http_api.logging import configure_logging
+    from http_api.request_log import configure_logging
 
     configure_logging("WARNING", json=False)
 

@@ -8,9 +8,10 @@ from typing import Any
 import httpx
 from mcp import Client
 
-from outreach_core.interface import Endpoint, all_endpoints
+from outreach_core.catalog import all_endpoints
+from outreach_core.endpoint import Endpoint
 
-ENDPOINTS: dict[str, Endpoint] = {e.tool: e for e in all_endpoints() if e.tool}
+ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in all_endpoints() if e.tool}
 
 MCP_INITIALIZE = {
     "jsonrpc": "2.0",

@@ -1,43 +1,57 @@
-"""Layering rules of DESIGN section 2, checked on the source itself."""
+"""Layering rules of DESIGN section 2, checked on the source itself.
+
+Which package may import which (the layers, the lead peers' independence, no cycles) is the import-linter
+contract in pyproject.toml (`make lint` runs it; so does `test_import_contracts_are_kept`). The checks here
+are the ones it cannot express: no third-party door library in the core, statements only through the
+scoping helpers, `system_scope` only where allowed, no commits, and the inbox rules on the standard library
+alone.
+"""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
+from importlinter import configuration
+from importlinter.application.use_cases import lint_imports
 
 from outreach_core.context import scoped, unscoped
 from outreach_core.db.tables import api_keys, metadata, users
 
-CORE = Path(__file__).resolve().parents[1] / "outreach_core"
-DOORS = (
-    "starlette",
-    "mcp",
-    "mcp_types",
-    "http_api",
-    "mcp_server",
-    "workers",
-    "outreach_app",
-    "uvicorn",
-    "typer",
-)
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "outreach_core"
+DOORS = ("starlette", "mcp", "mcp_types", "uvicorn", "typer")
+"""The door libraries (the service's own doors, http_api, mcp_server, workers and outreach_app, are above the
+core in the import contract)."""
 # Modules allowed to build statements themselves: the scoping helpers and the database package.
-STATEMENT_BUILDERS = {"context.py", "bulk.py", "db/engine.py", "db/migrate.py", "db/tables.py", "db/types.py"}
+STATEMENT_BUILDERS = {
+    "context.py",
+    "bulk.py",
+    "db/engine.py",
+    "db/migrate.py",
+    "db/types.py",
+    *(f"db/tables/{m}.py" for m in ("accounts", "audience", "sending", "events", "inbox")),
+}
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
 SYSTEM_SCOPE_ALLOWED = {
     "context.py",
-    "auth/operations.py",
-    "billing/operations.py",
-    "workspace/operations.py",
+    "auth/authenticate.py",
+    "billing/plan.py",
+    "workspace/setup.py",
     "api_keys/usage.py",
-    "oauth/operations.py",
+    "oauth/server.py",
     "labels/timers.py",
-    "leads/import_merge.py",
-    "verification/operations.py",
-    "enrichment/operations.py",
+    "imports/merge.py",
+    "verification/pipeline.py",
+    "enrichment/pipeline.py",
+    "targets/mail_domains.py",
+    "targets/import_progress.py",
     "campaigns/lifecycle.py",
-    "sending/operations.py",
+    "sending/planner.py",
+    "sending/claim.py",
+    "sending/outcomes.py",
     "sending/recovery.py",
 }
 
@@ -60,6 +74,26 @@ def imported_modules(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
     return names
+
+
+def test_import_contracts_are_kept() -> None:
+    # the use case itself: the command line would also reconfigure this process's logging
+    configuration.configure()
+    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), cache_dir=None, no_logo=True)
+
+
+def test_inbox_rules_use_only_the_standard_library() -> None:
+    offenders = {
+        rel: sorted(
+            m
+            for m in imported_modules(tree)
+            if m.split(".")[0] not in sys.stdlib_module_names
+            and not m.startswith("outreach_core.inbox.rules")
+        )
+        for rel, tree in core_modules()
+        if rel.startswith("inbox/rules/")
+    }
+    assert offenders and {k: v for k, v in offenders.items() if v} == {}
 
 
 def test_core_imports_no_door() -> None:

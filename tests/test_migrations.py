@@ -80,11 +80,11 @@ async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_down
 ) -> None:
     """Migration 0008 refills SQLite's search index for leads indexed before it, with each text's end marks,
     so 1-2 character terms find them through the index; going back to 0007 rebuilds the index as it was."""
-    from outreach_core.auth.operations import authenticate_api_key
+    from outreach_core.auth.authenticate import authenticate_api_key
     from outreach_core.leads import operations
     from outreach_core.leads.operations import create_lead, list_leads
     from outreach_core.leads.schemas import CreateLeadIn, ListLeadsQuery
-    from outreach_core.workspace.operations import init_workspace
+    from outreach_core.workspace.setup import init_workspace
 
     if PG_URL:
         pytest.skip("migration 0008 refills SQLite's FTS5 index; on PostgreSQL it only adds an index")
@@ -125,10 +125,10 @@ async def test_upgrading_takes_texts_too_long_for_the_sort_indexes_out_of_the_se
 ) -> None:
     """Migration 0009 empties `search_index` for texts over 900 bytes before the sort indexes carry it: such
     a lead (indexed under 0008) is still found, by testing rows, and so are the others, either way."""
-    from outreach_core.auth.operations import authenticate_api_key
+    from outreach_core.auth.authenticate import authenticate_api_key
     from outreach_core.leads.operations import create_lead, list_leads
     from outreach_core.leads.schemas import CreateLeadIn, ListLeadsQuery
-    from outreach_core.workspace.operations import init_workspace
+    from outreach_core.workspace.setup import init_workspace
 
     rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32))
     await migrate(rt.engine, "0008")

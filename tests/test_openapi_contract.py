@@ -21,7 +21,7 @@ from outreach_app.asgi import build_app
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
-from outreach_core.workspace.operations import init_workspace
+from outreach_core.workspace.setup import init_workspace
 from tests.conftest import free_port, served_ports
 from tests.dns_server import DnsServer
 

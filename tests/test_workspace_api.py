@@ -65,7 +65,7 @@ async def test_accepting_an_invitation_gives_its_role(
     await http.post(
         "/api/v1/invitations", headers=owner.headers, json={"email": "inv@example.com", "role": "admin"}
     )
-    from outreach_core.workspace.operations import add_member
+    from outreach_core.workspace.setup import add_member
 
     added = await owner.runtime.system(add_member, workspace=owner.slug, email="inv@example.com", name="Inv")
     assert added.role == "admin"

@@ -1,10 +1,10 @@
-"""Merges queued import rows into the workspaces' leads (see `outreach_core.leads.import_merge`)."""
+"""Merges queued import rows into the workspaces' leads (see `outreach_core.imports.merge`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from outreach_core.leads.import_merge import import_principal, merge_queued_rows, queued_import_workspaces
+from outreach_core.imports.merge import import_principal, merge_queued_rows, queued_import_workspaces
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from outreach_core.oauth.operations import purge_expired_oauth
+from outreach_core.oauth.server import purge_expired_oauth
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from outreach_core.enrichment.operations import index_search
+from outreach_core.enrichment.pipeline import index_search
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from outreach_core.sending.operations import Handoff, Job, deliver, plan_batch, resolve_batch
+from outreach_core.sending.handoff import Handoff, Job, deliver
+from outreach_core.sending.outcomes import resolve_batch
+from outreach_core.sending.planner import plan_batch
 from outreach_core.sending.recovery import recover_lost_sends
 
 if TYPE_CHECKING:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 from sqlalchemy import func
 
-from outreach_core.api_keys.rules import generate_key, hash_secret, key_start
+from outreach_core.api_keys.keys import insert_key
 from outreach_core.api_keys.schemas import (
     ApiKeyItem,
     CreateApiKeyIn,
@@ -17,7 +15,6 @@ from outreach_core.api_keys.schemas import (
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import api_keys, users
 from outreach_core.errors import Conflict, Forbidden, NotFound
-from outreach_core.ids import new_id
 from outreach_core.wire import Ok
 
 MAX_ACTIVE_KEYS_PER_WORKSPACE = 100
@@ -49,13 +46,9 @@ async def list_api_keys(ctx: WorkspaceContext) -> list[ApiKeyItem]:
         stmt = stmt.where(k.c.created_by == ctx.user_id)
     rows = (await ctx.conn.execute(stmt)).all()
     return [
-        ApiKeyItem(
-            id=r.id,
-            name=r.name,
-            start=r.start,
-            created_at=r.created_at,
+        ApiKeyItem.from_row(
+            r,
             last_used_at=ctx.usage.last_used("api_key", r.id, r.last_used_at),
-            expires_at=r.expires_at,
             created_by=CreatedBy(id=r.created_by, name=r.creator_name),
         )
         for r in rows
@@ -80,26 +73,6 @@ async def create_api_key(ctx: WorkspaceContext, body: CreateApiKeyIn) -> Created
         )
     key_id, key = await insert_key(ctx, ctx.user_id, body.name, body.expires_in_days)
     return CreatedApiKey(id=key_id, key=key)
-
-
-async def insert_key(
-    ctx: WorkspaceContext, user_id: str, name: str | None, expires_in_days: int | None
-) -> tuple[str, str]:
-    """Store a new key (hashed) for `user_id`; returns (id, secret). Used by create and by set-up commands."""
-    key = generate_key()
-    key_id = new_id("key")
-    expires_at: datetime | None = ctx.now + timedelta(days=expires_in_days) if expires_in_days else None
-    row = {
-        "id": key_id,
-        "created_by": user_id,
-        "name": name,
-        "start": key_start(key),
-        "key_hash": hash_secret(key),
-        "created_at": ctx.now,
-        "expires_at": expires_at,
-    }
-    await ctx.conn.execute(scoped(ctx, api_keys).insert(row))
-    return key_id, key
 
 
 async def revoke_api_key(ctx: WorkspaceContext, body: RevokeApiKeyIn) -> Ok:

@@ -13,9 +13,9 @@ import datetime as dt
 
 from sqlalchemy import func
 
+from outreach_core.billing.rules import month_start
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import sends
-from outreach_core.sending.rules import month_start
 
 IN_FLIGHT = ("sending", "unknown")
 

@@ -21,7 +21,6 @@ from sqlalchemy import (
 
 from outreach_core.bulk import OuterLoopJoin, count_upto, insert_from_select, row_ids
 from outreach_core.campaigns.lifecycle import reopened
-from outreach_core.campaigns.operations import campaign_row, lead_counts
 from outreach_core.campaigns.schemas import (
     AddCampaignLeadsIn,
     CampaignLead,
@@ -32,12 +31,13 @@ from outreach_core.campaigns.schemas import (
     Send,
     SendList,
 )
+from outreach_core.campaigns.store import campaign_row, lead_counts
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, campaigns, leads, list_leads, lists, sends, suppressions
 from outreach_core.db.types import UtcDateTime
 from outreach_core.errors import NotFound
-from outreach_core.leads.schemas import LeadFilter, Removed
-from outreach_core.leads.targets import (
+from outreach_core.targets.schemas import LeadFilter, Removed
+from outreach_core.targets.selection import (
     SEARCH_TOTAL_LIMIT,
     common_short_term,
     holds_term,
@@ -304,42 +304,12 @@ async def campaign_lead_row(
 
 def campaign_lead_out(r: Any) -> CampaignLead:
     """A campaign lead row joined to its lead's email, names and company, as the API shows it."""
-    return CampaignLead(
-        id=r.id,
-        lead_id=r.lead_id,
-        email=r.email,
-        first_name=r.first_name,
-        last_name=r.last_name,
-        company=r.company,
-        status=r.status,
-        reason=r.reason,
-        step=r.step,
-        mailbox_id=r.mailbox_id,
-        next_at=r.next_at,
-        last_sent_at=r.last_sent_at,
-        added_at=r.added_at,
-    )
+    return CampaignLead.from_row(r)
 
 
 def send_out(r: Any) -> Send:
     """A ledger row as the API shows it."""
-    return Send(
-        id=r.id,
-        step=r.step,
-        step_id=r.step_id,
-        variant_id=r.variant_id,
-        mailbox_id=r.mailbox_id,
-        message_id=r.message_id,
-        to=r.to_email,
-        subject=r.subject,
-        body=r.body_html,
-        text=r.body_text,
-        status=r.status,
-        error=r.error,
-        attempts=r.attempts,
-        created_at=r.created_at,
-        sent_at=r.sent_at,
-    )
+    return Send.from_row(r, to=r.to_email, body=r.body_html, text=r.body_text)
 
 
 async def _selection(ctx: WorkspaceContext, body: AddCampaignLeadsIn) -> ColumnElement[bool]:

@@ -21,21 +21,11 @@ from outreach_core.campaigns.rendering import (
 )
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
 from outreach_core.campaigns.schemas import Step, Variant
+from outreach_core.leads.schemas import LEAD_FIELDS
 
-LEAD_FIELDS = (
-    "email",
-    "first_name",
-    "last_name",
-    "company",
-    "title",
-    "website",
-    "phone",
-    "linkedin",
-    "country",
-    "timezone",
-    "custom",
-)
-"""The lead columns rendering reads (`lead` of `compose`), by their snake_case names."""
+RENDERED_FIELDS: tuple[str, ...] = ("email", *LEAD_FIELDS, "custom")
+"""The lead columns rendering reads (`lead` of `compose`), by their snake_case names: the address, the
+lead's own fields (`leads.schemas.LEAD_FIELDS`) and its custom fields."""
 
 
 @dataclass(frozen=True)

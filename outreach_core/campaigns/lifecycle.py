@@ -11,12 +11,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, String, exists, func, true
 
-from outreach_core.billing.operations import require_active_plan
+from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import is_active
 from outreach_core.campaigns.content import spam_words, word_count
 from outreach_core.campaigns.next_send import describe_next_send, next_send
-from outreach_core.campaigns.operations import campaign_row, lead_counts, load_steps
-from outreach_core.campaigns.rendering import html_to_text, template_problems, unknown_variables, variables_in
+from outreach_core.campaigns.plaintext import html_to_text
+from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.campaigns.rules import (
     ChecklistFacts,
     VariantFacts,
@@ -27,6 +27,7 @@ from outreach_core.campaigns.rules import (
     schedule_problems,
 )
 from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Launched, StatusOut
+from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
 from outreach_core.context import (
     Principal,
     SystemContext,

@@ -18,9 +18,9 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from outreach_core.campaigns.schedule import in_window, schedule_of, window_opens, zone
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, leads
-from outreach_core.sending.rules import Schedule, in_window, window_opens, zone
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
 SAMPLE = 1_000
@@ -32,18 +32,6 @@ class NextSend:
     at: dt.datetime  # UTC; the moment asked about when a lead can get an email right away
     now: bool  # some waiting lead can get an email right away
     timezone: str  # the time zone of the lead whose email can go first
-
-
-def schedule_of(row: Any) -> Schedule:
-    """The sending schedule of a `campaigns` row."""
-    return Schedule(
-        timezone_fallback=row.timezone_fallback,
-        window_start=row.window_start,
-        window_end=row.window_end,
-        days=row.days,
-        start_on=row.start_on,
-        end_on=row.end_on,
-    )
 
 
 async def next_send(ctx: WorkspaceContext, row: Any) -> NextSend | None:

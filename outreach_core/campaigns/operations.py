@@ -6,13 +6,12 @@ with a million leads costs a handful of small queries.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.campaigns.rules import variant_label
+from outreach_core.bulk import insert_rows
 from outreach_core.campaigns.schemas import (
     CAMPAIGN_LEAD_STATUSES,
     Campaign,
@@ -24,11 +23,10 @@ from outreach_core.campaigns.schemas import (
     ListCampaignsQuery,
     Step,
     UpdateCampaignIn,
-    Variant,
 )
-from outreach_core.context import WorkspaceContext, insert_rows, scoped
+from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps, write_steps
+from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import (
-    campaign_lead_counters,
     campaign_mailboxes,
     campaign_steps,
     campaign_variants,
@@ -74,17 +72,11 @@ async def list_campaigns(ctx: WorkspaceContext, query: ListCampaignsQuery) -> Ca
     boxes = await _count_by_campaign(ctx, campaign_mailboxes, ids)
     return CampaignList(
         campaigns=[
-            CampaignListItem(
-                id=r.id,
-                name=r.name,
-                status=r.status,
-                paused_reason=r.paused_reason,
+            CampaignListItem.from_row(
+                r,
                 steps=steps.get(r.id, 0),
                 mailboxes=boxes.get(r.id, 0),
                 lead_counts=_status_counts(counts.get(r.id, [])),
-                started_at=r.started_at,
-                created_at=r.created_at,
-                updated_at=r.updated_at,
             )
             for r in rows
         ]
@@ -114,20 +106,14 @@ async def get_campaign(ctx: WorkspaceContext, id: str) -> Campaign:
             )
         )
     ).one()
-    return Campaign(
-        **{k: getattr(row, k) for k in (*SETTINGS, "id", "name", "status", "paused_reason")},
-        started_at=row.started_at,
-        completed_at=row.completed_at,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+    return Campaign.from_row(
+        row,
         steps=steps,
         mailbox_ids=[b.id for b in box_rows],
         lead_counts=_status_counts(counters),
         reached=[sum(n for _, step, n in counters if step > position) for position in range(len(steps))],
         active_mailboxes=sum(1 for b in box_rows if b.status == "active"),
-        workspace=CampaignWorkspace(
-            id=ws.id, name=ws.name, timezone=ws.timezone, unsubscribe_mode=ws.unsubscribe_mode
-        ),
+        workspace=CampaignWorkspace.from_row(ws),
     )
 
 
@@ -228,122 +214,6 @@ async def delete_campaign(ctx: WorkspaceContext, id: str) -> Ok:
     await campaign_row(ctx, id)
     await ctx.conn.execute(scoped(ctx, campaigns).delete().where(campaigns.c.id == id))
     return Ok()
-
-
-# --- shared with the other campaign modules ----------------------------------------------------------------
-
-
-async def campaign_row(ctx: WorkspaceContext, id: str, *, for_update: bool = False) -> Any:
-    stmt = scoped(ctx, campaigns).select().where(campaigns.c.id == id)
-    if for_update:  # PostgreSQL: concurrent launches and pauses of one campaign queue up (SQLite: no-op)
-        stmt = stmt.with_for_update()
-    row = (await ctx.conn.execute(stmt)).one_or_none()
-    if row is None:
-        raise NotFound("campaign", id)
-    return row
-
-
-async def load_steps(ctx: WorkspaceContext, campaign_id: str) -> list[Step]:
-    """The sequence of a campaign, steps and variants in order."""
-    step_rows = (
-        await ctx.conn.execute(
-            scoped(ctx, campaign_steps)
-            .select()
-            .where(campaign_steps.c.campaign_id == campaign_id)
-            .order_by(campaign_steps.c.position, campaign_steps.c.id)
-        )
-    ).all()
-    variant_rows = (
-        await ctx.conn.execute(
-            scoped(ctx, campaign_variants)
-            .select()
-            .where(campaign_variants.c.campaign_id == campaign_id)
-            .order_by(campaign_variants.c.position, campaign_variants.c.id)
-        )
-    ).all()
-    by_step: dict[str, list[Variant]] = defaultdict(list)
-    for v in variant_rows:
-        by_step[v.step_id].append(
-            Variant(
-                id=v.id,
-                label=variant_label(len(by_step[v.step_id])),
-                subject=v.subject,
-                body=v.body,
-                weight=v.weight,
-                active=v.active,
-            )
-        )
-    return [
-        Step(
-            id=s.id,
-            position=position,
-            wait_days=s.wait_days,
-            same_thread=s.same_thread,
-            variants=by_step.get(s.id, []),
-        )
-        for position, s in enumerate(step_rows)
-    ]
-
-
-async def write_steps(ctx: WorkspaceContext, campaign_id: str, steps: Sequence[Step]) -> None:
-    """Insert `steps` (with their variants) as the campaign's sequence, positions in the given order."""
-    step_rows, variant_rows = [], []
-    for position, step in enumerate(steps):
-        step_rows.append(
-            {
-                "id": step.id,
-                "campaign_id": campaign_id,
-                "position": position,
-                "wait_days": step.wait_days,
-                "same_thread": step.same_thread,
-                "created_at": ctx.now,
-            }
-        )
-        for v_position, v in enumerate(step.variants):
-            variant_rows.append(
-                {
-                    "id": v.id,
-                    "campaign_id": campaign_id,
-                    "step_id": step.id,
-                    "position": v_position,
-                    "subject": v.subject,
-                    "body": v.body,
-                    "weight": v.weight,
-                    "active": v.active,
-                    "created_at": ctx.now,
-                }
-            )
-    await insert_rows(ctx, campaign_steps, step_rows)
-    await insert_rows(ctx, campaign_variants, variant_rows)
-
-
-async def touch(ctx: WorkspaceContext, campaign_id: str) -> None:
-    await ctx.conn.execute(
-        scoped(ctx, campaigns).update().where(campaigns.c.id == campaign_id).values(updated_at=ctx.now)
-    )
-
-
-async def lead_counts(ctx: WorkspaceContext, ids: Sequence[str]) -> dict[str, list[tuple[str, int, int]]]:
-    """(status, step, n) rows of each campaign's trigger-kept counters."""
-    if not ids:
-        return {}
-    rows = (
-        await ctx.conn.execute(
-            scoped(ctx, campaigns)
-            .select(
-                campaign_lead_counters.c.campaign_id,
-                campaign_lead_counters.c.status,
-                campaign_lead_counters.c.step,
-                campaign_lead_counters.c.n,
-            )
-            .join(campaign_lead_counters, campaign_lead_counters.c.campaign_id == campaigns.c.id)
-            .where(campaigns.c.id.in_(ids), campaign_lead_counters.c.n > 0)
-        )
-    ).all()
-    out: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
-    for r in rows:
-        out[r.campaign_id].append((r.status, r.step, int(r.n)))
-    return out
 
 
 def _status_counts(counters: Sequence[tuple[str, int, int]]) -> dict[str, int]:

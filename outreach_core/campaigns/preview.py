@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.campaigns.compose import LEAD_FIELDS, compose
+from outreach_core.campaigns.compose import RENDERED_FIELDS, compose
 from outreach_core.campaigns.links import unsubscribe_url
-from outreach_core.campaigns.operations import campaign_row, lead_counts, load_steps
 from outreach_core.campaigns.rendering import REPLY_TEXT_LINE, Sender, Unsubscribe
 from outreach_core.campaigns.rules import assign_mailbox
 from outreach_core.campaigns.schemas import Preview, PreviewEmail, PreviewLead, PreviewQuery, PreviewSender
+from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, workspaces
 from outreach_core.errors import NotFound
@@ -34,7 +34,7 @@ async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) 
         ctx.settings, workspace_id=ctx.workspace_id, lead_id=lead_id, campaign_id=campaign.id
     )
     unsubscribe = Unsubscribe(mode=mode, url=url if mode == "link" else None)
-    values = {f: getattr(lead, f) for f in LEAD_FIELDS} if lead else {}
+    values = {f: getattr(lead, f) for f in RENDERED_FIELDS} if lead else {}
     emails = []
     for position in range(len(steps)):
         composed = compose(
@@ -87,14 +87,12 @@ async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) 
 
 
 def _preview_lead(row: Any) -> PreviewLead:
-    return PreviewLead(
-        id=row.id, email=row.email, first_name=row.first_name, last_name=row.last_name, company=row.company
-    )
+    return PreviewLead.from_row(row)
 
 
 async def _lead_for(ctx: WorkspaceContext, campaign_id: str, lead_id: str | None) -> tuple[Any, str | None]:
     """The lead to preview (a workspace lead, or the campaign's first) and its assigned mailbox, if any."""
-    columns = (leads.c.id, *(leads.c[f] for f in LEAD_FIELDS))
+    columns = (leads.c.id, *(leads.c[f] for f in RENDERED_FIELDS))
     if lead_id is not None:
         lead = (
             await ctx.conn.execute(scoped(ctx, leads).select(*columns).where(leads.c.id == lead_id))

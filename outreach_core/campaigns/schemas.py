@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
-from outreach_core.leads.schemas import Id
+from outreach_core.targets.schemas import Id
 from outreach_core.wire import NAME, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
@@ -321,19 +321,6 @@ class Send(WireModel):
 
 class SendList(WireModel):
     sends: list[Send]
-
-
-class ResolveUnknownSendIn(WireModel):
-    delivered: bool = Field(
-        description="true: the email did arrive (found in the mailbox's Sent folder, or the lead confirmed "
-        "it); the send becomes sent and the lead continues with the next step. false: it did not arrive; the "
-        "same email is sent again in the lead's next window."
-    )
-
-
-class ResolvedSend(WireModel):
-    send: Send
-    lead: CampaignLead
 
 
 # --- preview, checklist, lifecycle -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.campaigns.operations import campaign_row, get_campaign, load_steps, touch, write_steps
+from outreach_core.campaigns.operations import get_campaign
 from outreach_core.campaigns.sanitize import header_safe, sanitize_body
 from outreach_core.campaigns.schemas import (
     MAX_STEPS,
@@ -26,6 +26,7 @@ from outreach_core.campaigns.schemas import (
     Variant,
     VariantPatch,
 )
+from outreach_core.campaigns.store import campaign_row, load_steps, touch, write_steps
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_steps, campaign_variants
 from outreach_core.errors import Conflict, InvalidInput, InvalidState, NotFound

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from outreach_core.leads.schemas import Id
+from outreach_core.targets.schemas import Id
 from outreach_core.wire import NAME, Timestamp, WireModel
 
 MAX_LABELS = 500

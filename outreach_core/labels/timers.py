@@ -21,7 +21,8 @@ from outreach_core.context import (
     workspace_itself,
 )
 from outreach_core.db.tables import label_timers, lead_labels
-from outreach_core.labels.operations import label_row, put_label_on
+from outreach_core.labels.apply import put_label_on
+from outreach_core.labels.store import label_row
 
 TIMER_BATCH = 500
 """Timers handled per workspace transaction."""

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import (
@@ -19,33 +18,35 @@ from outreach_core.db.tables import (
     lead_labels,
     leads,
     lists,
-    workspaces,
 )
 from outreach_core.db.tables import list_leads as list_memberships
-from outreach_core.enrichment.rules import normalize_country
-from outreach_core.errors import Conflict, InvalidInput, NotFound, QuotaExceeded
+from outreach_core.errors import Conflict, InvalidInput, NotFound
+from outreach_core.geo import normalize_country
 from outreach_core.ids import new_id
-from outreach_core.leads.rules import ENRICHMENT_INPUTS, derived_columns, normalize_email, search_index_value
+from outreach_core.leads.contacts import counted_leads, ensure_contacts_room
 from outreach_core.leads.schemas import (
-    ESPS,
-    LEAD_STATUSES,
-    VERIFY_STATUSES,
     CreateLeadIn,
-    Deleted,
     LabelRef,
     Lead,
     LeadDetail,
-    LeadFilter,
     LeadPage,
     LeadStats,
     LeadStatsQuery,
     ListLeadsQuery,
     ListRef,
     MarkWonIn,
-    TargetIn,
     UpdateLeadIn,
 )
-from outreach_core.leads.targets import (
+from outreach_core.outbox import record_event
+from outreach_core.targets.list_members import add_to_list, list_name
+from outreach_core.targets.rules import (
+    ENRICHMENT_INPUTS,
+    derived_columns,
+    normalize_email,
+    search_index_value,
+)
+from outreach_core.targets.schemas import ESPS, LEAD_STATUSES, VERIFY_STATUSES, Deleted, LeadFilter, TargetIn
+from outreach_core.targets.selection import (
     NO_LABEL,
     SEARCH_TOTAL_LIMIT,
     common_short_term,
@@ -55,9 +56,7 @@ from outreach_core.leads.targets import (
     search_walk,
     target_ids,
 )
-from outreach_core.lists.operations import add_to_list, resolve_import_list
-from outreach_core.outbox import record_event
-from outreach_core.suppressions.operations import suppressed_emails
+from outreach_core.targets.suppression import suppressed_emails
 
 _LIST_COLUMNS = (
     leads.c.id,
@@ -106,9 +105,9 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
     elif query.list_id or (query.label_id and query.label_id != NO_LABEL):
         total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
     elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
-        total = await _counted(ctx, query) - await _labelled(ctx, query)
+        total = await counted_leads(ctx, query) - await _labelled(ctx, query)
     else:  # only status/verify/esp filters: the trigger-maintained counters answer without a scan
-        total = await _counted(ctx, query)
+        total = await counted_leads(ctx, query)
     # An address is unique in a workspace: sort=email needs no id tie-break, and the unique index
     # (workspace_id, email) then gives the order alone. Every other sort index ends with the id. The last
     # sort column is the key that finds a page's rows once the page is known.
@@ -211,17 +210,11 @@ async def get_lead(ctx: WorkspaceContext, id: str) -> LeadDetail:
             .order_by(lists.c.name)
         )
     ).all()
-    base = _lead(row, labels_by_lead.get(id, []))
-    return LeadDetail(
-        **base.model_dump(by_alias=False),
-        country_source=row.country_source,
-        website=row.website,
-        phone=row.phone,
-        linkedin=row.linkedin,
+    return LeadDetail.from_row(
+        row,
+        labels=labels_by_lead.get(id, []),
         custom=row.custom or {},
-        lists=[ListRef(id=r.id, name=r.name) for r in list_rows],
-        verified_at=row.verified_at,
-        updated_at=row.updated_at,
+        lists=[ListRef.from_row(r) for r in list_rows],
     )
 
 
@@ -240,9 +233,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
     if await suppressed_emails(ctx, [(email, domain)]):
         raise Conflict("This address is on the suppression list.", {"email": email, "reason": "suppressed"})
     await ensure_contacts_room(ctx, 1)
-    list_id = None
     if body.list_id is not None:
-        list_id, _ = await resolve_import_list(ctx, body.list_id, None)
+        await list_name(ctx, body.list_id)  # 404 when the workspace has no such list
     lead_id = new_id("lead")
     fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
     fields["country"] = _country(body.country)
@@ -262,8 +254,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
             }
         )
     )
-    if list_id is not None:
-        await add_to_list(ctx, list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
+    if body.list_id is not None:
+        await add_to_list(ctx, body.list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
     return await get_lead(ctx, lead_id)
 
 
@@ -337,41 +329,6 @@ async def delete_leads(ctx: WorkspaceContext, body: TargetIn) -> Deleted:
     return Deleted(deleted=result.rowcount)
 
 
-async def count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
-    """How many leads a target selects (for confirmations)."""
-    lead_table = scoped(ctx, leads)
-    stmt = lead_table.select(func.count()).where(leads.c.id.in_(target_ids(ctx, body.target)))
-    return int((await ctx.conn.execute(stmt)).scalar_one())
-
-
-class ContactsRoom(NamedTuple):
-    plan_name: str
-    limit: int
-    current: int
-
-
-async def contacts_room(ctx: WorkspaceContext) -> ContactsRoom | None:
-    """The plan's contacts limit and the workspace's leads now; None when no limit applies (without an
-    active plan nothing limits single leads, and importing needs a plan anyway)."""
-    ws = scoped(ctx, workspaces)
-    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
-    if not is_active(plan_row.plan, plan_row.plan_status):
-        return None
-    plan = PLANS[plan_row.plan]
-    return ContactsRoom(plan.name, plan.contacts, await _counted(ctx, None))
-
-
-async def ensure_contacts_room(ctx: WorkspaceContext, adding: int) -> None:
-    """Refuse with 429 `quota_exceeded` when `adding` new leads would pass the plan's contacts limit."""
-    room = await contacts_room(ctx)
-    if room is not None and room.current + adding > room.limit:
-        raise QuotaExceeded(
-            f"The {room.plan_name} plan allows {room.limit:,} contacts; the workspace has {room.current:,} "
-            f"and this would add {adding:,}. Delete leads or change plan.",
-            {"limit": room.limit, "current": room.current, "adding": adding},
-        )
-
-
 # --- helpers -----------------------------------------------------------------------------------------------
 
 
@@ -383,20 +340,6 @@ def _country(value: str | None) -> str | None:
     if code is None:
         raise InvalidInput.field("country", "not a recognised country (use an ISO code such as DE or a name)")
     return code
-
-
-async def _counted(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
-    """Leads of the workspace matching status/verify/esp filters, from `lead_counters` (no scan)."""
-    counters = scoped(ctx, lead_counters)
-    stmt = counters.select(func.coalesce(func.sum(lead_counters.c.n), 0))
-    if query is not None:
-        if query.status:
-            stmt = stmt.where(lead_counters.c.status.in_(query.status))
-        if query.verify:
-            stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
-        if query.esp:
-            stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
-    return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
 async def _labelled(ctx: WorkspaceContext, query: ListLeadsQuery) -> int:
@@ -414,23 +357,7 @@ async def _labelled(ctx: WorkspaceContext, query: ListLeadsQuery) -> int:
 
 
 def _lead(row: Any, lead_labels_: list[LabelRef]) -> Lead:
-    return Lead(
-        id=row.id,
-        email=row.email,
-        first_name=row.first_name,
-        last_name=row.last_name,
-        company=row.company,
-        title=row.title,
-        country=row.country,
-        timezone=row.timezone,
-        esp=row.esp,
-        mx_host=row.mx_host,
-        verify_status=row.verify_status,
-        verify_reason=row.verify_reason,
-        status=row.status,
-        labels=lead_labels_,
-        created_at=row.created_at,
-    )
+    return Lead.from_row(row, labels=lead_labels_)
 
 
 async def _labels_of(ctx: WorkspaceContext, lead_ids: list[str]) -> dict[str, list[LabelRef]]:
@@ -448,5 +375,5 @@ async def _labels_of(ctx: WorkspaceContext, lead_ids: list[str]) -> dict[str, li
     ).all()
     grouped: dict[str, list[LabelRef]] = defaultdict(list)
     for r in rows:
-        grouped[r.lead_id].append(LabelRef(id=r.id, name=r.name))
+        grouped[r.lead_id].append(LabelRef.from_row(r))
     return grouped

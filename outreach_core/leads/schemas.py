@@ -5,19 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
-from pydantic.json_schema import SkipJsonSchema
 
-from outreach_core.wire import NAME, SINGLE_LINE, ExactlyOne, Timestamp, WireModel
+from outreach_core.targets.schemas import CountrySource, Esp, Id, LeadFilter, LeadStatus, VerifyStatus
+from outreach_core.wire import Timestamp, WireModel
 
-LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
-VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
-Esp = Literal["google", "microsoft", "yahoo", "proton", "icloud", "zoho", "other", "unknown"]
-CountrySource = Literal["timezone", "phone", "email", "website"]
-LEAD_STATUSES: tuple[str, ...] = LeadStatus.__args__  # type: ignore[attr-defined]
-VERIFY_STATUSES: tuple[str, ...] = VerifyStatus.__args__  # type: ignore[attr-defined]
-ESPS: tuple[str, ...] = Esp.__args__  # type: ignore[attr-defined]
-
-Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 CustomValue = str | int | float | bool | None
 CustomKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 Custom = Annotated[dict[CustomKey, CustomValue], Field(max_length=50)]
@@ -86,6 +77,11 @@ class LeadFields(WireModel):
     timezone: Text64 | None = None
 
 
+LEAD_FIELDS: tuple[str, ...] = tuple(LeadFields.model_fields)
+"""A lead's own optional fields by their snake_case names (the columns of the same names): what create,
+update and import rows set, what templates read besides `email` and `custom`."""
+
+
 class CreateLeadIn(LeadFields):
     email: str = Field(max_length=320)
     custom: Custom = Field(default_factory=dict)
@@ -103,17 +99,6 @@ class MarkWonIn(WireModel):
 
 
 SortField = Literal["createdAt", "email", "name", "company"]
-
-
-class LeadFilter(WireModel):
-    """The filters of `list_leads`, also usable as a lead target."""
-
-    search: str | None = Field(default=None, max_length=200)
-    list_id: Id | None = None
-    label_id: Id | None = Field(default=None, description="A label id, or `none` for leads without labels.")
-    status: list[LeadStatus] | None = None
-    verify: list[VerifyStatus] | None = None
-    esp: list[Esp] | None = None
 
 
 class ListLeadsQuery(LeadFilter):
@@ -148,118 +133,3 @@ class LeadStats(WireModel):
     verifier_enabled: bool = Field(
         description="A verifier API is configured; without it only local checks run."
     )
-
-
-TargetIds = Annotated[list[Id], Field(min_length=1, max_length=10_000)]
-
-
-class LeadTarget(ExactlyOne):
-    """Which leads an action applies to: exactly one of `ids`, `listId`, `filter`, `all`."""
-
-    ids: TargetIds | SkipJsonSchema[None] = None
-    list_id: Id | SkipJsonSchema[None] = None
-    filter: LeadFilter | SkipJsonSchema[None] = None
-    all: Literal[True] | SkipJsonSchema[None] = None
-
-
-class TargetIn(WireModel):
-    target: LeadTarget
-
-
-class ListTargetIn(TargetIn):
-    list_id: Id
-
-
-class LabelTargetIn(TargetIn):
-    label_id: Id
-
-
-class SuppressTargetIn(TargetIn):
-    reason: str | None = Field(default=None, max_length=200)
-
-
-class Deleted(WireModel):
-    deleted: int
-
-
-class Added(WireModel):
-    added: int
-
-
-class Removed(WireModel):
-    removed: int
-
-
-class Labeled(WireModel):
-    labeled: int
-
-
-class Suppressed(WireModel):
-    suppressed: int
-
-
-class VerifyQueued(WireModel):
-    queued: int
-    api: bool = Field(description="False when only local checks run (no verifier API configured).")
-
-
-# --- import ------------------------------------------------------------------------------------------------
-
-MAX_IMPORT_ROWS = 5_000
-
-
-class ImportRow(LeadFields):
-    email: str | None = Field(
-        default=None, description="Rows without a valid address are counted as invalid."
-    )
-    custom: Custom | None = None
-
-
-ListName = Annotated[str, StringConstraints(min_length=1, max_length=120), NAME]
-
-
-class ImportList(ExactlyOne):
-    """An existing list (`id`) or a new one (`name`) that every imported lead joins."""
-
-    id: Id | SkipJsonSchema[None] = None
-    name: ListName | SkipJsonSchema[None] = None
-
-
-class ImportIn(WireModel):
-    import_id: Id | None = Field(
-        default=None, description="Omit on the first chunk; pass the returned id after."
-    )
-    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = None
-    target_list: ImportList | None = Field(default=None, alias="list")
-    existing: Literal["skip", "update"] = "skip"
-    verify: bool = False
-    client_invalid: int = Field(default=0, ge=0, le=10_000_000)
-    client_duplicates: int = Field(default=0, ge=0, le=10_000_000)
-    rows: list[ImportRow] = Field(description="Up to 5,000 rows per call.")
-    final: bool = False
-
-
-class LeadImport(WireModel):
-    id: str
-    file_name: str | None
-    list_id: str | None
-    list_name: str | None
-    status: Literal["importing", "enriching", "done", "failed"]
-    verify: bool
-    rows: int
-    created: int
-    updated: int
-    skipped: int
-    duplicates: int
-    suppressed: int
-    invalid: int
-    over_limit: int = Field(description="New addresses not imported: the plan's contacts limit was reached.")
-    queued: int = Field(description="Rows received and not merged yet; the other counters are final at 0.")
-    undeliverable: int
-    created_at: Timestamp
-    finished_at: Timestamp | None
-    enriched_at: Timestamp | None
-
-
-class LeadImports(WireModel):
-    imports: list[LeadImport]

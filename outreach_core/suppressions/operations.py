@@ -7,18 +7,12 @@ removing entries sets leads that no suppression covers any more back to `active`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, TypeVar
+from sqlalchemy import ColumnElement, func
 
-from sqlalchemy import ColumnElement, Select, String, exists, func, literal
-
-from outreach_core.bulk import insert_from_select, one_of, row_ids
+from outreach_core.bulk import chunks
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads, suppressions
-from outreach_core.db.types import UtcDateTime
 from outreach_core.ids import new_id
-from outreach_core.leads.schemas import Removed, Suppressed, SuppressTargetIn
-from outreach_core.leads.targets import target_ids
 from outreach_core.suppressions.rules import Kind, parse_entries
 from outreach_core.suppressions.schemas import (
     AddSuppressionsIn,
@@ -28,21 +22,12 @@ from outreach_core.suppressions.schemas import (
     SuppressionPage,
     SuppressionsAdded,
 )
+from outreach_core.targets.schemas import Removed, Suppressed, SuppressTargetIn
+from outreach_core.targets.selection import target_ids
+from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids, suppressed_condition
 
-# Statuses that suppression overrides; won, bounced and unsubscribed say more and are kept.
-SUPPRESSIBLE_STATUSES = ("active", "replied", "interested")
 # Values per statement: keeps every statement far below the bind-parameter limits of both engines.
 _CHUNK = 1_000
-# Keys per look-up in `suppressed_emails` (one query for an import chunk of 5,000 rows).
-_LOOKUP_CHUNK = 10_000
-
-T = TypeVar("T")
-
-
-def _chunks(items: Sequence[T], size: int = _CHUNK) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
 
 # --- operations ------------------------------------------------------------------------------------------
 
@@ -74,10 +59,7 @@ async def list_suppressions(ctx: WorkspaceContext, query: ListSuppressionsQuery)
         )
     ).all()
     return SuppressionPage(
-        suppressions=[
-            Suppression(id=r.id, value=r.value, kind=r.kind, reason=r.reason, created_at=r.created_at)
-            for r in rows
-        ],
+        suppressions=[Suppression.from_row(r) for r in rows],
         total=total,
         page=query.page,
         page_size=query.page_size,
@@ -109,7 +91,7 @@ async def remove_suppressions(ctx: WorkspaceContext, body: RemoveSuppressionsIn)
     s = scoped(ctx, suppressions)
     removed_emails: list[str] = []
     removed_domains: list[str] = []
-    for chunk in _chunks(list(parsed.values.items())):
+    for chunk in chunks(list(parsed.values.items()), _CHUNK):
         result = await ctx.conn.execute(
             s.delete()
             .where(suppressions.c.value.in_([value for value, _ in chunk]))
@@ -130,63 +112,6 @@ async def suppress_leads(ctx: WorkspaceContext, body: SuppressTargetIn) -> Suppr
     return Suppressed(suppressed=await suppress_lead_ids(ctx, target_ids(ctx, body.target), body.reason))
 
 
-# --- used by other domains ---------------------------------------------------------------------------------
-
-
-def suppressed_condition(
-    ctx: WorkspaceContext, email_col: ColumnElement[str], domain_col: ColumnElement[str]
-) -> ColumnElement[bool]:
-    """True when the address in `email_col`, or its domain in `domain_col`, is on this workspace's
-    suppression list. An EXISTS over the `(workspace_id, value)` index, for set-based queries."""
-    s = scoped(ctx, suppressions)
-    return exists(s.select(suppressions.c.id).where(suppressions.c.value.in_([email_col, domain_col])))
-
-
-async def suppressed_emails(ctx: WorkspaceContext, pairs: list[tuple[str, str]]) -> set[str]:
-    """Of the given normalised `(email, domain)` pairs, the emails that are suppressed (the address or its
-    domain is on the list). One query for up to 5,000 pairs."""
-    keys = list({key for pair in pairs for key in pair})
-    s = scoped(ctx, suppressions)
-    found: set[str] = set()
-    for chunk in _chunks(keys, _LOOKUP_CHUNK):
-        found.update(
-            (
-                await ctx.conn.execute(
-                    s.select(suppressions.c.value).where(one_of(ctx, suppressions.c.value, chunk))
-                )
-            )
-            .scalars()
-            .all()
-        )
-    return {email for email, domain in pairs if email in found or domain in found}
-
-
-async def suppress_lead_ids(ctx: WorkspaceContext, lead_ids: Select[Any], reason: str | None) -> int:
-    """Suppress the addresses of the leads in the sub-select `lead_ids` (set-based); mark those leads
-    `suppressed` where the status rules allow. Returns how many addresses were newly suppressed."""
-    ld = scoped(ctx, leads)
-    s = scoped(ctx, suppressions)
-    source = ld.select(
-        row_ids("sup", leads.c.id),
-        literal("email", String),
-        leads.c.email,
-        literal(reason, String),
-        literal(ctx.now, UtcDateTime),
-    ).where(
-        leads.c.id.in_(lead_ids),
-        ~exists(s.select(suppressions.c.id).where(suppressions.c.value == leads.c.email)),
-    )
-    result = await ctx.conn.execute(
-        insert_from_select(ctx, suppressions, ["id", "kind", "value", "reason", "created_at"], source)
-    )
-    await ctx.conn.execute(
-        ld.update()
-        .where(leads.c.id.in_(lead_ids), leads.c.status.in_(SUPPRESSIBLE_STATUSES))
-        .values(status="suppressed", updated_at=ctx.now)
-    )
-    return int(result.rowcount)
-
-
 # --- helpers ---------------------------------------------------------------------------------------------
 
 
@@ -194,7 +119,7 @@ async def _insert_values(ctx: WorkspaceContext, values: dict[str, Kind], reason:
     """Insert the values not on the list yet; returns how many were inserted."""
     s = scoped(ctx, suppressions)
     added = 0
-    for chunk in _chunks(list(values.items())):
+    for chunk in chunks(list(values.items()), _CHUNK):
         present = set(
             (
                 await ctx.conn.execute(
@@ -219,7 +144,7 @@ async def _mark_covered_leads(ctx: WorkspaceContext, emails: list[str], domains:
     """Status rule: leads at these addresses or domains become `suppressed` (active/replied/interested)."""
     ld = scoped(ctx, leads)
     for column, values in ((leads.c.email, emails), (leads.c.domain, domains)):
-        for chunk in _chunks(values):
+        for chunk in chunks(values, _CHUNK):
             await ctx.conn.execute(
                 ld.update()
                 .where(column.in_(chunk), leads.c.status.in_(SUPPRESSIBLE_STATUSES))
@@ -233,7 +158,7 @@ async def _restore_uncovered_leads(ctx: WorkspaceContext, emails: list[str], dom
     ld = scoped(ctx, leads)
     still = suppressed_condition(ctx, leads.c.email, leads.c.domain)
     for column, values in ((leads.c.email, emails), (leads.c.domain, domains)):
-        for chunk in _chunks(values):
+        for chunk in chunks(values, _CHUNK):
             await ctx.conn.execute(
                 ld.update()
                 .where(column.in_(chunk), leads.c.status == "suppressed", ~still)

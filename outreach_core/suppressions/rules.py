@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from outreach_core.leads.rules import normalize_domain, normalize_email
+from outreach_core.targets.rules import normalize_domain, normalize_email
 
 Kind = Literal["email", "domain"]
 MAX_INVALID_SHOWN = 100

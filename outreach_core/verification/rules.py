@@ -15,7 +15,7 @@ from typing import Literal
 
 from disposable_email_domains import blocklist as _DISPOSABLE
 
-from outreach_core.leads.rules import normalize_email
+from outreach_core.targets.rules import normalize_email
 
 FinalStatus = Literal["unknown", "valid", "risky", "invalid", "catch_all"]
 API_STATUSES: frozenset[str] = frozenset({"valid", "invalid", "risky", "catch_all", "unknown"})

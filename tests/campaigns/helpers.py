@@ -14,7 +14,7 @@ import httpx
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, leads, mailboxes, sends
 from outreach_core.ids import new_id
-from outreach_core.leads.rules import normalize_email, search_text, sort_name
+from outreach_core.targets.rules import normalize_email, search_text, sort_name
 from tests.conftest import WorkspaceHandle
 from tests.lists.helpers import call, ok
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from outreach_app.asgi import build_app
-from outreach_core.interface import all_endpoints
+from outreach_core.catalog import all_endpoints
 from outreach_core.ports import FixedClock, Ports
 from outreach_core.runtime import Runtime
 from tests.campaigns.helpers import add_lead, add_mailbox, new_campaign, ok
@@ -27,7 +27,7 @@ def _endpoint_for(method: str, path: str) -> str | None:
     for e in all_endpoints():
         pattern = re.sub(r"\\\{\w+\\\}", r"[^/]+", re.escape(f"/api/v1{e.path}"))
         if e.method == method and re.fullmatch(pattern, path):
-            return e.tool
+            return e.name if e.tool else None
     return None
 
 

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from outreach_core.campaigns.content import LONG_EMAIL_WORDS, spam_words, word_count
+from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.rendering import (
     RenderedEmail,
     Sender,
     Unsubscribe,
-    html_to_text,
     render_email,
     resolve_spintax,
     spin_seed,

@@ -9,19 +9,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from outreach_core.enrichment import rules
-from outreach_core.enrichment.operations import DomainInfo
 from outreach_core.enrichment.rules import (
-    classify_esp,
-    consumer_esp,
     country_from_domain,
     country_from_phone,
-    country_from_timezone,
     infer_country,
     infer_timezone,
+)
+from outreach_core.geo import (
+    country_from_timezone,
+    country_zones,
+    iso_names,
     normalize_country,
     normalize_timezone,
-    parse_mx,
+    zone_countries,
 )
+from outreach_core.targets.esp import classify_esp, consumer_esp, parse_mx
+from outreach_core.targets.mail_domains import DomainInfo
 
 # --- email provider -------------------------------------------------------------------------------------
 
@@ -114,7 +117,7 @@ def test_other_domains_are_not_consumer_domains(domain: str) -> None:
 
 # --- country ----------------------------------------------------------------------------------------------
 
-ISO_CODES = sorted(rules._iso_names())
+ISO_CODES = sorted(iso_names())
 
 
 @pytest.mark.parametrize(
@@ -155,10 +158,10 @@ def test_unknown_countries_give_none(value: str | None) -> None:
 @pytest.mark.parametrize("code", ISO_CODES)
 def test_every_iso_code_and_its_tzdata_name_normalise(code: str) -> None:
     assert normalize_country(code.lower()) == code
-    assert normalize_country(rules._iso_names()[code]) == code
+    assert normalize_country(iso_names()[code]) == code
 
 
-@pytest.mark.parametrize(("zone", "code"), sorted(rules._zone_countries().items()))
+@pytest.mark.parametrize(("zone", "code"), sorted(zone_countries().items()))
 def test_every_zone_tab_zone_gives_its_country(zone: str, code: str) -> None:
     assert country_from_timezone(zone) == code
     assert infer_country(
@@ -371,10 +374,10 @@ def test_infer_timezone(country: str | None, phone: str | None, zone: str | None
     assert infer_timezone(country, phone) == zone
 
 
-@given(code=st.sampled_from(sorted(rules._country_zones())))
+@given(code=st.sampled_from(sorted(country_zones())))
 def test_an_inferred_zone_belongs_to_the_country(code: str) -> None:
     zone = infer_timezone(code, None)
-    zones = rules._country_zones()[code]
+    zones = country_zones()[code]
     if len(zones) == 1:
         assert zone == zones[0]
     if zone is not None:

@@ -18,8 +18,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from http_api.logging import RequestContext, configure_logging, current_request_id, internal_error_handler
 from http_api.protection import RateLimit, RequestSizeLimit
+from http_api.request_log import RequestContext, configure_logging, current_request_id, internal_error_handler
 
 SECRET = "s3cr3t-exception-text"
 

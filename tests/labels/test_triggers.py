@@ -12,9 +12,9 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import label_timers as label_timers_table
 from outreach_core.labels.operations import label_leads, unlabel_leads
 from outreach_core.labels.timers import run_due_label_timers
-from outreach_core.leads.schemas import LabelTargetIn, LeadTarget
 from outreach_core.ports import FixedClock, Ports
 from outreach_core.runtime import Runtime
+from outreach_core.targets.schemas import LabelTargetIn, LeadTarget
 from tests.conftest import MakeWorkspace
 from tests.lists.helpers import (
     add_leads,

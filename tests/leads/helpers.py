@@ -49,3 +49,14 @@ async def imported(http: httpx.AsyncClient, ws: WorkspaceHandle, **body: Any) ->
     await merge_imports(ws)
     fetched = await http.get(f"/api/v1/leads/imports/{response.json()['id']}", headers=ws.headers)
     return fetched.json()  # type: ignore[no-any-return]
+
+
+async def four_people(http: httpx.AsyncClient, ws: WorkspaceHandle) -> dict[str, dict[str, Any]]:
+    """Ann, Bob, Cid and Dee (no names or company), created through the API; keyed by address."""
+    people = [
+        ("ann@alpha.io", "Ann", "Zed", "Zeta Corp"),
+        ("bob@beta.io", "Bob", "Young", "Alpha Inc"),
+        ("cid@gamma.io", "Cid", "Xu", "Mid Co"),
+        ("dee@delta.io", None, None, None),
+    ]
+    return {e: await create(http, ws, e, firstName=f, lastName=last, company=c) for e, f, last, c in people}

@@ -227,7 +227,7 @@ async def test_final_chunk_starts_background_work(
 async def test_import_is_done_once_every_lead_is_enriched(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_runtime: Any, dns_server: Any
 ) -> None:
-    from outreach_core.enrichment.operations import enrich_pending
+    from outreach_core.enrichment.pipeline import enrich_pending
 
     ws = await make_workspace()
     dns_server.add("importco.example", "MX", "10 aspmx.l.google.com.")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from outreach_core.leads.rules import normalize_domain, normalize_email, search_text, sort_name
+from outreach_core.targets.rules import normalize_domain, normalize_email, search_text, sort_name
 
 LOCAL_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+/=?^_`{|}~-"
 atom = st.text(alphabet=LOCAL_CHARS, min_size=1, max_size=12)

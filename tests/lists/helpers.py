@@ -14,7 +14,7 @@ import httpx
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import label_timers, lead_labels, leads, list_leads, suppressions
 from outreach_core.ids import new_id
-from outreach_core.leads.rules import normalize_email, search_text, sort_name
+from outreach_core.targets.rules import normalize_email, search_text, sort_name
 from tests.conftest import WorkspaceHandle
 
 API = "/api/v1"

@@ -12,7 +12,8 @@ from mcp_server.server import api_key_principal_source, build_mcp
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads
 from outreach_core.errors import NotFound
-from outreach_core.lists.operations import add_to_list, resolve_import_list
+from outreach_core.lists.store import resolve_import_list
+from outreach_core.targets.list_members import add_to_list
 from tests.conftest import MakeWorkspace
 from tests.lists.helpers import add_leads, call, lists_of, members_of, new_label, new_list, ok
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from mcp import Client
 
-from outreach_core.oauth import operations as core
+from outreach_core.oauth import server as core
 from outreach_core.oauth.schemas import IssuedTokens
 from outreach_core.ports import FixedClock, Ports
 from outreach_core.runtime import Runtime

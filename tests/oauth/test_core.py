@@ -7,12 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from outreach_core.auth.operations import authenticate_bearer, authenticate_oauth
+from outreach_core.auth.authenticate import authenticate_bearer, authenticate_oauth
 from outreach_core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from outreach_core.oauth import operations as core
-from outreach_core.oauth.interface import ENDPOINTS
-from outreach_core.oauth.operations import InvalidGrant
+from outreach_core.oauth import server as core
+from outreach_core.oauth.endpoints import ENDPOINTS
+from outreach_core.oauth.operations import disconnect_app, list_connected_apps
 from outreach_core.oauth.schemas import IssuedTokens
+from outreach_core.oauth.server import InvalidGrant
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.oauth.helpers import REDIRECT_URI, client_info, connect, issue_code, pkce_pair, register, run_at
@@ -121,7 +122,7 @@ async def test_consenting_again_reuses_the_connection(
     first = await connect(runtime, ws.api_key, client_id)
     second = await connect(runtime, ws.api_key, client_id)
     assert first.grant_id == second.grant_id
-    apps = await runtime.read(principal, core.list_connected_apps)
+    apps = await runtime.read(principal, list_connected_apps)
     assert [a.id for a in apps] == [first.grant_id]
 
 
@@ -130,7 +131,7 @@ async def test_code_of_a_disconnected_app_is_refused(runtime: Runtime, make_work
     client_id = await register(runtime)
     tokens = await connect(runtime, ws.api_key, client_id)
     code = await issue_code(runtime, ws.api_key, client_id)  # same grant
-    await runtime.execute(await ws.principal(), core.disconnect_app, tokens.grant_id)
+    await runtime.execute(await ws.principal(), disconnect_app, tokens.grant_id)
     assert await runtime.system_read(core.load_authorization_code, client_id, code) is None
     with pytest.raises(InvalidGrant):
         await runtime.system(core.exchange_authorization_code, client_id, code)
@@ -226,7 +227,7 @@ async def test_revoking_one_token_revokes_every_token_of_the_grant(
         await assert_access_refused(runtime, tokens.access_token)
         assert await runtime.system_read(core.load_refresh_token, client_id, tokens.refresh_token) is None
     # The connection stays; consenting again works without a new grant.
-    apps = await runtime.read(await ws.principal(), core.list_connected_apps)
+    apps = await runtime.read(await ws.principal(), list_connected_apps)
     assert [a.id for a in apps] == [first.grant_id]
     again = await connect(runtime, ws.api_key, client_id)
     assert again.grant_id == first.grant_id
@@ -247,7 +248,7 @@ async def test_disconnect_revokes_every_token_at_once(
     rotated = await runtime.system(core.exchange_refresh_token, client_id, second.refresh_token)
     principal = await ws.principal()
 
-    await runtime.execute(principal, core.disconnect_app, first.grant_id)
+    await runtime.execute(principal, disconnect_app, first.grant_id)
 
     for tokens in (first, rotated):
         await assert_access_refused(runtime, tokens.access_token)
@@ -255,9 +256,9 @@ async def test_disconnect_revokes_every_token_at_once(
         with pytest.raises(InvalidGrant):
             await runtime.system(core.exchange_refresh_token, client_id, tokens.refresh_token)
     await assert_access_refused(runtime, second.access_token)
-    assert await runtime.read(principal, core.list_connected_apps) == []
+    assert await runtime.read(principal, list_connected_apps) == []
     with pytest.raises(NotFound):  # already disconnected
-        await runtime.execute(principal, core.disconnect_app, first.grant_id)
+        await runtime.execute(principal, disconnect_app, first.grant_id)
     # Reconnecting creates a new connection.
     again = await connect(runtime, ws.api_key, client_id)
     assert again.grant_id != first.grant_id
@@ -274,8 +275,8 @@ async def test_list_shows_everyones_apps_and_which_are_mine(
     owners_app = await connect(runtime, owner.api_key, named)
     members_app = await connect(runtime, member.api_key, unnamed)
 
-    as_owner = await runtime.read(await owner.principal(), core.list_connected_apps)
-    as_member = await runtime.read(await member.principal(), core.list_connected_apps)
+    as_owner = await runtime.read(await owner.principal(), list_connected_apps)
+    as_member = await runtime.read(await member.principal(), list_connected_apps)
     assert [a.id for a in as_owner] == [members_app.grant_id, owners_app.grant_id]  # newest first
     assert [a.id for a in as_member] == [a.id for a in as_owner]
     assert [a.mine for a in as_owner] == [False, True]
@@ -290,12 +291,12 @@ async def test_list_shows_everyones_apps_and_which_are_mine(
 
     # Using the token shows up as lastUsedAt at once.
     await assert_access_works(runtime, owners_app.access_token)
-    listed = {a.id: a for a in await runtime.read(await owner.principal(), core.list_connected_apps)}
+    listed = {a.id: a for a in await runtime.read(await owner.principal(), list_connected_apps)}
     assert listed[owners_app.grant_id].last_used_at is not None
 
     # Other workspaces see none of it.
     stranger = await make_workspace()
-    assert await runtime.read(await stranger.principal(), core.list_connected_apps) == []
+    assert await runtime.read(await stranger.principal(), list_connected_apps) == []
 
 
 async def test_member_cannot_disconnect_another_members_app(
@@ -313,16 +314,16 @@ async def test_member_cannot_disconnect_another_members_app(
 
     for grant in (owners_app, other_members_app):
         with pytest.raises(Forbidden) as refused:
-            await runtime.execute(member_principal, core.disconnect_app, grant.grant_id)
+            await runtime.execute(member_principal, disconnect_app, grant.grant_id)
         assert refused.value.status == 403
         await assert_access_works(runtime, grant.access_token)
 
-    await runtime.execute(member_principal, core.disconnect_app, members_app.grant_id)  # own app: allowed
+    await runtime.execute(member_principal, disconnect_app, members_app.grant_id)  # own app: allowed
     await assert_access_refused(runtime, members_app.access_token)
-    await runtime.execute(await admin.principal(), core.disconnect_app, other_members_app.grant_id)
+    await runtime.execute(await admin.principal(), disconnect_app, other_members_app.grant_id)
     await assert_access_refused(runtime, other_members_app.access_token)
     admins_app = await connect(runtime, admin.api_key, client_id)
-    await runtime.execute(await owner.principal(), core.disconnect_app, admins_app.grant_id)
+    await runtime.execute(await owner.principal(), disconnect_app, admins_app.grant_id)
     await assert_access_refused(runtime, admins_app.access_token)
     await assert_access_works(runtime, owners_app.access_token)
 
@@ -335,10 +336,10 @@ async def test_disconnecting_another_workspaces_app_is_not_found(
     client_id = await register(runtime)
     tokens = await connect(runtime, ws.api_key, client_id)
     with pytest.raises(NotFound) as missing:
-        await runtime.execute(await other.principal(), core.disconnect_app, tokens.grant_id)
+        await runtime.execute(await other.principal(), disconnect_app, tokens.grant_id)
     assert missing.value.status == 404
     with pytest.raises(NotFound):
-        await runtime.execute(await other.principal(), core.disconnect_app, "grant_does_not_exist")
+        await runtime.execute(await other.principal(), disconnect_app, "grant_does_not_exist")
     await assert_access_works(runtime, tokens.access_token)
 
 
@@ -362,10 +363,10 @@ async def test_removed_member_cannot_get_or_refresh_tokens(
         await runtime.system(core.exchange_refresh_token, client_id, tokens.refresh_token)
     with pytest.raises(InvalidGrant):
         await runtime.system(core.exchange_authorization_code, client_id, code)
-    assert await runtime.read(owner_principal, core.list_connected_apps) == []
+    assert await runtime.read(owner_principal, list_connected_apps) == []
 
     # Adding the person back does not bring their old tokens back to life.
-    from outreach_core.workspace.operations import add_member
+    from outreach_core.workspace.setup import add_member
 
     await runtime.system(add_member, workspace=owner.workspace_id, email=member.email, name="Back")
     await assert_access_refused(runtime, tokens.access_token)
@@ -448,11 +449,11 @@ async def test_disconnect_confirmation_names_the_app(runtime: Runtime, make_work
     ws = await make_workspace()
     client_id = await register(runtime, "Claude Desktop")
     tokens = await connect(runtime, ws.api_key, client_id)
-    [endpoint] = [e for e in ENDPOINTS if e.tool == "disconnect_app"]
+    [endpoint] = [e for e in ENDPOINTS if e.name == "disconnect_app"]
     assert endpoint.confirm is not None and endpoint.destructive and endpoint.tag == "connected-apps"
     text = await runtime.read(await ws.principal(), endpoint.confirm, {"id": tokens.grant_id})
     assert "Claude Desktop" in text and "stop working at once" in text
-    [listing] = [e for e in ENDPOINTS if e.tool == "list_connected_apps"]
+    [listing] = [e for e in ENDPOINTS if e.name == "list_connected_apps"]
     assert listing.read_only and (listing.method, listing.path) == ("GET", "/connected-apps")
 
 
@@ -485,7 +486,7 @@ async def test_purge_deletes_only_long_expired_codes_and_tokens(
     assert await runtime.system(core.detect_code_replay, client_id, old_code) is False  # the row is gone
     assert await runtime.system_read(core.load_refresh_token, client_id, current.refresh_token) is not None
     await assert_access_works(runtime, current.access_token)
-    apps = await runtime.read(await ws.principal(), core.list_connected_apps)
+    apps = await runtime.read(await ws.principal(), list_connected_apps)
     assert [a.id for a in apps] == [current.grant_id]  # the connection itself stays
 
 
@@ -504,5 +505,5 @@ async def test_revoke_member_grants_disconnects_only_that_persons_apps(
     for tokens in members_apps:
         await assert_access_refused(runtime, tokens.access_token)
     await assert_access_works(runtime, owners_app.access_token)
-    apps = await runtime.read(await owner.principal(), core.list_connected_apps)
+    apps = await runtime.read(await owner.principal(), list_connected_apps)
     assert [a.id for a in apps] == [owners_app.grant_id]

@@ -15,7 +15,7 @@ from mcp_server.consent import read_consent_request
 from mcp_server.oauth_provider import OutreachOAuthProvider
 from outreach_app.asgi import build_app
 from outreach_core.context import Principal
-from outreach_core.oauth import operations as core
+from outreach_core.oauth import server as core
 from outreach_core.runtime import Runtime
 from outreach_core.signing import SignatureExpired
 from tests.conftest import MakeWorkspace, serving

@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, insert_rows
+from outreach_core.bulk import insert_rows
+from outreach_core.context import WorkspaceContext
 from outreach_core.db.tables import sends
 from outreach_core.ids import new_id
 from tests.conftest import MakeWorkspace, WorkspaceHandle

@@ -8,42 +8,44 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from outreach_core.billing.rules import month_start
+from outreach_core.campaigns import schedule
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
 from outreach_core.ports import FixedClock
 from outreach_core.sending import rules
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id
 
-WEEKDAYS_9_TO_5 = rules.Schedule("Europe/Berlin", 540, 1020, 31, None, None)
+WEEKDAYS_9_TO_5 = schedule.Schedule("Europe/Berlin", 540, 1020, 31, None, None)
 # 2026-06-01 is a Monday; Berlin is UTC+2 in summer, New York UTC-4.
 MONDAY_10_BERLIN = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 
 
 def test_window_in_the_leads_time_zone_else_the_fallback() -> None:
     clock = FixedClock(MONDAY_10_BERLIN)
-    assert rules.in_window(clock.now(), None, WEEKDAYS_9_TO_5)  # 10:00 Berlin
-    assert not rules.in_window(clock.now(), "America/New_York", WEEKDAYS_9_TO_5)  # 04:00 there
-    assert rules.in_window(clock.now(), "not/a-zone", WEEKDAYS_9_TO_5)  # unknown zone: fallback
-    opens = rules.window_opens(clock.now(), "America/New_York", WEEKDAYS_9_TO_5)
+    assert schedule.in_window(clock.now(), None, WEEKDAYS_9_TO_5)  # 10:00 Berlin
+    assert not schedule.in_window(clock.now(), "America/New_York", WEEKDAYS_9_TO_5)  # 04:00 there
+    assert schedule.in_window(clock.now(), "not/a-zone", WEEKDAYS_9_TO_5)  # unknown zone: fallback
+    opens = schedule.window_opens(clock.now(), "America/New_York", WEEKDAYS_9_TO_5)
     assert opens == datetime(2026, 6, 1, 13, 0, tzinfo=UTC)  # 09:00 New York
     clock.set(datetime(2026, 6, 1, 14, 59, 30, tzinfo=UTC))  # 16:59:30 Berlin: the last minute
-    assert not rules.in_window(clock.now(), None, WEEKDAYS_9_TO_5)
-    assert rules.window_opens(clock.now(), None, WEEKDAYS_9_TO_5) == datetime(2026, 6, 2, 7, 0, tzinfo=UTC)
+    assert not schedule.in_window(clock.now(), None, WEEKDAYS_9_TO_5)
+    assert schedule.window_opens(clock.now(), None, WEEKDAYS_9_TO_5) == datetime(2026, 6, 2, 7, 0, tzinfo=UTC)
 
 
 def test_days_bitmask_monday_is_bit_zero() -> None:
     saturday = datetime(2026, 6, 6, 9, 0, tzinfo=UTC)  # 11:00 Berlin on a Saturday
-    assert not rules.in_window(saturday, None, WEEKDAYS_9_TO_5)
-    assert rules.window_opens(saturday, None, WEEKDAYS_9_TO_5) == datetime(2026, 6, 8, 7, 0, tzinfo=UTC)
-    weekends = rules.Schedule("Europe/Berlin", 540, 1020, 0b1100000, None, None)
-    assert rules.in_window(saturday, None, weekends)
+    assert not schedule.in_window(saturday, None, WEEKDAYS_9_TO_5)
+    assert schedule.window_opens(saturday, None, WEEKDAYS_9_TO_5) == datetime(2026, 6, 8, 7, 0, tzinfo=UTC)
+    weekends = schedule.Schedule("Europe/Berlin", 540, 1020, 0b1100000, None, None)
+    assert schedule.in_window(saturday, None, weekends)
 
 
 def test_start_on_and_end_on_in_the_fallback_zone() -> None:
-    s = rules.Schedule("Asia/Tokyo", 0, 1440, 127, "2026-06-02", "2026-06-03")
-    assert rules.not_started(datetime(2026, 6, 1, 14, 0, tzinfo=UTC), s)  # 23:00 Tokyo on the 1st
-    assert not rules.not_started(datetime(2026, 6, 1, 15, 0, tzinfo=UTC), s)  # midnight on the 2nd
-    assert not rules.ended(datetime(2026, 6, 3, 14, 59, tzinfo=UTC), s)
-    assert rules.ended(datetime(2026, 6, 3, 15, 0, tzinfo=UTC), s)  # the 4th in Tokyo
+    s = schedule.Schedule("Asia/Tokyo", 0, 1440, 127, "2026-06-02", "2026-06-03")
+    assert schedule.not_started(datetime(2026, 6, 1, 14, 0, tzinfo=UTC), s)  # 23:00 Tokyo on the 1st
+    assert not schedule.not_started(datetime(2026, 6, 1, 15, 0, tzinfo=UTC), s)  # midnight on the 2nd
+    assert not schedule.ended(datetime(2026, 6, 3, 14, 59, tzinfo=UTC), s)
+    assert schedule.ended(datetime(2026, 6, 3, 15, 0, tzinfo=UTC), s)  # the 4th in Tokyo
 
 
 def test_ramp_limit_counts_in_the_mailbox_day() -> None:
@@ -168,9 +170,9 @@ def test_bounce_threshold_needs_a_sample() -> None:
 
 def test_month_start_follows_the_billing_period() -> None:
     now = datetime(2026, 6, 20, tzinfo=UTC)
-    assert rules.month_start(now, None) == datetime(2026, 6, 1, tzinfo=UTC)
-    assert rules.month_start(now, datetime(2026, 1, 25, tzinfo=UTC)) == datetime(2026, 5, 25, tzinfo=UTC)
-    assert rules.month_start(now, datetime(2026, 1, 5, tzinfo=UTC)) == datetime(2026, 6, 5, tzinfo=UTC)
+    assert month_start(now, None) == datetime(2026, 6, 1, tzinfo=UTC)
+    assert month_start(now, datetime(2026, 1, 25, tzinfo=UTC)) == datetime(2026, 5, 25, tzinfo=UTC)
+    assert month_start(now, datetime(2026, 1, 5, tzinfo=UTC)) == datetime(2026, 6, 5, tzinfo=UTC)
 
 
 def _outgoing(**changes: object) -> Outgoing:

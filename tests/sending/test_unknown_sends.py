@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.sending.operations import plan_batch
+from outreach_core.sending.planner import plan_batch
 from outreach_core.sending.recovery import recover_lost_sends
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users

@@ -9,8 +9,8 @@ import pytest
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads
-from outreach_core.suppressions.operations import suppressed_condition, suppressed_emails
 from outreach_core.suppressions.rules import parse_entry
+from outreach_core.targets.suppression import suppressed_condition, suppressed_emails
 from tests.conftest import MakeWorkspace
 from tests.lists.helpers import add_leads, call, lead_rows, new_list, ok, statuses, suppressed_values
 

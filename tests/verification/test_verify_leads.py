@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from outreach_core.leads.schemas import LeadTarget, TargetIn
+from outreach_core.targets.schemas import LeadTarget, TargetIn
 from outreach_core.verification.operations import verify_leads
 from tests.conftest import MakeWorkspace
 from tests.doors import call_mcp, call_rest

@@ -8,14 +8,10 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from outreach_core.leads.schemas import LeadTarget, TargetIn
 from outreach_core.ports import FixedClock
-from outreach_core.verification.operations import (
-    Outcome,
-    claim_leads_to_verify,
-    record_verification,
-    verify_leads,
-)
+from outreach_core.targets.schemas import LeadTarget, TargetIn
+from outreach_core.verification.operations import verify_leads
+from outreach_core.verification.pipeline import Outcome, claim_leads_to_verify, record_verification
 from outreach_core.verification.rules import MARKER_PREFIX, Verdict, previous_attempts
 from tests.conftest import MakeWorkspace, free_port
 from tests.dns_server import DnsServer

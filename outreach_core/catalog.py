@@ -1,0 +1,41 @@
+"""The catalogue of public operations: every domain's endpoints, one entry per route and MCP tool.
+
+The doors build their routes and tools from `all_endpoints()`, the OpenAPI document is generated from it,
+and the parity test calls every tool and its route. It sits above every domain and nothing in the core
+imports it; what an entry is (`Endpoint`) is defined in `outreach_core.endpoint`.
+"""
+
+from __future__ import annotations
+
+from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
+from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
+from outreach_core.endpoint import Endpoint
+from outreach_core.imports.endpoints import ENDPOINTS as imports
+from outreach_core.labels.endpoints import ENDPOINTS as labels
+from outreach_core.leads.endpoints import ENDPOINTS as leads
+from outreach_core.lists.endpoints import ENDPOINTS as lists
+from outreach_core.mailboxes.endpoints import ENDPOINTS as mailboxes
+from outreach_core.oauth.endpoints import ENDPOINTS as oauth
+from outreach_core.sending.endpoints import ENDPOINTS as sending
+from outreach_core.suppressions.endpoints import ENDPOINTS as suppressions
+from outreach_core.verification.endpoints import ENDPOINTS as verification
+from outreach_core.workspace.endpoints import ENDPOINTS as workspace
+
+
+def all_endpoints() -> list[Endpoint]:
+    """Every endpoint of every domain, in a stable order (routes are matched in this order: a fixed path
+    such as `/leads/imports` comes before `/leads/{id}`)."""
+    return [
+        *workspace,
+        *api_keys,
+        *oauth,
+        *imports,
+        *leads,
+        *verification,
+        *lists,
+        *labels,
+        *suppressions,
+        *campaigns,
+        *sending,
+        *mailboxes,
+    ]

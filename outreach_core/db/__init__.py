@@ -1,0 +1,1 @@
+"""The database: tables (`tables/`), the engine, Alembic migrations (`migrations/`), column types."""

@@ -1,0 +1,99 @@
+"""Every table of the service, as SQLAlchemy Core tables on one `MetaData` (`base.metadata`), one module
+per area; import them from here (`from outreach_core.db.tables import leads`).
+
+A table with a `workspace_id` column is workspace-owned: operations read and change it only through
+`outreach_core.context.scoped()`. Tables without it are global (users, OAuth clients).
+Alembic migrations in `db/migrations/versions` create exactly this schema; a test compares the two.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Text
+
+from outreach_core.db.tables.accounts import (
+    api_keys,
+    invitations,
+    members,
+    oauth_clients,
+    oauth_codes,
+    oauth_grants,
+    oauth_tokens,
+    users,
+    workspaces,
+)
+from outreach_core.db.tables.audience import (
+    domain_cache,
+    import_chunks,
+    import_queue,
+    import_seen,
+    label_timers,
+    labels,
+    lead_counters,
+    lead_imports,
+    lead_labels,
+    leads,
+    leads_fts,
+    leads_fts_vocab,
+    list_leads,
+    lists,
+    suppressions,
+)
+from outreach_core.db.tables.base import ID, metadata
+from outreach_core.db.tables.events import outbox, webhook_attempts, webhook_deliveries, webhooks
+from outreach_core.db.tables.inbox import inbox_folders, inbox_leases, inbox_messages, threads
+from outreach_core.db.tables.sending import (
+    campaign_lead_counters,
+    campaign_leads,
+    campaign_mailboxes,
+    campaign_steps,
+    campaign_variants,
+    campaigns,
+    mailboxes,
+    sends,
+)
+
+__all__ = [
+    "ID",
+    "Text",
+    "api_keys",
+    "campaign_lead_counters",
+    "campaign_leads",
+    "campaign_mailboxes",
+    "campaign_steps",
+    "campaign_variants",
+    "campaigns",
+    "domain_cache",
+    "import_chunks",
+    "import_queue",
+    "import_seen",
+    "inbox_folders",
+    "inbox_leases",
+    "inbox_messages",
+    "invitations",
+    "label_timers",
+    "labels",
+    "lead_counters",
+    "lead_imports",
+    "lead_labels",
+    "leads",
+    "leads_fts",
+    "leads_fts_vocab",
+    "list_leads",
+    "lists",
+    "mailboxes",
+    "members",
+    "metadata",
+    "oauth_clients",
+    "oauth_codes",
+    "oauth_grants",
+    "oauth_tokens",
+    "outbox",
+    "sends",
+    "suppressions",
+    "threads",
+    "users",
+    "webhook_attempts",
+    "webhook_deliveries",
+    "webhooks",
+    "workspaces",
+]

@@ -1,0 +1,190 @@
+"""The enrichment pipeline: email provider and mail server per domain, country and timezone per lead, the
+search index, and moving finished imports on.
+
+System work (no caller): the `enrich` and `search-index` workers run it across every workspace. The domain
+facts come from the cache every lead domain shares (`outreach_core.targets.mail_domains`); the rules are in
+`rules.py`; docs/enrichment.md describes the behaviour for users and operators. Leads are written in one
+`executemany` per batch, never one statement per lead in a loop, and a value the user gave (country,
+timezone) is never replaced by an inferred one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from sqlalchemy import bindparam
+
+from outreach_core.bulk import byte_length
+from outreach_core.context import SystemContext, system_scope
+from outreach_core.db.tables import leads
+from outreach_core.enrichment.rules import infer_country, infer_timezone
+from outreach_core.geo import normalize_country, normalize_timezone
+from outreach_core.targets.esp import consumer_esp
+from outreach_core.targets.import_progress import finish_imports
+from outreach_core.targets.mail_domains import (
+    DomainInfo,
+    cached_domains,
+    clean_domain,
+    domain_infos,
+    resolve_domains,
+    store_domains,
+)
+from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
+
+if TYPE_CHECKING:
+    from outreach_core.runtime import Runtime
+
+BATCH = 5_000
+SEARCH_BATCH = 2_000
+"""Leads taken per `enrich_pending` call by default (one import chunk)."""
+
+_log = structlog.get_logger(__name__)
+
+
+# --- leads ------------------------------------------------------------------------------------------------
+
+
+def _pending(limit: int, workspace_id: str | None) -> Any:
+    table = system_scope(leads)
+    stmt = table.select(
+        leads.c.id,
+        leads.c.domain,
+        leads.c.country,
+        leads.c.country_source,
+        leads.c.timezone,
+        leads.c.phone,
+        leads.c.website,
+        leads.c.esp,
+        leads.c.mx_host,
+    ).where(leads.c.enriched_at.is_(None))
+    if workspace_id is not None:
+        stmt = stmt.where(leads.c.workspace_id == workspace_id)
+    return stmt.limit(limit)
+
+
+async def domains_to_resolve(
+    ctx: SystemContext, *, limit: int = BATCH, workspace_id: str | None = None
+) -> list[str]:
+    """Read-only: the domains of the next `limit` pending leads that need a DNS lookup (not a consumer domain,
+    no fresh cache entry). The worker looks these up before `enrich_pending` opens its write transaction."""
+    rows = (await ctx.conn.execute(_pending(limit, workspace_id))).all()
+    domains = {clean_domain(r.domain) for r in rows}
+    domains = {d for d in domains if d and consumer_esp(d) is None}
+    return sorted(domains - (await cached_domains(ctx, domains)).keys())
+
+
+def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
+    """The enrichment columns for one lead, as bind values of the batch update.
+
+    Country: a country with no `country_source` was given by the user and is only re-spelled (`de` ->
+    `DE`); otherwise (empty, or inferred earlier) it is inferred afresh. Timezone: a given one is only
+    re-spelled when recognised (`europe/berlin` -> `Europe/Berlin`) and otherwise kept as typed; an empty
+    one is inferred. A failed DNS lookup keeps the provider and mail server the lead already had."""
+    if row.country is not None and row.country_source is None:
+        country, source = normalize_country(row.country) or row.country, None
+    else:
+        country, source = infer_country(
+            timezone=row.timezone,
+            phone=row.phone,
+            email_domain=row.domain,
+            website=row.website,
+            explicit_country=None,
+        )
+    if row.timezone is None:
+        tz = infer_timezone(country, row.phone)
+    else:
+        tz = normalize_timezone(row.timezone) or row.timezone
+    esp, mx_host = (row.esp, row.mx_host) if info.lookup_failed else (info.esp, info.mx_host)
+    return {
+        "b_id": row.id,
+        "b_esp": esp,
+        "b_mx_host": mx_host,
+        "b_country": country,
+        "b_country_source": source,
+        "b_timezone": tz,
+    }
+
+
+async def enrich_pending(
+    ctx: SystemContext,
+    *,
+    limit: int = BATCH,
+    workspace_id: str | None = None,
+    resolved: Mapping[str, DomainInfo] | None = None,
+) -> int:
+    """Enrich up to `limit` leads waiting for it (`enriched_at` null), then finish the imports that are done.
+
+    Leads are grouped by domain and each distinct domain is resolved once (see the module docstring);
+    `resolved` carries answers the caller already looked up, failures included, so they are not asked again.
+    Each lead gets `esp`, `mxHost`, country, `countrySource` and timezone where they can be derived, and
+    `enriched_at` = now. `workspace_id` restricts the work to one workspace (the worker passes none).
+    On PostgreSQL the batch is claimed with `FOR UPDATE SKIP LOCKED`, so several workers share the work.
+    Returns the number of leads enriched plus the number of imports finished."""
+    stmt = _pending(limit, workspace_id).with_for_update(skip_locked=True)
+    rows = (await ctx.conn.execute(stmt)).all()
+    if rows:
+        infos = await domain_infos(ctx, (r.domain for r in rows), resolved)
+        table = system_scope(leads)
+        update = (
+            table.update()
+            .where(leads.c.id == bindparam("b_id"), leads.c.enriched_at.is_(None))
+            .values(
+                esp=bindparam("b_esp"),
+                mx_host=bindparam("b_mx_host"),
+                country=bindparam("b_country"),
+                country_source=bindparam("b_country_source"),
+                timezone=bindparam("b_timezone"),
+                enriched_at=ctx.now,
+            )
+        )
+        await ctx.conn.execute(update, [_lead_values(r, infos[clean_domain(r.domain)]) for r in rows])
+    finished = await finish_imports(ctx, workspace_id=workspace_id)
+    return len(rows) + finished
+
+
+async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
+    """Put up to `limit` leads into the search index (`search_index` = `search_text`); returns how many.
+    A text over `SEARCH_INDEX_MAX_BYTES` stays out of it (see leads/rules.py).
+
+    Imports leave `search_index` NULL so that a chunk pays no trigram indexing (the most expensive part of an
+    insert on both engines); until a lead is indexed, search finds it with LIKE over the pending rows. The
+    batch is small because on SQLite it holds the write lock (FTS5 trigram indexing runs at roughly 10,000
+    rows/s). On PostgreSQL the batch is claimed with `FOR UPDATE SKIP LOCKED`."""
+    table = system_scope(leads)
+    pending = (
+        table.select(leads.c.id)
+        .where(leads.c.search_index.is_(None), byte_length(leads.c.search_text) <= SEARCH_INDEX_MAX_BYTES)
+        .limit(limit)
+    )
+    if ctx.conn.dialect.name == "postgresql":
+        pending = pending.with_for_update(skip_locked=True)
+    result = await ctx.conn.execute(
+        table.update()
+        .where(leads.c.id.in_(pending.scalar_subquery()), leads.c.search_index.is_(None))
+        .values(search_index=leads.c.search_text)
+    )
+    return int(result.rowcount)
+
+
+# --- one batch ---------------------------------------------------------------------------------------------
+
+
+async def enrich_batch(runtime: Runtime) -> int:
+    """What the `enrich` worker runs: up to `BATCH` leads enriched, then the imports that are done moved on;
+    returns leads enriched plus imports finished.
+
+    Mail-server lookups happen before the write transaction opens: the domains of the next batch that need
+    DNS are read (read-only transaction), looked up with no transaction open, and their answers stored in a
+    short transaction; only then does `enrich_pending` write the leads. On SQLite, where a write transaction
+    holds the database's single write lock, this keeps slow or unanswered DNS from blocking imports and
+    every other writer. `enrich_pending` still looks up any domain it finds unresolved (leads added in
+    between), so it is correct on its own."""
+    resolved: dict[str, DomainInfo] = {}
+    if runtime.ports.dns is not None:
+        domains = await runtime.system_read(domains_to_resolve, limit=BATCH)
+        if domains:
+            resolved = await resolve_domains(runtime.ports.dns, domains)
+            await runtime.system(store_domains, resolved)
+    return await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)

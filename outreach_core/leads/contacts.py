@@ -1,0 +1,56 @@
+"""How many leads the workspace has, from the trigger-kept `lead_counters` (no scan), and the plan's contacts
+limit that creating and importing leads respect."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from sqlalchemy import func
+
+from outreach_core.billing.rules import PLANS, is_active
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import lead_counters, workspaces
+from outreach_core.errors import QuotaExceeded
+from outreach_core.leads.schemas import ListLeadsQuery
+
+
+async def counted_leads(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
+    """Leads of the workspace matching status/verify/esp filters, from `lead_counters` (no scan)."""
+    counters = scoped(ctx, lead_counters)
+    stmt = counters.select(func.coalesce(func.sum(lead_counters.c.n), 0))
+    if query is not None:
+        if query.status:
+            stmt = stmt.where(lead_counters.c.status.in_(query.status))
+        if query.verify:
+            stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
+        if query.esp:
+            stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
+    return int((await ctx.conn.execute(stmt)).scalar_one())
+
+
+class ContactsRoom(NamedTuple):
+    plan_name: str
+    limit: int
+    current: int
+
+
+async def contacts_room(ctx: WorkspaceContext) -> ContactsRoom | None:
+    """The plan's contacts limit and the workspace's leads now; None when no limit applies (without an
+    active plan nothing limits single leads, and importing needs a plan anyway)."""
+    ws = scoped(ctx, workspaces)
+    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
+    if not is_active(plan_row.plan, plan_row.plan_status):
+        return None
+    plan = PLANS[plan_row.plan]
+    return ContactsRoom(plan.name, plan.contacts, await counted_leads(ctx, None))
+
+
+async def ensure_contacts_room(ctx: WorkspaceContext, adding: int) -> None:
+    """Refuse with 429 `quota_exceeded` when `adding` new leads would pass the plan's contacts limit."""
+    room = await contacts_room(ctx)
+    if room is not None and room.current + adding > room.limit:
+        raise QuotaExceeded(
+            f"The {room.plan_name} plan allows {room.limit:,} contacts; the workspace has {room.current:,} "
+            f"and this would add {adding:,}. Delete leads or change plan.",
+            {"limit": room.limit, "current": room.current, "adding": adding},
+        )

@@ -1,0 +1,69 @@
+"""A workspace's mailboxes as the operations and their pre-transaction steps read them: one row, an
+address already connected, and the plan's mailbox limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func
+
+from outreach_core.billing.rules import PLANS, is_active
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import mailboxes, workspaces
+from outreach_core.errors import Conflict, NotFound, QuotaExceeded
+
+# Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
+MICROSOFT_ENABLED = False
+
+
+async def mailbox_row(ctx: WorkspaceContext, id: str) -> Any:
+    row = (await ctx.conn.execute(scoped(ctx, mailboxes).select().where(mailboxes.c.id == id))).one_or_none()
+    if row is None:
+        raise NotFound("mailbox", id)
+    return row
+
+
+async def slots_left(ctx: WorkspaceContext) -> int | None:
+    """Mailboxes the plan still allows; None without a limit (no active plan, or an unlimited plan)."""
+    ws = scoped(ctx, workspaces)
+    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
+    if not is_active(plan_row.plan, plan_row.plan_status):
+        return None
+    limit = PLANS[plan_row.plan].mailboxes
+    if limit is None:
+        return None
+    count = (await ctx.conn.execute(scoped(ctx, mailboxes).select(func.count()))).scalar_one()
+    return max(0, limit - int(count))
+
+
+def ensure_room(slots: int | None, adding: int) -> None:
+    """Refuse with 429 `quota_exceeded` when `adding` mailboxes would pass the plan's mailbox limit."""
+    if slots is not None and adding > slots:
+        raise QuotaExceeded(
+            f"The plan has {slots} mailbox slot{'' if slots == 1 else 's'} left and this would add {adding}. "
+            "Delete a mailbox or change plan.",
+            {"slotsLeft": slots, "adding": adding},
+        )
+
+
+async def ensure_new(ctx: WorkspaceContext, email: str) -> None:
+    found = (
+        await ctx.conn.execute(
+            scoped(ctx, mailboxes).select(mailboxes.c.id).where(mailboxes.c.email == email)
+        )
+    ).first()
+    if found is not None:
+        raise Conflict(f"The mailbox {email} is connected already.", {"email": email, "id": found.id})
+
+
+async def check_new(ctx: WorkspaceContext, email: str) -> None:
+    await ensure_new(ctx, email)
+    ensure_room(await slots_left(ctx), 1)
+
+
+async def import_state(ctx: WorkspaceContext, emails: list[str]) -> tuple[set[str], int | None]:
+    mb = scoped(ctx, mailboxes)
+    taken = (
+        await ctx.conn.execute(mb.select(mailboxes.c.email).where(mailboxes.c.email.in_(emails)))
+    ).scalars()
+    return {str(e) for e in taken}, await slots_left(ctx)

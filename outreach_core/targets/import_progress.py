@@ -1,0 +1,51 @@
+"""An import's last steps, after its rows are merged: `enriching` until every lead it created is enriched
+(and, when it asked for it, verified), then `done`. Enrichment and verification move it forward, each after
+its own batch; the imports domain moves it from `importing` to `enriching`."""
+
+from __future__ import annotations
+
+from sqlalchemy import not_, or_
+
+from outreach_core.context import SystemContext, system_scope
+from outreach_core.db.maintenance import refresh_lead_statistics
+from outreach_core.db.tables import lead_imports, leads
+
+
+async def finish_imports(ctx: SystemContext, *, workspace_id: str | None = None) -> int:
+    """Move imports in `enriching` forward; returns how many became `done`.
+
+    - When none of an import's leads waits for enrichment any more, its `enriched_at` is set.
+    - An enriched import becomes `done` (`finished_at` = now) when it was not asked to verify, or when none of
+      its leads is still `verifying`. Enrichment and verification both call this, after each batch.
+    Only imports whose final chunk has arrived are `enriching`; earlier states are left alone."""
+    imports = system_scope(lead_imports)
+    lead_rows = system_scope(leads)
+    same_import = (
+        leads.c.workspace_id == lead_imports.c.workspace_id,
+        leads.c.import_id == lead_imports.c.id,
+    )
+    waiting = lead_rows.select(leads.c.id).where(leads.c.enriched_at.is_(None), *same_import).exists()
+    verifying = (
+        lead_rows.select(leads.c.id).where(leads.c.verify_status == "verifying", *same_import).exists()
+    )
+    scope = [lead_imports.c.status == "enriching"]
+    if workspace_id is not None:
+        scope.append(lead_imports.c.workspace_id == workspace_id)
+    await ctx.conn.execute(
+        imports.update()
+        .where(*scope, lead_imports.c.enriched_at.is_(None), not_(waiting))
+        .values(enriched_at=ctx.now)
+    )
+    done = await ctx.conn.execute(
+        imports.update()
+        .where(
+            *scope,
+            lead_imports.c.enriched_at.is_not(None),
+            or_(not_(lead_imports.c.verify), not_(verifying)),
+        )
+        .values(status="done", finished_at=ctx.now)
+    )
+    finished = int(done.rowcount or 0)
+    if finished:
+        await refresh_lead_statistics(ctx.conn)
+    return finished

@@ -1,0 +1,80 @@
+"""The wire models every lead domain shares: statuses, ids, the lead filter and the lead target, the
+inputs that name a target, and the counts actions answer with."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
+
+from outreach_core.wire import ExactlyOne, WireModel
+
+LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
+VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
+Esp = Literal["google", "microsoft", "yahoo", "proton", "icloud", "zoho", "other", "unknown"]
+CountrySource = Literal["timezone", "phone", "email", "website"]
+LEAD_STATUSES: tuple[str, ...] = LeadStatus.__args__  # type: ignore[attr-defined]
+VERIFY_STATUSES: tuple[str, ...] = VerifyStatus.__args__  # type: ignore[attr-defined]
+ESPS: tuple[str, ...] = Esp.__args__  # type: ignore[attr-defined]
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class LeadFilter(WireModel):
+    """The filters of `list_leads`, also usable as a lead target."""
+
+    search: str | None = Field(default=None, max_length=200)
+    list_id: Id | None = None
+    label_id: Id | None = Field(default=None, description="A label id, or `none` for leads without labels.")
+    status: list[LeadStatus] | None = None
+    verify: list[VerifyStatus] | None = None
+    esp: list[Esp] | None = None
+
+
+TargetIds = Annotated[list[Id], Field(min_length=1, max_length=10_000)]
+
+
+class LeadTarget(ExactlyOne):
+    """Which leads an action applies to: exactly one of `ids`, `listId`, `filter`, `all`."""
+
+    ids: TargetIds | SkipJsonSchema[None] = None
+    list_id: Id | SkipJsonSchema[None] = None
+    filter: LeadFilter | SkipJsonSchema[None] = None
+    all: Literal[True] | SkipJsonSchema[None] = None
+
+
+class TargetIn(WireModel):
+    target: LeadTarget
+
+
+class ListTargetIn(TargetIn):
+    list_id: Id
+
+
+class LabelTargetIn(TargetIn):
+    label_id: Id
+
+
+class SuppressTargetIn(TargetIn):
+    reason: str | None = Field(default=None, max_length=200)
+
+
+class Deleted(WireModel):
+    deleted: int
+
+
+class Added(WireModel):
+    added: int
+
+
+class Removed(WireModel):
+    removed: int
+
+
+class Labeled(WireModel):
+    labeled: int
+
+
+class Suppressed(WireModel):
+    suppressed: int

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from typing import Any
+
+from outreach_core.context import WorkspaceContext
+from outreach_core.endpoint import Endpoint
+from outreach_core.wire import Ok
+from outreach_core.workspace.operations import (
+    create_invitation,
+    delete_invitation,
+    get_me,
+    get_sending_settings,
+    list_members,
+    remove_member,
+    update_member,
+    update_sending_settings,
+)
+from outreach_core.workspace.schemas import (
+    CreateInvitationIn,
+    Invitation,
+    Me,
+    Member,
+    Members,
+    SendingSettings,
+    SendingSettingsPatch,
+    UpdateMemberIn,
+)
+from outreach_core.workspace.store import get_member
+
+
+async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    member = await get_member(ctx, str(args.get("id")))
+    return (
+        f"Remove {member.user.name} <{member.user.email}> ({member.role}) from the workspace? "
+        "Their API keys and connected apps stop working immediately."
+    )
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace"),
+    Endpoint("GET", "/members", list_members, Members, read_only=True, tag="workspace"),
+    Endpoint(
+        "POST",
+        "/invitations",
+        create_invitation,
+        Invitation,
+        body=CreateInvitationIn,
+        tag="workspace",
+    ),
+    Endpoint(
+        "DELETE",
+        "/invitations/{id}",
+        delete_invitation,
+        Ok,
+        destructive=True,
+        tag="workspace",
+    ),
+    Endpoint(
+        "PATCH",
+        "/members/{id}",
+        update_member,
+        Member,
+        body=UpdateMemberIn,
+        tag="workspace",
+    ),
+    Endpoint(
+        "DELETE",
+        "/members/{id}",
+        remove_member,
+        Ok,
+        destructive=True,
+        confirm=_describe_remove,
+        tag="workspace",
+    ),
+    Endpoint(
+        "GET",
+        "/settings/sending",
+        get_sending_settings,
+        SendingSettings,
+        read_only=True,
+        tag="workspace",
+    ),
+    Endpoint(
+        "PATCH",
+        "/settings/sending",
+        update_sending_settings,
+        SendingSettings,
+        body=SendingSettingsPatch,
+        tag="workspace",
+    ),
+]

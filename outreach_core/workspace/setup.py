@@ -1,0 +1,141 @@
+"""Operator set-up (the `outreach init` and `outreach member add` commands): a workspace with its first
+owner and API key, and a person added to a workspace. System work, no caller."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+from sqlalchemy import func
+
+from outreach_core.api_keys.keys import insert_key
+from outreach_core.billing.plan import set_plan
+from outreach_core.context import (
+    Principal,
+    SystemContext,
+    as_workspace,
+    scoped,
+    system_scope,
+    unscoped,
+)
+from outreach_core.db.tables import invitations, members, users, workspaces
+from outreach_core.errors import Conflict, InvalidInput, NotFound
+from outreach_core.ids import new_id
+from outreach_core.wire import CONTROL_MESSAGE, has_control_characters
+
+
+class InitResult(BaseModel):
+    userId: str
+    workspaceId: str
+    slug: str
+    apiKey: str
+
+
+class MemberAdded(BaseModel):
+    userId: str
+    memberId: str
+    role: str
+    apiKey: str
+
+
+def _check_name(field: str, value: str) -> None:
+    """Workspace and person names refuse control characters, like every name of the API (`wire.NAME`)."""
+    if has_control_characters(value):
+        raise InvalidInput.field(field, f"{field} {CONTROL_MESSAGE}")
+
+
+def slugify(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:60].strip("-")
+    return slug or "workspace"
+
+
+async def _user_for(ctx: SystemContext, email: str, name: str) -> str:
+    u = unscoped(users)
+    row = (
+        await ctx.conn.execute(u.select(u.c.id).where(func.lower(u.c.email) == email.lower()))
+    ).one_or_none()
+    if row is not None:
+        return str(row.id)
+    user_id = new_id("usr")
+    await ctx.conn.execute(
+        u.insert({"id": user_id, "email": email.lower(), "name": name, "created_at": ctx.now})
+    )
+    return user_id
+
+
+async def init_workspace(
+    ctx: SystemContext,
+    *,
+    email: str,
+    name: str,
+    workspace: str,
+    slug: str | None = None,
+    plan: str | None = None,
+) -> InitResult:
+    """Create (or reuse) a user, create a workspace with that user as owner, and issue an API key."""
+    if not 1 <= len(workspace) <= 60:
+        raise InvalidInput.field("workspace", "name must be 1 to 60 characters")
+    _check_name("workspace", workspace)
+    _check_name("name", name)
+    if "@" not in email:
+        raise InvalidInput.field("email", "not an email address")
+    slug = slug or slugify(workspace)
+    if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?", slug):
+        raise InvalidInput.field("slug", "lowercase letters, digits and hyphens, 1 to 60 characters")
+    ws = system_scope(workspaces)
+    if (await ctx.conn.execute(ws.select(ws.c.id).where(ws.c.slug == slug))).first() is not None:
+        raise Conflict(f"The slug {slug!r} is taken.", {"slug": slug})
+    user_id = await _user_for(ctx, email, name)
+    workspace_id = new_id("ws")
+    await ctx.conn.execute(
+        ws.insert({"id": workspace_id, "name": workspace, "slug": slug, "created_at": ctx.now})
+    )
+    principal = Principal(
+        user_id=user_id, workspace_id=workspace_id, role="owner", auth="api_key", credential_id=""
+    )
+    wctx = as_workspace(ctx, principal)
+    await ctx.conn.execute(
+        scoped(wctx, members).insert(
+            {"id": new_id("mem"), "user_id": user_id, "role": "owner", "created_at": ctx.now}
+        )
+    )
+    if plan:
+        await set_plan(ctx, workspace_id, plan)
+    _, key = await insert_key(wctx, user_id, "outreach init", None)
+    return InitResult(userId=user_id, workspaceId=workspace_id, slug=slug, apiKey=key)
+
+
+async def add_member(
+    ctx: SystemContext, *, workspace: str, email: str, name: str, role: str | None = None
+) -> MemberAdded:
+    """Operator command: add a person to a workspace (accepting their invitation if any) with a first API key.
+
+    The role is the invitation's, else `role`, else member.
+    """
+    _check_name("name", name)
+    ws = system_scope(workspaces)
+    row = (
+        await ctx.conn.execute(ws.select(ws.c.id).where((ws.c.id == workspace) | (ws.c.slug == workspace)))
+    ).one_or_none()
+    if row is None:
+        raise NotFound("workspace", workspace)
+    user_id = await _user_for(ctx, email, name)
+    wctx = as_workspace(
+        ctx, Principal(user_id=user_id, workspace_id=row.id, role="member", auth="api_key", credential_id="")
+    )
+    i = scoped(wctx, invitations)
+    invite = (await ctx.conn.execute(i.select().where(i.c.email == email.lower()))).one_or_none()
+    chosen = role or (invite.role if invite else None) or "member"
+    if chosen not in ("owner", "admin", "member"):
+        raise InvalidInput.field("role", "owner, admin or member")
+    m = scoped(wctx, members)
+    if (await ctx.conn.execute(m.select(m.c.id).where(m.c.user_id == user_id))).first() is not None:
+        raise Conflict("That person is already a member.", {"email": email})
+    member_id = new_id("mem")
+    await ctx.conn.execute(
+        m.insert({"id": member_id, "user_id": user_id, "role": chosen, "created_at": ctx.now})
+    )
+    if invite is not None:
+        await ctx.conn.execute(i.delete().where(i.c.id == invite.id))
+    _, key = await insert_key(wctx, user_id, "outreach member add", None)
+    return MemberAdded(userId=user_id, memberId=member_id, role=chosen, apiKey=key)

@@ -1,0 +1,102 @@
+"""REST/MCP parity cases of mailboxes: logins against a closed port fail the same way through both doors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.conftest import WorkspaceHandle
+from tests.mail_servers import closed_port
+from tests.parity.common import (
+    Prepare,
+    unique,
+)
+
+_CLOSED_PORT = closed_port()
+
+
+def _refused_servers(email: str) -> dict[str, Any]:
+    server = {"host": "127.0.0.1", "port": _CLOSED_PORT, "security": "tls", "user": email}
+    return {"smtp": server, "imap": {**server, "security": "starttls"}}
+
+
+def _mailbox_body(**extra: Any) -> dict[str, Any]:
+    email = f"p{next(unique)}@parity.test"
+    return {"provider": "smtp", "email": email, "password": "pw", **_refused_servers(email), **extra}
+
+
+async def _mailbox(ws: WorkspaceHandle) -> str:
+    from tests.mailboxes.helpers import seed_mailbox
+
+    return await seed_mailbox(
+        ws, f"p{next(unique)}@parity.test", smtp_port=_CLOSED_PORT, imap_port=_CLOSED_PORT
+    )
+
+
+async def list_mailboxes_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    await _mailbox(ws)
+    return [{}]
+
+
+async def get_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _mailbox(ws)}, {"id": "mbx_missing"}]
+
+
+async def create_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [
+        _mailbox_body(displayName="P", dailyLimit=40),
+        {"provider": "smtp", "email": "bad", "password": ""},
+    ]
+
+
+async def try_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    google_with_servers = {"provider": "google_app", "email": "p1@parity.test", "password": "x"}
+    return [_mailbox_body(), {**google_with_servers, **_refused_servers("p1@parity.test")}]
+
+
+async def import_mailboxes_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    row = _mailbox_body()
+    del row["provider"]
+    return [{"rows": [row, row]}, {"rows": []}]
+
+
+async def update_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    mailbox_id = await _mailbox(ws)
+    limits = {"dailyLimit": 50, "rampEnabled": False, "rampStart": 3, "rampIncrement": 1}
+    return [
+        {
+            "id": mailbox_id,
+            "displayName": "P",
+            "status": "paused",
+            "limits": {**limits, "minGapS": 40, "maxGapS": 50},
+        },
+        {"id": mailbox_id, "credentials": {"password": "new"}},
+        {"id": mailbox_id, "limits": {**limits, "minGapS": 60, "maxGapS": 50}},
+        {"id": "mbx_missing", "timezone": "UTC"},
+    ]
+
+
+async def delete_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _mailbox(ws)}, {"id": "mbx_missing"}]
+
+
+async def retest_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"id": await _mailbox(ws)}, {"id": "mbx_missing"}]
+
+
+async def detect_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [{"email": "p1@gmail.com"}, {"email": "p1@no-mail-server.parity.test"}, {"email": "bad"}]
+
+
+CASES: dict[str, Prepare] = {
+    "list_mailboxes": list_mailboxes_args,
+    "get_mailbox": get_mailbox_args,
+    "create_mailbox": create_mailbox_args,
+    "test_mailbox": try_mailbox_args,
+    "import_mailboxes": import_mailboxes_args,
+    "update_mailbox": update_mailbox_args,
+    "delete_mailbox": delete_mailbox_args,
+    "retest_mailbox": retest_mailbox_args,
+    "detect_mailbox": detect_mailbox_args,
+}
