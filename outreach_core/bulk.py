@@ -249,3 +249,11 @@ def _extend(
 ) -> Update:
     sets = values(given) if values else {n: given[n] for n in names if n != key}
     return update.where(table.c[key] == given[key], *(where(given) if where else ())).values(dict(sets))
+
+
+def insert_skipping_duplicates(ctx: SystemContext, table: Table) -> Insert:
+    """`INSERT ... ON CONFLICT DO NOTHING` on `table`, to run as an executemany with rows that carry their
+    own `workspace_id` (bookkeeping across workspaces: the webhook fan-out). A row that would break a unique
+    constraint is skipped instead of failing the statement."""
+    dialect_insert = postgresql_insert if ctx.conn.dialect.name == "postgresql" else sqlite_insert
+    return dialect_insert(table).on_conflict_do_nothing()

@@ -89,6 +89,7 @@ def all_endpoints() -> list[Endpoint]:
     from outreach_core.sending.interface import ENDPOINTS as sending
     from outreach_core.suppressions.interface import ENDPOINTS as suppressions
     from outreach_core.verification.interface import ENDPOINTS as verification
+    from outreach_core.webhooks.interface import ENDPOINTS as webhooks
     from outreach_core.workspace.interface import ENDPOINTS as workspace
 
     return [
@@ -103,4 +104,5 @@ def all_endpoints() -> list[Endpoint]:
         *campaigns,
         *sending,
         *mailboxes,
+        *webhooks,
     ]
