@@ -14,6 +14,7 @@ from tests.campaigns.parity import CAMPAIGN_PARITY_CASES
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.doors import ENDPOINTS, call_mcp, call_rest, normalize
 from tests.mail_servers import closed_port
+from tests.webhooks.parity import WEBHOOK_PARITY_CASES
 
 _unique = itertools.count()
 Prepare = Callable[[httpx.AsyncClient, WorkspaceHandle], Awaitable[list[dict[str, Any]]]]
@@ -394,6 +395,7 @@ PARITY_CASES: dict[str, Prepare] = {
     "delete_mailbox": delete_mailbox_args,
     "retest_mailbox": retest_mailbox_args,
     "detect_mailbox": detect_mailbox_args,
+    **WEBHOOK_PARITY_CASES,
 }
 
 
@@ -402,9 +404,13 @@ def test_every_tool_has_a_parity_case() -> None:
 
 
 def _strip_volatile(value: Any) -> Any:
-    """lastUsedAt changes with every authenticated call, so only its presence is compared."""
+    """lastUsedAt changes with every authenticated call, and `ms` (how long a request took) with every
+    request, so only their presence is compared."""
     if isinstance(value, dict):
-        return {k: ("<set>" if k == "lastUsedAt" and v else _strip_volatile(v)) for k, v in value.items()}
+        return {
+            k: ("<set>" if k in ("lastUsedAt", "ms") and v is not None else _strip_volatile(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_strip_volatile(v) for v in value]
     return value

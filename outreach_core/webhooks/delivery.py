@@ -175,7 +175,8 @@ async def fan_out(ctx: SystemContext, limit: int = FAN_OUT_BATCH) -> tuple[int, 
     ]
     rows: list[dict[str, Any]] = []
     bodies: dict[str, bytes] = {}
-    for (event, hook_id), delivery_id in zip(pairs, new_ids("whd", len(pairs)), strict=True):
+    # ids of one batch share their time part; sorted, they follow the events' order (newest-first lists)
+    for (event, hook_id), delivery_id in zip(pairs, sorted(new_ids("whd", len(pairs))), strict=True):
         if event.id not in bodies:
             data = event.payload.get("data") if isinstance(event.payload, dict) else None
             bodies[event.id] = rules.body_bytes(

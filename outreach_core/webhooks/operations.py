@@ -252,8 +252,11 @@ async def rotate_webhook_secret(ctx: WorkspaceContext, id: str) -> SecretRotated
 
 
 async def pending_count(ctx: WorkspaceContext, id: str) -> tuple[str, int]:
-    """The endpoint's URL and how many of its deliveries are pending (for the delete confirmation)."""
-    row = await _row(ctx, id)
+    """The endpoint's URL and how many of its deliveries are pending (for the confirmations); the id as
+    given when there is no such endpoint (the operation itself then answers 404)."""
+    row = (await ctx.conn.execute(scoped(ctx, webhooks).select().where(webhooks.c.id == id))).one_or_none()
+    if row is None:
+        return id, 0
     n = (
         await ctx.conn.execute(
             scoped(ctx, d).select(func.count()).where(d.c.webhook_id == id, d.c.status == "pending")

@@ -180,4 +180,3 @@ async def run_worker(rt: Runtime, rounds: int = 10) -> None:
         if handled == 0:
             return
     raise AssertionError("the webhook worker still had work after 10 rounds")
-

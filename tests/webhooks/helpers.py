@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -66,3 +66,49 @@ async def hook_row(rt: Runtime, hook_id: str) -> Any:
 
 def iso(when: datetime) -> str:
     return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+async def seed_delivery(ws: WorkspaceHandle, hook_id: str, status: str = "failed") -> str:
+    """A delivery of a made-up `lead.won` event with one failed attempt, as the worker would leave it."""
+    from outreach_core.context import WorkspaceContext, scoped
+    from outreach_core.ids import new_id
+    from outreach_core.webhooks.rules import body_bytes
+
+    now = datetime.now(UTC)
+    event_id, delivery_id = new_id("evt"), new_id("whd")
+    body = body_bytes(event_id, "lead.won", now, ws.workspace_id, {"lead": {"id": "lead_seeded"}})
+
+    async def write(ctx: WorkspaceContext) -> None:
+        await ctx.conn.execute(
+            scoped(ctx, webhook_deliveries).insert(
+                {
+                    "id": delivery_id,
+                    "webhook_id": hook_id,
+                    "event_id": event_id,
+                    "type": "lead.won",
+                    "body": body.decode(),
+                    "status": status,
+                    "attempts": 1,
+                    "round_attempts": 1,
+                    "next_attempt_at": now if status == "pending" else None,
+                    "last_status": 500,
+                    "last_error": "HTTP 500",
+                    "created_at": now,
+                }
+            )
+        )
+        await ctx.conn.execute(
+            scoped(ctx, webhook_attempts).insert(
+                {
+                    "id": new_id("wha"),
+                    "delivery_id": delivery_id,
+                    "at": now,
+                    "status": 500,
+                    "ms": 12,
+                    "error": "HTTP 500",
+                }
+            )
+        )
+
+    await ws.runtime.execute(await ws.principal(), write)
+    return delivery_id

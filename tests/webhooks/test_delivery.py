@@ -228,7 +228,9 @@ async def test_an_endpoint_failing_every_attempt_for_3_days_and_20_attempts_is_t
     await run_worker(rt)
     listed = await hook(hook_http, ws, hook_id)
     assert listed["enabled"] is False
-    assert listed["disabledReason"].startswith("Every delivery attempt failed for more than 3 days (20 attempts")
+    assert listed["disabledReason"].startswith(
+        "Every delivery attempt failed for more than 3 days (20 attempts"
+    )
     assert len(receiver.at(ep)) == 20
 
 
@@ -374,12 +376,16 @@ async def test_every_way_an_endpoint_fails_is_a_recorded_failed_attempt(
         errors[name] = (row.status, row.last_status, row.last_error)
     assert errors["slow"] == ("pending", 0, "timed out")
     assert errors["huge"] == ("delivered", 200, None)  # a 2xx is delivered; only 16 KiB of it was read
-    assert errors["redirect"][:2] == ("pending", 302) and "redirects are not followed" in errors["redirect"][2]
+    assert (
+        errors["redirect"][:2] == ("pending", 302) and "redirects are not followed" in errors["redirect"][2]
+    )
     assert errors["tls"][:2] == ("pending", 0) and errors["tls"][2].startswith("TLS certificate not trusted")
     assert errors["closed"] == ("pending", 0, "connection closed before an answer")
     assert errors["refused"] == ("pending", 0, "connection failed")
     assert errors["unknown"][:2] == ("pending", 0) and "no-such-host.invalid" in errors["unknown"][2]
-    assert receiver.at(redirect) and not [r for r in receiver.received if "elsewhere" in r.headers.get("host", "")]
+    assert receiver.at(redirect) and not [
+        r for r in receiver.received if "elsewhere" in r.headers.get("host", "")
+    ]
 
 
 async def test_a_private_address_is_refused_at_delivery_when_private_urls_are_not_allowed(
