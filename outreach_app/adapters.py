@@ -24,7 +24,7 @@ import structlog
 from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, guarded_http_client, tls_context
 from outreach_core.ports import Delivery, DnsAnswer, DnsResolver, MailServer
 from outreach_core.settings import Settings
-from outreach_core.urls import ALLOW_PRIVATE_HINT, url_problem
+from outreach_core.urls import url_problem
 
 _log = structlog.get_logger()
 
@@ -128,24 +128,16 @@ class HttpxClient:
         )
 
     async def post_json(
-        self,
-        url: str,
-        body: bytes,
-        headers: dict[str, str],
-        timeout_s: float,
-        *,
-        max_bytes: int | None = None,
+        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float
     ) -> tuple[int, bytes]:
-        """POST `body` to `url`; `(status, body)`, or `(0, what happened)` when there was no answer. The
-        answer is read up to `max_bytes` (default: the client's `max_response_bytes`)."""
+        """POST `body` to `url`; `(status, body)`, or `(0, what happened)` when there was no answer."""
         problem = url_problem(url, allow_private=self._allow_private)
         if problem is not None:
             _log.warning("http_refused", url=_redact(url), problem=problem)
-            hint = f"; {ALLOW_PRIVATE_HINT}" if "private" in problem or "local" in problem else ""
-            return 0, f"refused: {problem}{hint}".encode()
+            return 0, f"refused: {problem}".encode()
         try:
             async with asyncio.timeout(timeout_s):
-                return await self._post(url, body, headers, max_bytes or self._max_bytes)
+                return await self._post(url, body, headers)
         except NotContacted as exc:
             _log.warning("http_refused", url=_redact(url), problem=exc.reason)
             return 0, exc.reason.encode()
@@ -157,9 +149,7 @@ class HttpxClient:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def _post(
-        self, url: str, body: bytes, headers: dict[str, str], max_bytes: int
-    ) -> tuple[int, bytes]:
+    async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         # httpx's own timeout is off: `asyncio.timeout` in `post_json` bounds the whole exchange.
         request = self._client.build_request("POST", url, content=body, headers=headers, timeout=None)
         response = await self._client.send(request, stream=True)
@@ -169,9 +159,9 @@ class HttpxClient:
             async for chunk in response.aiter_bytes():
                 chunks.append(chunk)
                 size += len(chunk)
-                if size >= max_bytes:
+                if size >= self._max_bytes:
                     break
-            return response.status_code, b"".join(chunks)[:max_bytes]
+            return response.status_code, b"".join(chunks)[: self._max_bytes]
         finally:
             await response.aclose()
 
@@ -184,32 +174,11 @@ def _configured_dns(settings: Settings) -> DnsResolver | None:
 def _describe(exc: httpx.HTTPError) -> str:
     if isinstance(exc, httpx.TimeoutException):
         return "timed out"
-    tls = _tls_problem(exc)
-    if tls is not None:
-        return tls
     if isinstance(exc, httpx.ConnectError):
         return "connection failed"
     if isinstance(exc, httpx.RemoteProtocolError):
-        if "without sending a response" in str(exc):
-            return "connection closed before an answer"
         return "protocol error"
-    if isinstance(exc, httpx.ReadError | httpx.WriteError):
-        return "connection closed before an answer"
     return type(exc).__name__
-
-
-def _tls_problem(exc: BaseException) -> str | None:
-    """A short phrase for a TLS failure anywhere in the exception's chain (httpx wraps the ssl error)."""
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            return None
-        if isinstance(seen, ssl.SSLCertVerificationError):
-            return f"TLS certificate not trusted ({seen.verify_message})"
-        if isinstance(seen, ssl.SSLError):
-            return "TLS handshake failed"
-        seen = seen.__cause__ or seen.__context__
-    return None
 
 
 def _redact(url: str) -> str:

@@ -27,15 +27,16 @@ T = TypeVar("T")
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
-    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API,
-    SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
-    from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient, SmtpMailSender
+    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API
+    and webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
+    from outreach_app.adapters import DnspythonResolver, MailLoginClient, SmtpMailSender
+    from outreach_app.http_client import GuardedHttpClient
     from outreach_core.ports import Ports
 
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
-        http=HttpxClient.from_settings(settings),
+        http=GuardedHttpClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
     )

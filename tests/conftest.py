@@ -101,7 +101,8 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
     """The real adapters a served runtime uses, pointed at the test servers: DNS at `dns_server`, mail
     logins trusting the test CA and allowed to reach loopback; outgoing HTTP (webhook tests) as the
     settings say, resolving through `dns_server`."""
-    from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient, SmtpMailSender
+    from outreach_app.adapters import DnspythonResolver, MailLoginClient, SmtpMailSender
+    from outreach_app.http_client import GuardedHttpClient
 
     mail = MailLoginClient(
         tls_ca_file=settings.tls_ca_file, timeout_s=settings.mail_login_timeout_s, allow_private=True
@@ -110,7 +111,7 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
     return Ports(
         **{
             "dns": DnspythonResolver(dns_server.nameservers, timeout_s=1.0),
-            "http": HttpxClient(
+            "http": GuardedHttpClient(
                 tls_ca_file=settings.tls_ca_file,
                 allow_private_urls=settings.allow_private_urls,
                 dns=DnspythonResolver(dns_server.nameservers, timeout_s=1.0),

@@ -39,6 +39,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "campaigns/lifecycle.py",
     "sending/operations.py",
     "sending/recovery.py",
+    "webhooks/attempts.py",
     "webhooks/delivery.py",
 }
 

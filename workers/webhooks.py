@@ -47,6 +47,12 @@ FULL_PROBE_S = 1.0
 """How often every enabled endpoint is probed for due deliveries (retries coming due, redeliveries, work
 fanned out by another process); in between only endpoints known to have work are."""
 PURGE_EVERY_S = 60.0
+GATHER, GATHER_S = 50, 0.01
+"""While POSTs are in flight, a cycle waits up to 10 ms for at least 50 results, so that it records many in
+one transaction (a few statements each) instead of a few."""
+MAX_ROUNDS = 25
+"""An endpoint that answers fast may have up to this many times its concurrency claimed and queued in one
+process (fewer, down to 2 times, the slower it answers): see `Pipeline.cap`."""
 
 _log = structlog.get_logger()
 
@@ -57,7 +63,11 @@ class Pipeline:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.concurrency = runtime.settings.webhook_concurrency_per_endpoint
+        self.timeout_s = runtime.settings.webhook_timeout_s
         self.outstanding: Counter[str] = Counter()  # endpoint -> deliveries held (claimed, unrecorded)
+        self.durations: dict[str, float] = {}  # endpoint -> moving average of its POSTs' duration (s)
+        self.busy = False  # the last cycle did something: the next one need not ask first
+        self.skipped = 0
         self.limits: dict[str, asyncio.Semaphore] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.results: list[Attempt] = []
@@ -73,14 +83,26 @@ class Pipeline:
             self.finished.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.finished.wait(), POLL_S)
+        if self.tasks and len(self.results) < GATHER:
+            await asyncio.sleep(GATHER_S)  # let more POSTs finish: one transaction records them all
         handled = await self.cycle()
         await self.purge()
         # while POSTs are in flight the loop must come back at once: this tick waits for them itself
         return handled + (1 if self.tasks else 0)
 
+    def cap(self, webhook_id: str) -> int:
+        """How many deliveries of an endpoint this process may hold (POSTing or queued for a slot): twice its
+        concurrency, or for an endpoint that answers fast as many rounds as fit four times in one timeout
+        (at most `MAX_ROUNDS`), so a fast endpoint is never starved by the time a cycle takes."""
+        seconds = self.durations.get(webhook_id)
+        if seconds is None:
+            return 2 * self.concurrency
+        rounds = int(self.timeout_s / max(4 * seconds, 0.001))
+        return self.concurrency * max(2, min(MAX_ROUNDS, rounds))
+
     async def cycle(self, *, claim: bool = True) -> int:
         results, self.results = self.results, []
-        if not results and not await self.runtime.system_read(anything_to_do):
+        if not results and not self.busy and not await self.runtime.system_read(anything_to_do):
             return 0
         now = time.monotonic()
         full = now >= self.next_full_probe
@@ -92,7 +114,8 @@ class Pipeline:
                 run_cycle,
                 results,
                 outstanding=dict(self.outstanding),
-                cap=2 * self.concurrency,
+                caps={w: self.cap(w) for w in self.durations},
+                default_cap=2 * self.concurrency,
                 probe=probe,
                 claim=claim,
                 rng=self.rng,
@@ -103,9 +126,12 @@ class Pipeline:
         for a in results:
             self._release(a.claimed.webhook_id)
         self.hot = outcome.full
+        claimed_at = time.monotonic()
         for claimed in outcome.claimed:
-            self._start(claimed)
-        return outcome.recorded + outcome.events + len(outcome.claimed)
+            self._start(claimed, claimed_at)
+        handled = outcome.recorded + outcome.events + len(outcome.claimed)
+        self.busy = handled > 0
+        return handled
 
     async def purge(self) -> None:
         if time.monotonic() < self.next_purge:
@@ -129,9 +155,9 @@ class Pipeline:
             return 0
         return await self.cycle(claim=False)
 
-    def _start(self, claimed: Claimed) -> None:
+    def _start(self, claimed: Claimed, claimed_at: float) -> None:
         self.outstanding[claimed.webhook_id] += 1
-        task = asyncio.create_task(self._post(claimed), name=f"webhook:{claimed.delivery_id}")
+        task = asyncio.create_task(self._post(claimed, claimed_at), name=f"webhook:{claimed.delivery_id}")
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -140,14 +166,25 @@ class Pipeline:
         if self.outstanding[webhook_id] <= 0:
             del self.outstanding[webhook_id]
             self.limits.pop(webhook_id, None)
+            if len(self.durations) > 10_000:  # endpoints long gone: start over rather than grow
+                self.durations.clear()
 
-    async def _post(self, claimed: Claimed) -> None:
+    async def _post(self, claimed: Claimed, claimed_at: float) -> None:
         limit = self.limits.setdefault(claimed.webhook_id, asyncio.Semaphore(self.concurrency))
         async with limit:
-            at = self.runtime.ports.clock.now()
             started = time.monotonic()
+            # Its lease (2 x timeout + 5 s from the claim) must outlast the POST: one that waited too long
+            # for a slot is left alone, to become due again when the lease ends (never POSTed twice at once).
+            if started - claimed_at > self.timeout_s + 4:
+                self.skipped += 1
+                self._release(claimed.webhook_id)
+                return
+            at = self.runtime.ports.clock.now()
             status, answer = await self._send(claimed, int(at.timestamp()))
-            ms = round((time.monotonic() - started) * 1000)
+            elapsed = time.monotonic() - started
+        average = self.durations.get(claimed.webhook_id)
+        self.durations[claimed.webhook_id] = elapsed if average is None else 0.8 * average + 0.2 * elapsed
+        ms = round(elapsed * 1000)
         self.results.append(Attempt(claimed, at, status, ms, rules.attempt_error(status, answer)))
         self.finished.set()
 

@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import delete
 
-from outreach_app.adapters import HttpxClient
+from outreach_app.http_client import GuardedHttpClient
 from outreach_core.db.tables import webhooks
 from outreach_core.ports import FixedClock, Ports
 from outreach_core.runtime import Runtime
@@ -85,8 +85,8 @@ def hook_settings(settings: Settings) -> Settings:
     )
 
 
-def _http(settings: Settings) -> HttpxClient:
-    return HttpxClient(tls_ca_file=settings.tls_ca_file, allow_private_urls=settings.allow_private_urls)
+def _http(settings: Settings) -> GuardedHttpClient:
+    return GuardedHttpClient(tls_ca_file=settings.tls_ca_file, allow_private_urls=settings.allow_private_urls)
 
 
 @pytest.fixture(scope="session")
@@ -116,9 +116,12 @@ async def hook_http(hook_server: str) -> AsyncIterator[httpx.AsyncClient]:
 def hook_mcp(hook_server: str) -> Callable[..., Any]:
     @asynccontextmanager
     async def open_session(token: str) -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as hc:
-            async with Client(streamable_http_client(f"{hook_server}/mcp", http_client=hc)) as client:
-                yield client
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as hc,
+            Client(streamable_http_client(f"{hook_server}/mcp", http_client=hc)) as client,
+        ):
+            yield client
 
     return open_session
 
