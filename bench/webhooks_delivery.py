@@ -216,7 +216,12 @@ async def reset(settings: Settings) -> None:
 
 
 def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OUTREACH_")}
+    # OUTREACH_WEBHOOK_* settings given to the bench reach the worker (e.g. the concurrency per endpoint)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("OUTREACH_") or k.startswith("OUTREACH_WEBHOOK_")
+    }
     env.update(
         OUTREACH_DATABASE_URL=settings.database_url,
         OUTREACH_SECRET_KEY=SECRET,
