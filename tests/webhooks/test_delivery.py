@@ -3,17 +3,16 @@ and every way an endpoint can fail recorded as a failed attempt that touches not
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
 
 from outreach_core.ports import FixedClock
-from tests.conftest import MakeWorkspace
+from tests.conftest import MakeWorkspace, free_port
 from tests.webhooks.conftest import CreateHook, MakeRuntime, run_worker
 from tests.webhooks.helpers import attempt_rows, deliveries, delivery_rows, hook, hook_row, new_lead, won
-from tests.webhooks.receiver import Answer, ClosingServer, Receiver
+from tests.webhooks.receiver import Answer, ClosingServer, Endpoint, Received, Receiver, verify_signature
 from workers import webhooks as worker
 
 
@@ -121,7 +120,6 @@ async def test_failed_attempts_are_retried_on_the_schedule_then_the_delivery_fai
     await run_worker(rt)
     [row] = await delivery_rows(rt, hook_id)
     assert row.status == "pending" and row.attempts == 1 and row.last_error == "HTTP 500: database down"
-    waits = []
     for expected in (60, 120, 240):
         due = row.next_attempt_at
         assert expected * 0.8 - 0.01 <= (due - clock.now()).total_seconds() <= expected * 1.2 + 0.01
@@ -130,7 +128,6 @@ async def test_failed_attempts_are_retried_on_the_schedule_then_the_delivery_fai
         assert (await delivery_rows(rt, hook_id))[0].attempts == row.attempts  # not before it is due
         clock.set(due)
         await run_worker(rt)
-        waits.append(expected)
         [row] = await delivery_rows(rt, hook_id)
     assert row.status == "failed" and row.attempts == 4 and row.next_attempt_at is None
     got = receiver.at(ep)
@@ -466,21 +463,12 @@ async def test_rotating_the_secret_signs_with_both_for_24_hours(
     assert _verifies(ep, after)
 
 
-def _verifies(ep: object, got: object) -> bool:
-    from tests.webhooks.receiver import verify_signature
-
-    return verify_signature(
-        ep.secrets[0],  # type: ignore[attr-defined]
-        got.headers["service-signature"],  # type: ignore[attr-defined]
-        got.body,  # type: ignore[attr-defined]
-        now=ep.now(),  # type: ignore[attr-defined]
-    )
+def _verifies(ep: Endpoint, got: Received) -> bool:
+    """The documented snippet's verdict on `got` with the endpoint's first secret."""
+    now = ep.now() if ep.now is not None else None
+    return verify_signature(ep.secrets[0], got.headers["service-signature"], got.body, now=now)
 
 
 def _closed_port() -> int:
-    from tests.conftest import free_port
-
+    """A port nothing listens on (connection refused)."""
     return free_port()
-
-
-_ = asyncio
