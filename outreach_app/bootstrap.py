@@ -3,19 +3,19 @@ commands run on."""
 
 from __future__ import annotations
 
-from outreach_app.adapters import DnspythonResolver, HttpxClient, MailLoginClient, SmtpMailSender
+from outreach_app.adapters import DnspythonResolver, GuardedHttpClient, MailLoginClient, SmtpMailSender
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
-    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API,
-    SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
+    """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API and
+    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
-        http=HttpxClient.from_settings(settings),
+        http=GuardedHttpClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
     )

@@ -9,10 +9,10 @@ name, the TCP connection the checked address).
 
 - Mail: `open_socket` connects to a checked address; aiosmtplib takes the socket (`sock=`) with
   `hostname` = the name, and `SocketIMAP4` does the same for aioimaplib.
-- HTTP: `guarded_http_client` is an `httpx.AsyncClient` whose connections are opened by `GuardedBackend`,
-  an httpcore network backend that checks and connects to the address itself. Connection pooling stays
-  keyed by the URL's host name, so a connection opened (and its certificate checked) for one name is never
-  reused for another. The webhook worker uses the same client.
+- HTTP: `outreach_app.adapters.http.GuardedHttpClient` (aiohttp) resolves through the same guard and
+  connects to an address it returned; kept connections stay keyed by the URL's host name, so a connection
+  opened (and its certificate checked) for one name is never reused for another. Webhook delivery and the
+  verifier API use it.
 
 Names are resolved through `OUTREACH_DNS_NAMESERVERS` when it is set (the DNS port, as for every other
 lookup), else through the system resolver (`getaddrinfo`, which also reads /etc/hosts). `localhost` and
@@ -30,8 +30,6 @@ from typing import Any
 
 import aioimaplib
 import dns.exception
-import httpcore
-import httpx
 
 from outreach_core.ports import DnsResolver
 from outreach_core.urls import ALLOW_PRIVATE_HINT, address_kind, is_local_name, parse_ip
@@ -153,66 +151,6 @@ class SocketIMAP4(aioimaplib.IMAP4):  # type: ignore[misc]
                 server_hostname=host if ssl_context is not None else None,
             )
         )
-
-
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network backend, connecting only to addresses `guard` checked (TLS is then started by
-    httpcore with the URL's host name as SNI and certificate name)."""
-
-    def __init__(self, guard: AddressGuard) -> None:
-        self._guard = guard
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        error: httpcore.ConnectError | None = None
-        for address in await self._guard.addresses(host, port):
-            try:
-                return await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
-            except httpcore.ConnectError as exc:
-                error = exc
-        raise error or httpcore.ConnectError(f"no address for {host}")
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not used for outgoing requests")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class GuardedTransport(httpx.AsyncHTTPTransport):
-    """httpx's transport over `GuardedBackend` (no proxies, HTTP/1.1)."""
-
-    def __init__(self, guard: AddressGuard, tls: ssl.SSLContext, limits: httpx.Limits | None = None) -> None:
-        limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
-        super().__init__(verify=tls, trust_env=False, limits=limits)
-        # httpx builds its pool without a way to pass a network backend: replace it with one that has it
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=tls,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedBackend(guard),
-        )
-
-
-def guarded_http_client(guard: AddressGuard, tls: ssl.SSLContext, **kwargs: Any) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` that only connects to addresses `guard` accepts, never follows redirects and
-    ignores proxy environment variables. A refused host raises `NotContacted` from the request."""
-    return httpx.AsyncClient(
-        transport=GuardedTransport(guard, tls), follow_redirects=False, trust_env=False, **kwargs
-    )
 
 
 def tls_context(ca_file: str | None) -> ssl.SSLContext:

@@ -296,3 +296,11 @@ def chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     limits on bound parameters)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def insert_skipping_duplicates(ctx: SystemContext, table: Table) -> Insert:
+    """`INSERT ... ON CONFLICT DO NOTHING` on `table`, to run as an executemany with rows that carry their
+    own `workspace_id` (bookkeeping across workspaces: the webhook fan-out). A row that would break a unique
+    constraint is skipped instead of failing the statement."""
+    dialect_insert = postgresql_insert if ctx.conn.dialect.name == "postgresql" else sqlite_insert
+    return dialect_insert(table).on_conflict_do_nothing()

@@ -19,6 +19,7 @@ from outreach_core.oauth.endpoints import ENDPOINTS as oauth
 from outreach_core.sending.endpoints import ENDPOINTS as sending
 from outreach_core.suppressions.endpoints import ENDPOINTS as suppressions
 from outreach_core.verification.endpoints import ENDPOINTS as verification
+from outreach_core.webhooks.endpoints import ENDPOINTS as webhooks
 from outreach_core.workspace.endpoints import ENDPOINTS as workspace
 
 
@@ -38,4 +39,5 @@ def all_endpoints() -> list[Endpoint]:
         *campaigns,
         *sending,
         *mailboxes,
+        *webhooks,
     ]

@@ -63,9 +63,16 @@ class DnsResolver(Protocol):
 
 class HttpClient(Protocol):
     async def post_json(
-        self, url: str, body: bytes, headers: dict[str, str], timeout_s: float
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        timeout_s: float,
+        *,
+        max_bytes: int | None = None,
     ) -> tuple[int, bytes]:
-        """POST raw JSON; returns (status, body). Status 0 when the peer did not answer."""
+        """POST raw JSON; returns (status, body), the body read up to `max_bytes` (the adapter's own limit
+        when None). Status 0 when the peer did not answer; the body then says why in a few words."""
         ...
 
 

@@ -53,6 +53,13 @@ class Settings(BaseSettings):
     # a mailbox that found nothing to send is looked at again after this long (0 = every pass)
     sender_idle_nap_s: float = Field(default=30.0, ge=0)
 
+    # Webhook delivery (docs/webhooks.md): one POST as a whole; the delays between attempts of one delivery
+    # (seconds, comma-separated: 9 retries over about 28 hours by default; each delay gets +-20 % jitter);
+    # how many POSTs one worker process runs at once for one endpoint.
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=60)
+    webhook_retry_schedule: str = "30,120,600,1800,3600,7200,14400,28800,43200"
+    webhook_concurrency_per_endpoint: int = Field(default=4, ge=1, le=64)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)
@@ -67,6 +74,17 @@ class Settings(BaseSettings):
     # and how long a client that never completed a grant is kept.
     oauth_registrations_per_hour: int = Field(default=20, ge=1)
     oauth_unused_client_ttl_s: int = Field(default=24 * 3600, ge=60)
+
+    @field_validator("webhook_retry_schedule")
+    @classmethod
+    def _retry_schedule(cls, v: str) -> str:
+        parse_retry_schedule(v)
+        return v
+
+    @property
+    def webhook_retry_delays(self) -> list[float]:
+        """`webhook_retry_schedule` as seconds: the wait before the 2nd, 3rd ... attempt."""
+        return parse_retry_schedule(self.webhook_retry_schedule)
 
     @field_validator("public_url")
     @classmethod
@@ -149,3 +167,22 @@ def sqlite_file(url: str) -> str | None:
 
 def _resolved(file: str | None) -> Path | None:
     return Path(file).resolve() if file is not None else None
+
+
+def parse_retry_schedule(text: str) -> list[float]:
+    """`"30,120,600"` -> `[30.0, 120.0, 600.0]`; an empty text means no retries. Each delay is a number of
+    seconds, at least 0 and at most 7 days; at most 30 of them."""
+    delays: list[float] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        try:
+            delay = float(part)
+        except ValueError:
+            raise ValueError(f"not a number of seconds: {part.strip()!r}") from None
+        if not 0 <= delay <= 7 * 86400:
+            raise ValueError(f"a retry delay must be between 0 and 604800 seconds, got {part.strip()}")
+        delays.append(delay)
+    if len(delays) > 30:
+        raise ValueError(f"at most 30 retries, got {len(delays)}")
+    return delays

@@ -86,6 +86,7 @@ def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:  #
         oauth_registrations_per_hour=1_000_000,
         log_json=False,
         sender_idle_nap_s=0,
+        webhook_timeout_s=2.0,
     )
 
 
@@ -99,8 +100,10 @@ async def reset_database(runtime: Runtime) -> None:
 
 def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) -> Ports:
     """The real adapters a served runtime uses, pointed at the test servers: DNS at `dns_server`, mail
-    logins trusting the test CA and allowed to reach loopback."""
+    logins trusting the test CA and allowed to reach loopback; outgoing HTTP (webhook tests) as the
+    settings say, resolving through `dns_server`."""
     from outreach_app.adapters import DnspythonResolver, MailLoginClient, SmtpMailSender
+    from outreach_app.adapters.http import GuardedHttpClient
 
     mail = MailLoginClient(
         tls_ca_file=settings.tls_ca_file, timeout_s=settings.mail_login_timeout_s, allow_private=True
@@ -109,6 +112,11 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
     return Ports(
         **{
             "dns": DnspythonResolver(dns_server.nameservers, timeout_s=1.0),
+            "http": GuardedHttpClient(
+                tls_ca_file=settings.tls_ca_file,
+                allow_private_urls=settings.allow_private_urls,
+                dns=DnspythonResolver(dns_server.nameservers, timeout_s=1.0),
+            ),
             "mail": mail,
             "smtp": smtp,
             **overrides,

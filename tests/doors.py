@@ -58,6 +58,7 @@ async def call_mcp(client: Client, tool: str, args: dict[str, Any]) -> tuple[boo
 _ID = re.compile(r"\b[a-z]{2,4}_[0-9a-z]{26}\b")
 _KEY = re.compile(r"\bosk_[A-Za-z0-9]{43}\b")
 _START = re.compile(r"\bosk_[A-Za-z0-9]{6}\b")
+_SIGNING_SECRET = re.compile(r"\bwhsec_[A-Za-z0-9_-]{43}")
 _PERSON = re.compile(
     r"\b(?:member|owner)\d+-\d+@example\.com|\b(?:Member|Owner) \d+|\bp\d+@parity\.test|\bparity-\d+\b"
 )
@@ -72,6 +73,7 @@ def normalize(value: Any) -> Any:
         return [normalize(v) for v in value]
     if isinstance(value, str):
         value = _KEY.sub("<key>", value)
+        value = _SIGNING_SECRET.sub("<secret>", value)
         value = _START.sub("<start>", value)
         value = _ID.sub("<id>", value)
         value = _PERSON.sub("<person>", value)

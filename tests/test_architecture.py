@@ -53,6 +53,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "sending/claim.py",
     "sending/outcomes.py",
     "sending/recovery.py",
+    "webhooks/attempts.py",
+    "webhooks/delivery.py",
 }
 
 

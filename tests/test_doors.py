@@ -38,9 +38,13 @@ def test_every_tool_has_a_parity_case() -> None:
 
 
 def _strip_volatile(value: Any) -> Any:
-    """lastUsedAt changes with every authenticated call, so only its presence is compared."""
+    """lastUsedAt changes with every authenticated call, and `ms` (how long a request took) with every
+    request, so only their presence is compared."""
     if isinstance(value, dict):
-        return {k: ("<set>" if k == "lastUsedAt" and v else _strip_volatile(v)) for k, v in value.items()}
+        return {
+            k: ("<set>" if k in ("lastUsedAt", "ms") and v is not None else _strip_volatile(v))
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_strip_volatile(v) for v in value]
     return value

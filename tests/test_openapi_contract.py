@@ -91,12 +91,15 @@ SEMANTIC_VALIDATION = {
     "PUT /campaigns/{id}/sequence",
     "POST /campaigns/{id}/leads",
     "PATCH /mailboxes/{id}",
+    "POST /webhooks",
+    "PATCH /webhooks/{id}",
 }
 """Operations that refuse some schema-valid input by meaning, with 422: an address that is not a usable
 email (the schema cannot express the normaliser's rules), a country that is not recognised, a time zone
 that is not an IANA name, a date that is not on the calendar, a window that ends before it starts, a step
 without an active variant, an add-leads request that names no leads, mailbox limits with minGapS above
-maxGapS (JSON Schema cannot compare two fields). Every other check still applies."""
+maxGapS (JSON Schema cannot compare two fields), a webhook URL that is not https or points at a private
+address (which depends on the server's OUTREACH_ALLOW_PRIVATE_URLS). Every other check still applies."""
 
 
 def _cases() -> list[Any]:

@@ -54,6 +54,9 @@ class Worker:
 
     `final_tick` runs the tick once more when the loop stops, for workers that hold state in memory that
     would otherwise be lost on shutdown (again the usage flusher).
+
+    `on_stop` runs once when the loop stops, for workers whose tick starts work that outlives it (the
+    webhook worker's POSTs): it waits for that work and records it.
     """
 
     name: str
@@ -62,6 +65,7 @@ class Worker:
     max_backoff_s: float = 300.0
     sleep_after_work: bool = False
     final_tick: bool = False
+    on_stop: Callable[[Runtime], Awaitable[object]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -159,6 +163,11 @@ async def _run_one(runtime: Runtime, worker: Worker, stop: asyncio.Event) -> Non
             await worker.tick(runtime)
         except Exception as exc:
             _log_error(worker, exc, final=True)
+    if worker.on_stop is not None:
+        try:
+            await worker.on_stop(runtime)
+        except Exception as exc:
+            _log_error(worker, exc, stopping=True)
 
 
 def _log_error(worker: Worker, exc: BaseException, **fields: Any) -> None:

@@ -75,6 +75,17 @@ def _sender() -> Worker:
     return Worker("sender", sender.tick, interval_s=1.0, max_backoff_s=60.0)
 
 
+def _webhooks() -> Worker:
+    from workers import webhooks
+
+    # A tick that recorded, fanned out or claimed something (or has POSTs in flight, which it waits for
+    # itself) runs again at once; idle, new events are looked for every quarter second. Stopping waits for
+    # the POSTs in flight and records them.
+    return Worker(
+        "webhooks", webhooks.tick, interval_s=webhooks.POLL_S, max_backoff_s=30.0, on_stop=webhooks.stop
+    )
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
@@ -85,6 +96,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "verify": _verify,
     "campaigns": _campaigns,
     "sender": _sender,
+    "webhooks": _webhooks,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

@@ -1,7 +1,7 @@
 """Adapters for the core's ports (`outreach_core.ports`): the real outside I/O, one module per port.
 
 - `dns`: `DnspythonResolver` (`ports.DnsResolver`), also the resolver of outgoing connections;
-- `http`: `HttpxClient` (`ports.HttpClient`);
+- `http`: `GuardedHttpClient` (`ports.HttpClient`, aiohttp), for the verifier API and webhooks;
 - `mail_login`: `MailLoginClient` (`ports.MailLogin`), the SMTP and IMAP login tests of a mailbox;
 - `smtp`: `SmtpMailSender` (`ports.MailSender`), and the SMTP connection steps the login tests share.
 
@@ -12,8 +12,8 @@ wires them into the runtime.
 from __future__ import annotations
 
 from outreach_app.adapters.dns import DnspythonResolver
-from outreach_app.adapters.http import HttpxClient
+from outreach_app.adapters.http import GuardedHttpClient
 from outreach_app.adapters.mail_login import MailLoginClient
 from outreach_app.adapters.smtp import SmtpMailSender
 
-__all__ = ["DnspythonResolver", "HttpxClient", "MailLoginClient", "SmtpMailSender"]
+__all__ = ["DnspythonResolver", "GuardedHttpClient", "MailLoginClient", "SmtpMailSender"]

@@ -45,6 +45,7 @@ from outreach_core.db.tables import (
     workspaces,
 )
 from outreach_core.errors import InvalidState
+from outreach_core.event_data import PauseCause, campaign_ref
 from outreach_core.outbox import record_event
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
@@ -121,21 +122,18 @@ async def pause_campaign(ctx: WorkspaceContext, id: str) -> StatusOut:
     return StatusOut(status="paused")
 
 
-async def pause_for(ctx: WorkspaceContext, id: str, reason: str | None) -> None:
-    """Pause a running campaign (by the person when `reason` is None, else by a rule) and record the
-    `campaign.paused` event in the same transaction."""
+async def pause_for(ctx: WorkspaceContext, id: str, reason: str | None, cause: PauseCause = "person") -> None:
+    """Pause a running campaign (by the person when `reason` is None, else by a rule: `cause` says which)
+    and record the `campaign.paused` event in the same transaction."""
     await ctx.conn.execute(
         scoped(ctx, campaigns)
         .update()
         .where(campaigns.c.id == id)
         .values(status="paused", paused_reason=reason, updated_at=ctx.now)
     )
-    name = (
-        await ctx.conn.execute(scoped(ctx, campaigns).select(campaigns.c.name).where(campaigns.c.id == id))
-    ).scalar_one()
-    await record_event(
-        ctx, "campaign.paused", {"campaignId": id, "name": name, "reason": reason or "paused by a person"}
-    )
+    campaign = await campaign_ref(ctx, id)
+    data = {"campaign": campaign, "reason": reason or "Paused by a person.", "cause": cause}
+    await record_event(ctx, "campaign.paused", data)
 
 
 # --- the lifecycle worker ----------------------------------------------------------------------------------
@@ -170,7 +168,7 @@ async def settle_campaigns(ctx: WorkspaceContext) -> int:
     counts = await lead_counts(ctx, [r.id for r in rows])
     for r in rows:
         if past_end(r.end_on, ctx.now, r.timezone_fallback):
-            await pause_for(ctx, r.id, f"The last sending day ({r.end_on}) has passed.")
+            await pause_for(ctx, r.id, f"The last sending day ({r.end_on}) has passed.", "end_on")
             changed += 1
             continue
         counters = counts.get(r.id, [])

@@ -15,6 +15,7 @@ from outreach_core.campaigns.links import read_unsubscribe_token
 from outreach_core.context import Principal, WorkspaceContext, scoped, workspace_itself
 from outreach_core.db.tables import campaign_leads, leads, suppressions, workspaces
 from outreach_core.errors import NotFound
+from outreach_core.event_data import lead_event_data
 from outreach_core.ids import new_id
 from outreach_core.outbox import record_event
 from outreach_core.settings import Settings
@@ -87,9 +88,8 @@ async def unsubscribe_lead(ctx: WorkspaceContext, lead_id: str, campaign_id: str
         .where(campaign_leads.c.lead_id == lead_id, campaign_leads.c.status.in_(STOPPABLE))
         .values(status="unsubscribed", reason="unsubscribed", finished_at=ctx.now, next_at=None)
     )
-    await record_event(
-        ctx, "lead.unsubscribed", {"leadId": lead_id, "email": state.email, "campaignId": campaign_id}
-    )
+    data = await lead_event_data(ctx, lead_id, campaign_id=campaign_id, source="link")
+    await record_event(ctx, "lead.unsubscribed", data)
     return Unsubscribed(email=state.email, workspace_name=state.workspace_name, already=False)
 
 

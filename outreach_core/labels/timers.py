@@ -94,7 +94,7 @@ async def run_due_label_timers(ctx: WorkspaceContext, batch: int = TIMER_BATCH) 
         leads_due = t.select(label_timers.c.lead_id).where(
             mine, label_timers.c.action == "apply", label_timers.c.target_label_id == target_label_id
         )
-        await put_label_on(ctx, label, leads_due)
+        await put_label_on(ctx, label, leads_due, "trigger")
 
     await ctx.conn.execute(t.delete().where(mine))
     return len(claimed)

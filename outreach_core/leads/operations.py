@@ -21,6 +21,7 @@ from outreach_core.db.tables import (
 )
 from outreach_core.db.tables import list_leads as list_memberships
 from outreach_core.errors import Conflict, InvalidInput, NotFound
+from outreach_core.event_data import lead_event_data
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_id
 from outreach_core.leads.contacts import counted_leads, ensure_contacts_room
@@ -312,11 +313,8 @@ async def mark_won(ctx: WorkspaceContext, id: str, body: MarkWonIn) -> LeadDetai
             updated_at=ctx.now,
         )
     )
-    await record_event(
-        ctx,
-        "lead.won",
-        {"leadId": id, "email": row.email, "value": body.value, "campaignId": body.campaign_id},
-    )
+    data = await lead_event_data(ctx, id, campaign_id=body.campaign_id, value=body.value)
+    await record_event(ctx, "lead.won", data)
     return await get_lead(ctx, id)
 
 

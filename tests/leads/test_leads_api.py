@@ -137,10 +137,19 @@ async def test_mark_won_sets_status_and_records_the_event(
     recorded = await ws.runtime.read(await ws.principal(), events)
     assert [e["kind"] for e in recorded] == ["lead.won"]
     assert recorded[0]["payload"]["data"] == {
-        "leadId": lead["id"],
-        "email": "won@example.com",
+        "lead": {
+            "id": lead["id"],
+            "email": "won@example.com",
+            "firstName": None,
+            "lastName": None,
+            "company": None,
+            "status": "won",
+        },
+        "campaign": {"id": cid, "name": "Won it"},
+        "thread": None,
+        "step": None,
+        "variant": None,
         "value": 1200.5,
-        "campaignId": cid,
     }
     negative = await http.post(f"/api/v1/leads/{lead['id']}/won", headers=ws.headers, json={"value": -1})
     assert negative.status_code == 422

@@ -76,7 +76,17 @@ async def test_unknown_recipient_bounces_the_lead_with_an_event(
     [person] = await rows(ws, "leads", id=lead)
     assert person.status == "bounced"
     events = await _events(ws)
-    assert [e.payload["data"]["leadId"] for e in events if e.kind == "lead.bounced"] == [lead]
+    [bounce] = [e.payload["data"] for e in events if e.kind == "lead.bounced"]
+    assert bounce["lead"]["id"] == lead and bounce["lead"]["status"] == "bounced"
+    assert bounce["campaign"]["id"] == cid and bounce["step"] == {"id": send.step_id, "position": 0}
+    assert bounce["variant"] == {"id": send.variant_id, "label": "A"}
+    assert bounce["bounce"] == {
+        "status": "5.1.1",
+        "hard": True,
+        "reason": send.error,
+        "recipient": "nobody@bounce.example",
+        "source": "smtp",
+    }
     [mb] = await rows(ws, "mailboxes", id=box)
     assert mb.status == "active"
 

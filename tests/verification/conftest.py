@@ -1,5 +1,5 @@
 """Fixtures for verification tests: a real verifier API on loopback, and runtimes wired like a worker's
-(the session database, DNS pointed at the loopback DNS server, HTTP through `HttpxClient`)."""
+(the session database, DNS pointed at the loopback DNS server, HTTP through `GuardedHttpClient`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from outreach_app.adapters import DnspythonResolver, HttpxClient
+from outreach_app.adapters import DnspythonResolver
+from outreach_app.adapters.http import GuardedHttpClient
 from outreach_core.ports import FixedClock, Ports
 from outreach_core.runtime import Runtime
 from tests.dns_server import DnsServer
@@ -122,7 +123,7 @@ async def make_runtime(
     """`make_runtime(api=True, clock=..., nameservers=..., timeout_s=...)`: a worker-like runtime on the
     session database. `api=False` leaves the verifier unconfigured; `nameservers` overrides the DNS server
     (a closed port makes every lookup fail)."""
-    clients: list[HttpxClient] = []
+    clients: list[GuardedHttpClient] = []
 
     def make(
         *,
@@ -143,7 +144,7 @@ async def make_runtime(
                 "allow_private_urls": allow_private,
             }
         )
-        client = HttpxClient(allow_private_urls=allow_private)
+        client = GuardedHttpClient(allow_private_urls=allow_private)
         clients.append(client)
         return Runtime(
             settings,

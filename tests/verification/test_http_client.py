@@ -1,10 +1,11 @@
-"""`HttpxClient` (the HTTP port's adapter) against real servers on loopback, and the private-URL rules."""
+"""`GuardedHttpClient` (the HTTP port's adapter) against real servers on loopback, and the private-URL
+rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from outreach_app.adapters import HttpxClient
+from outreach_app.adapters.http import GuardedHttpClient
 from outreach_core.urls import is_blocked_address, url_problem
 from tests.conftest import free_port
 from tests.verification.conftest import VerifierApi
@@ -59,7 +60,7 @@ def test_private_urls_allowed_when_configured() -> None:
 
 async def test_posts_json_to_a_real_server(verifier_api: VerifierApi) -> None:
     verifier_api.verdict("http-client@acme.test", "catch_all", "accepts all")
-    client = HttpxClient(allow_private_urls=True)
+    client = GuardedHttpClient(allow_private_urls=True)
     try:
         status, body = await client.post_json(
             verifier_api.url,
@@ -76,7 +77,7 @@ async def test_posts_json_to_a_real_server(verifier_api: VerifierApi) -> None:
 
 async def test_refuses_loopback_unless_allowed(verifier_api: VerifierApi) -> None:
     before = len(verifier_api.requests)
-    client = HttpxClient()
+    client = GuardedHttpClient()
     try:
         status, body = await client.post_json(verifier_api.url, b"{}", {}, 2.0)
         named = await client.post_json(verifier_api.url.replace("127.0.0.1", "localhost"), b"{}", {}, 2.0)
@@ -89,7 +90,7 @@ async def test_refuses_loopback_unless_allowed(verifier_api: VerifierApi) -> Non
 
 async def test_timeouts_and_dead_peers_are_status_zero(verifier_api: VerifierApi) -> None:
     verifier_api.answer("slow@acme.test", json_body={"status": "valid"}, delay_s=1.0)
-    client = HttpxClient(allow_private_urls=True)
+    client = GuardedHttpClient(allow_private_urls=True)
     try:
         slow = await client.post_json(verifier_api.url, b'{"email":"slow@acme.test"}', {}, 0.2)
         dead = await client.post_json(f"http://127.0.0.1:{free_port()}/", b"{}", {}, 1.0)
@@ -101,7 +102,7 @@ async def test_timeouts_and_dead_peers_are_status_zero(verifier_api: VerifierApi
 
 async def test_long_answers_are_cut(verifier_api: VerifierApi) -> None:
     verifier_api.answer("big@acme.test", raw=b"x" * 5000)
-    client = HttpxClient(allow_private_urls=True, max_response_bytes=1000)
+    client = GuardedHttpClient(allow_private_urls=True, max_response_bytes=1000)
     try:
         status, body = await client.post_json(verifier_api.url, b'{"email":"big@acme.test"}', {}, 2.0)
     finally:

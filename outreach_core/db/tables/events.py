@@ -13,6 +13,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from outreach_core.db.tables.base import ID, metadata, ws_fk
@@ -65,17 +66,35 @@ webhook_deliveries = Table(
     Column("type", String(40), nullable=False),
     Column("body", Text, nullable=False),  # the exact body posted (UTF-8 JSON)
     Column("status", String(10), nullable=False),  # pending | delivered | failed
-    Column("attempts", Integer, nullable=False, server_default="0"),
-    Column("next_attempt_at", UtcDateTime, nullable=True),  # null once delivered or failed
-    Column("claimed_until", UtcDateTime, nullable=True),  # a worker is posting it; a crash lets it expire
+    Column("attempts", Integer, nullable=False, server_default="0"),  # every POST, redeliveries included
+    Column("round_attempts", Integer, nullable=False, server_default="0"),  # since queued or redelivered
+    # when it is due (pending only; null once delivered or failed). A worker that claims it moves it to the
+    # end of its lease, so a crash between the POST and its record makes it due again (at least once).
+    Column("next_attempt_at", UtcDateTime, nullable=True),
+    Column("claimed_until", UtcDateTime, nullable=True),  # a worker is posting it until then
     Column("last_status", Integer, nullable=True),
     Column("last_error", String(500), nullable=True),
     Column("created_at", UtcDateTime, nullable=False),
     Column("delivered_at", UtcDateTime, nullable=True),
     UniqueConstraint("webhook_id", "event_id"),
-    Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
-    Index("ix_webhook_deliveries_hook_created", "webhook_id", "created_at", "id"),
-    Index("ix_webhook_deliveries_created", "created_at"),
+    # the pending deliveries of one endpoint by due time (the worker claims per endpoint)
+    Index(
+        "ix_webhook_deliveries_due",
+        "webhook_id",
+        "next_attempt_at",
+        sqlite_where=text("next_attempt_at IS NOT NULL"),
+        postgresql_where=text("next_attempt_at IS NOT NULL"),
+    ),
+    # is anything due at all (the idle worker's check)
+    Index(
+        "ix_webhook_deliveries_next",
+        "next_attempt_at",
+        sqlite_where=text("next_attempt_at IS NOT NULL"),
+        postgresql_where=text("next_attempt_at IS NOT NULL"),
+    ),
+    # an endpoint's deliveries newest first, and its 7-day counts by status, from the index alone
+    Index("ix_webhook_deliveries_hook_created", "webhook_id", "created_at", "id", "status", "workspace_id"),
+    Index("ix_webhook_deliveries_created", "created_at"),  # the 30-day purge
 )
 
 webhook_attempts = Table(

@@ -156,6 +156,7 @@ def upgrade() -> None:
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("status", sa.String(10), nullable=False),
         sa.Column("attempts", sa.Integer(), server_default="0", nullable=False),
+        sa.Column("round_attempts", sa.Integer(), server_default="0", nullable=False),
         sa.Column("next_attempt_at", UtcDateTime(), nullable=True),
         sa.Column("claimed_until", UtcDateTime(), nullable=True),
         sa.Column("last_status", sa.Integer(), nullable=True),
@@ -165,9 +166,25 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name="pk_webhook_deliveries"),
         sa.UniqueConstraint("webhook_id", "event_id", name="uq_webhook_deliveries_webhook_id_event_id"),
     )
-    op.create_index("ix_webhook_deliveries_due", "webhook_deliveries", ["status", "next_attempt_at"])
+    pending = sa.text("next_attempt_at IS NOT NULL")
     op.create_index(
-        "ix_webhook_deliveries_hook_created", "webhook_deliveries", ["webhook_id", "created_at", "id"]
+        "ix_webhook_deliveries_due",
+        "webhook_deliveries",
+        ["webhook_id", "next_attempt_at"],
+        sqlite_where=pending,
+        postgresql_where=pending,
+    )
+    op.create_index(
+        "ix_webhook_deliveries_next",
+        "webhook_deliveries",
+        ["next_attempt_at"],
+        sqlite_where=pending,
+        postgresql_where=pending,
+    )
+    op.create_index(
+        "ix_webhook_deliveries_hook_created",
+        "webhook_deliveries",
+        ["webhook_id", "created_at", "id", "status", "workspace_id"],
     )
     op.create_index("ix_webhook_deliveries_created", "webhook_deliveries", ["created_at"])
     op.create_table(

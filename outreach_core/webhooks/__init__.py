@@ -1,0 +1,1 @@
+"""Webhook endpoints and the signed, at-least-once delivery of outbox events (docs/webhooks.md)."""

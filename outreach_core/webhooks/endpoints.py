@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from typing import Any
+
+from outreach_core.context import WorkspaceContext
+from outreach_core.endpoint import Endpoint
+from outreach_core.webhooks.operations import (
+    create_webhook,
+    delete_webhook,
+    list_webhook_deliveries,
+    list_webhooks,
+    redeliver_webhook,
+    rotate_webhook_secret,
+    test_webhook,
+    update_webhook,
+)
+from outreach_core.webhooks.prepare import prepare_test_webhook
+from outreach_core.webhooks.rules import ROTATION_OVERLAP
+from outreach_core.webhooks.schemas import (
+    CreateWebhookIn,
+    DeliveriesQuery,
+    DeliveryList,
+    SecretRotated,
+    TestResult,
+    UpdateWebhookIn,
+    Webhook,
+    WebhookCreated,
+    WebhookList,
+)
+from outreach_core.webhooks.store import pending_count
+from outreach_core.wire import Ok
+
+
+async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    url, pending = await pending_count(ctx, str(args.get("id")))
+    dropped = (
+        f" {pending:,} pending deliver{'y is' if pending == 1 else 'ies are'} dropped." if pending else ""
+    )
+    return f"Delete the webhook endpoint {url} with its delivery log? Nothing more is sent to it.{dropped}"
+
+
+async def _describe_rotate(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    url, _ = await pending_count(ctx, str(args.get("id")))
+    hours = int(ROTATION_OVERLAP.total_seconds() // 3600)
+    return (
+        f"Give {url} a new signing secret? The current one keeps signing alongside it for {hours} hours; "
+        "update the receiver before then."
+    )
+
+
+ENDPOINTS = [
+    Endpoint("GET", "/webhooks", list_webhooks, WebhookList, read_only=True, tag="webhooks"),
+    Endpoint(
+        "POST",
+        "/webhooks",
+        create_webhook,
+        WebhookCreated,
+        body=CreateWebhookIn,
+        tag="webhooks",
+    ),
+    Endpoint(
+        "POST",
+        "/webhooks/deliveries/{id}/redeliver",
+        redeliver_webhook,
+        Ok,
+        tag="webhooks",
+    ),
+    Endpoint(
+        "PATCH",
+        "/webhooks/{id}",
+        update_webhook,
+        Webhook,
+        body=UpdateWebhookIn,
+        tag="webhooks",
+    ),
+    Endpoint(
+        "DELETE",
+        "/webhooks/{id}",
+        delete_webhook,
+        Ok,
+        destructive=True,
+        confirm=_describe_delete,
+        tag="webhooks",
+    ),
+    Endpoint(
+        "POST",
+        "/webhooks/{id}/test",
+        test_webhook,
+        TestResult,
+        prepare=prepare_test_webhook,
+        tag="webhooks",
+    ),
+    Endpoint(
+        "GET",
+        "/webhooks/{id}/deliveries",
+        list_webhook_deliveries,
+        DeliveryList,
+        query=DeliveriesQuery,
+        read_only=True,
+        tag="webhooks",
+    ),
+    Endpoint(
+        "POST",
+        "/webhooks/{id}/rotate-secret",
+        rotate_webhook_secret,
+        SecretRotated,
+        confirm=_describe_rotate,
+        tag="webhooks",
+    ),
+]

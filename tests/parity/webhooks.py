@@ -1,0 +1,83 @@
+"""REST/MCP parity cases of the webhook tools, on the session server (no private URLs). Public-looking
+names under `.parity.test` do not resolve (the test DNS server answers NXDOMAIN), so `test_webhook` gets
+the same "host not found" through both doors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.conftest import WorkspaceHandle
+from tests.parity.common import Args, Prepare
+from tests.webhooks.helpers import seed_delivery
+
+
+async def _hook(http: httpx.AsyncClient, ws: WorkspaceHandle, **body: Any) -> str:
+    payload = {"url": "https://hooks.parity.test/in", "events": ["lead.won"], **body}
+    response = await http.post("/api/v1/webhooks", headers=ws.headers, json=payload)
+    assert response.status_code == 200, response.text
+    return str(response.json()["webhook"]["id"])
+
+
+async def list_webhooks_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    hook = await _hook(http, ws, description="listed")
+    await seed_delivery(ws, hook, "delivered")
+    return [{}]
+
+
+async def create_webhook_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    return [
+        {"url": "https://crm.parity.test/in", "events": ["lead.won", "campaign.paused"], "description": "p"},
+        {"url": "ftp://crm.parity.test/in", "events": ["lead.won"]},
+        {"url": "https://10.0.0.1/in", "events": ["lead.won"]},
+        {"url": "https://crm.parity.test/in", "events": []},
+        {"url": "https://crm.parity.test/in", "events": ["lead.sold"]},
+    ]
+
+
+async def update_webhook_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    hook = await _hook(http, ws)
+    return [
+        {"id": hook, "description": "changed", "enabled": False},
+        {"id": hook, "enabled": True, "events": ["lead.bounced"]},
+        {"id": hook, "url": "http://crm.parity.test/in"},
+        {"id": "whk_missing", "description": "x"},
+    ]
+
+
+async def delete_webhook_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    return [{"id": await _hook(http, ws), "confirm": True}, {"id": "whk_missing", "confirm": True}]
+
+
+async def test_webhook_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    return [{"id": await _hook(http, ws)}, {"id": "whk_missing"}]
+
+
+async def list_deliveries_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    hook = await _hook(http, ws)
+    for status in ("failed", "delivered"):
+        await seed_delivery(ws, hook, status)
+    return [{"id": hook}, {"id": hook, "limit": 1}, {"id": hook, "limit": 0}, {"id": "whk_missing"}]
+
+
+async def redeliver_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    hook = await _hook(http, ws)
+    failed, pending = await seed_delivery(ws, hook, "failed"), await seed_delivery(ws, hook, "pending")
+    return [{"id": failed}, {"id": pending}, {"id": "whd_missing"}]
+
+
+async def rotate_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    return [{"id": await _hook(http, ws), "confirm": True}, {"id": "whk_missing", "confirm": True}]
+
+
+CASES: dict[str, Prepare] = {
+    "list_webhooks": list_webhooks_args,
+    "create_webhook": create_webhook_args,
+    "update_webhook": update_webhook_args,
+    "delete_webhook": delete_webhook_args,
+    "test_webhook": test_webhook_args,
+    "list_webhook_deliveries": list_deliveries_args,
+    "redeliver_webhook": redeliver_args,
+    "rotate_webhook_secret": rotate_args,
+}
