@@ -127,6 +127,18 @@ class MailSender(Protocol):
     async def aclose(self) -> None: ...
 
 
+class MailReader(Protocol):
+    """IMAP access to a mailbox's server (AUTH with its password): the inbox worker's sessions and the copy of
+    a reply sent from a thread. Like `MailLogin`, a failure is a short reason, never an exception's text."""
+
+    async def append_sent(
+        self, server: MailServer, password: str, message: bytes, when: datetime
+    ) -> str | None:
+        """Store `message` in the mailbox's Sent folder (SPECIAL-USE `\\Sent`, else the usual names), flagged
+        `\\Seen`, with `when` as its INTERNALDATE. None when stored, else why not."""
+        ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -136,3 +148,4 @@ class Ports:
     http: HttpClient | None = None
     mail: MailLogin | None = None
     smtp: MailSender | None = None
+    imap: MailReader | None = None
