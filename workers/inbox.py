@@ -56,8 +56,16 @@ class _Running:
 class Supervisor:
     """The mailbox tasks of one process (a process runs one runtime); see the module docstring."""
 
-    def __init__(self, runtime: Runtime, *, holder: str | None = None, ingest: Ingest = ingest_batch) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        holder: str | None = None,
+        ingest: Ingest = ingest_batch,
+        workspace_ids: list[str] | None = None,
+    ) -> None:
         self.runtime = runtime
+        self.workspace_ids = workspace_ids
         self.holder = holder or f"{socket.gethostname()[:40]}:{os.getpid()}:{random.randrange(16**6):06x}"
         self.ingest = ingest
         self.running: dict[str, _Running] = {}
@@ -76,7 +84,11 @@ class Supervisor:
         settings = self.runtime.settings
         try:
             held = await self.runtime.system(
-                hold, self.holder, span_s=settings.inbox_lease_s, limit=settings.inbox_max_mailboxes
+                hold,
+                self.holder,
+                span_s=settings.inbox_lease_s,
+                limit=settings.inbox_max_mailboxes,
+                workspace_ids=self.workspace_ids,
             )
         except Exception:
             if time.monotonic() - self.last_held > 0.75 * settings.inbox_lease_s:

@@ -157,7 +157,7 @@ class ImapSession:
                 reason = f"the IMAP server at {self._where} answered unexpectedly ({step})"
                 if isinstance(exc, OSError | EOFError):
                     reason = f"the IMAP connection to {self._where} failed ({step})"
-                raise InboxError(reason) from None
+                raise InboxError(reason) from exc
         task.cancel()
         self._broken = True
         if self._lost.done():
@@ -184,6 +184,7 @@ class ImapSession:
 
     async def examine(self, folder: str) -> FolderStatus:
         response = await self._command("EXAMINE", self._client.examine(parse.quote(folder)))
+        self._client.protocol.state = aioimaplib.SELECTED  # aioimaplib only knows SELECT does this
         uidvalidity = parse.response_code(response.lines, b"UIDVALIDITY")
         if uidvalidity is None:
             self._broken = True
@@ -200,14 +201,14 @@ class ImapSession:
             "UID SEARCH", self._client.uid_search("UID", f"{max(first_uid, 1)}:*", charset=None)
         )
         # `n:*` also matches the highest UID when it is below n (RFC 3501): keep only what was asked for
-        return [uid for uid in parse.search_uids(response.lines) if uid >= first_uid]
+        return [uid for uid in parse.search_uids(response.lines[:-1]) if uid >= first_uid]
 
     async def uids_since(self, day: date) -> list[int]:
         self._new_mail = False
         response = await self._command(
             "UID SEARCH", self._client.uid_search("SINCE", parse.search_date(day), charset=None)
         )
-        return parse.search_uids(response.lines)
+        return parse.search_uids(response.lines[:-1])
 
     async def fetch(self, uids: Sequence[int], max_bytes: int) -> list[FetchedMessage]:
         if not uids:

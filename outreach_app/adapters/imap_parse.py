@@ -76,14 +76,16 @@ def uid_set(uids: Sequence[int]) -> str:
 
 
 def search_uids(lines: Iterable[bytes | bytearray]) -> list[int]:
-    """The numbers of the `SEARCH` lines of a response, ascending, without duplicates."""
+    """The numbers of the `SEARCH` lines of an untagged response (without its tagged status line),
+    ascending, without duplicates. aioimaplib drops the `SEARCH` word; lines with anything but numbers
+    (an `n EXISTS` pushed meanwhile) are not results."""
     found: set[int] = set()
     for line in text_lines(lines):
-        head, _, rest = line.partition(b" ")
-        if head.upper() == b"SEARCH":
-            found.update(int(tok) for tok in rest.split() if tok.isdigit())
-        elif line.strip().upper() == b"SEARCH":
-            continue
+        tokens = line.split()
+        if tokens and tokens[0].upper() == b"SEARCH":
+            tokens = tokens[1:]
+        if tokens and all(tok.isdigit() for tok in tokens) and not line.upper().endswith(b"EXISTS"):
+            found.update(int(tok) for tok in tokens)
     return sorted(found)
 
 
@@ -126,7 +128,10 @@ def list_folders(lines: Sequence[bytes | bytearray]) -> list[ListedFolder]:
     for i, line in enumerate(lines):
         if isinstance(line, bytearray):
             continue
-        found = _LIST.match(bytes(line))
+        text = bytes(line)
+        if text[:5].upper() == b"LIST ":
+            text = text[5:]
+        found = _LIST.match(text)
         if not found:
             continue
         flags = frozenset(f.lower() for f in found.group("flags").decode("ascii", "replace").split())

@@ -10,6 +10,7 @@ expire (`OUTREACH_INBOX_LEASE_S`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -55,12 +56,22 @@ def readable() -> ColumnElement[bool]:
     )
 
 
-async def hold(ctx: SystemContext, holder: str, *, span_s: float, limit: int) -> list[InboxMailbox]:
+async def hold(
+    ctx: SystemContext,
+    holder: str,
+    *,
+    span_s: float,
+    limit: int,
+    workspace_ids: Sequence[str] | None = None,
+) -> list[InboxMailbox]:
     """Renew, give back and take leases for `holder` (see the module docstring); returns every mailbox it
-    holds afterwards."""
+    holds afterwards. `workspace_ids` limits the process to those workspaces (tests, sharding)."""
     until = ctx.now + timedelta(seconds=span_s)
     mine = inbox_leases.c.holder == holder
-    unreadable = select(mailboxes.c.id).where(not_(readable()))
+    wanted = readable()
+    if workspace_ids is not None:
+        wanted = and_(wanted, mailboxes.c.workspace_id.in_(list(workspace_ids)))
+    unreadable = select(mailboxes.c.id).where(not_(wanted))
     await ctx.conn.execute(delete(inbox_leases).where(mine, inbox_leases.c.mailbox_id.in_(unreadable)))
     await ctx.conn.execute(update(inbox_leases).where(mine).values(expires_at=until))
     await ctx.conn.execute(delete(inbox_leases).where(inbox_leases.c.expires_at < ctx.now))
@@ -73,7 +84,7 @@ async def hold(ctx: SystemContext, holder: str, *, span_s: float, limit: int) ->
                 literal(holder, inbox_leases.c.holder.type),
                 literal(until, inbox_leases.c.expires_at.type),
             )
-            .where(readable(), mailboxes.c.id.not_in(select(inbox_leases.c.mailbox_id)))
+            .where(wanted, mailboxes.c.id.not_in(select(inbox_leases.c.mailbox_id)))
             .order_by(func.random())
             .limit(room)
         )
@@ -87,7 +98,7 @@ async def hold(ctx: SystemContext, holder: str, *, span_s: float, limit: int) ->
         await ctx.conn.execute(
             select(mailboxes)
             .join(inbox_leases, inbox_leases.c.mailbox_id == mailboxes.c.id)
-            .where(mine, readable())
+            .where(mine, wanted)
             .order_by(mailboxes.c.id)
         )
     ).all()
