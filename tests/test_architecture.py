@@ -55,6 +55,9 @@ SYSTEM_SCOPE_ALLOWED = {
     "sending/recovery.py",
     "webhooks/attempts.py",
     "webhooks/delivery.py",
+    "inbox/folders.py",
+    "inbox/leases.py",
+    "inbox/sync.py",
 }
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-
-from outreach_core.context import SystemContext
+from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import inbox_folders, mailboxes
 
 
@@ -20,7 +18,8 @@ class Checkpoint:
 
 async def checkpoints(ctx: SystemContext, mailbox_id: str) -> dict[str, Checkpoint]:
     """The saved checkpoints of a mailbox, by folder name."""
-    rows = await ctx.conn.execute(select(inbox_folders).where(inbox_folders.c.mailbox_id == mailbox_id))
+    stmt = system_scope(inbox_folders).select().where(inbox_folders.c.mailbox_id == mailbox_id)
+    rows = await ctx.conn.execute(stmt)
     return {r.folder: Checkpoint(r.folder, r.role, r.uidvalidity, r.last_uid) for r in rows}
 
 
@@ -37,27 +36,31 @@ async def advance_checkpoint(
     (clearing `syncError`). Never moves a checkpoint backwards under the same UIDVALIDITY."""
     saved = (
         await ctx.conn.execute(
-            select(inbox_folders.c.uidvalidity, inbox_folders.c.last_uid)
+            system_scope(inbox_folders)
+            .select(inbox_folders.c.uidvalidity, inbox_folders.c.last_uid)
             .where(inbox_folders.c.mailbox_id == mailbox_id, inbox_folders.c.folder == folder)
             .with_for_update()
         )
     ).first()
     if saved is None:
         await ctx.conn.execute(
-            inbox_folders.insert().values(
-                mailbox_id=mailbox_id,
-                folder=folder,
-                workspace_id=workspace_id,
-                role=role,
-                uidvalidity=uidvalidity,
-                last_uid=last_uid,
-                synced_at=ctx.now,
+            system_scope(inbox_folders).insert(
+                {
+                    "mailbox_id": mailbox_id,
+                    "folder": folder,
+                    "workspace_id": workspace_id,
+                    "role": role,
+                    "uidvalidity": uidvalidity,
+                    "last_uid": last_uid,
+                    "synced_at": ctx.now,
+                }
             )
         )
     else:
         keep = saved.uidvalidity == uidvalidity and saved.last_uid > last_uid
         await ctx.conn.execute(
-            update(inbox_folders)
+            system_scope(inbox_folders)
+            .update()
             .where(inbox_folders.c.mailbox_id == mailbox_id, inbox_folders.c.folder == folder)
             .values(
                 role=role,
@@ -67,5 +70,8 @@ async def advance_checkpoint(
             )
         )
     await ctx.conn.execute(
-        update(mailboxes).where(mailboxes.c.id == mailbox_id).values(last_synced_at=ctx.now, sync_error=None)
+        system_scope(mailboxes)
+        .update()
+        .where(mailboxes.c.id == mailbox_id)
+        .values(last_synced_at=ctx.now, sync_error=None)
     )

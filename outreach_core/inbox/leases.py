@@ -14,11 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, delete, func, literal, not_, or_, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import ColumnElement, and_, func, literal, not_, or_
 
-from outreach_core.context import SystemContext
+from outreach_core.bulk import insert_skipping_duplicates
+from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import inbox_leases, mailboxes
 from outreach_core.ports import MailServer
 
@@ -71,32 +70,32 @@ async def hold(
     wanted = readable()
     if workspace_ids is not None:
         wanted = and_(wanted, mailboxes.c.workspace_id.in_(list(workspace_ids)))
-    unreadable = select(mailboxes.c.id).where(not_(wanted))
-    await ctx.conn.execute(delete(inbox_leases).where(mine, inbox_leases.c.mailbox_id.in_(unreadable)))
-    await ctx.conn.execute(update(inbox_leases).where(mine).values(expires_at=until))
-    await ctx.conn.execute(delete(inbox_leases).where(inbox_leases.c.expires_at < ctx.now))
-    held = (await ctx.conn.execute(select(func.count()).select_from(inbox_leases).where(mine))).scalar_one()
+    boxes, leases = system_scope(mailboxes), system_scope(inbox_leases)
+    unreadable = boxes.select(mailboxes.c.id).where(not_(wanted))
+    await ctx.conn.execute(leases.delete().where(mine, inbox_leases.c.mailbox_id.in_(unreadable)))
+    await ctx.conn.execute(leases.update().where(mine).values(expires_at=until))
+    await ctx.conn.execute(leases.delete().where(inbox_leases.c.expires_at < ctx.now))
+    held = (await ctx.conn.execute(leases.select(func.count()).where(mine))).scalar_one()
     room = min(limit - int(held), TAKE_PER_CALL)
     if room > 0:
         free = (
-            select(
+            boxes.select(
                 mailboxes.c.id,
                 literal(holder, inbox_leases.c.holder.type),
                 literal(until, inbox_leases.c.expires_at.type),
             )
-            .where(wanted, mailboxes.c.id.not_in(select(inbox_leases.c.mailbox_id)))
+            .where(wanted, mailboxes.c.id.not_in(leases.select(inbox_leases.c.mailbox_id)))
             .order_by(func.random())
             .limit(room)
         )
-        insert = postgresql_insert if ctx.conn.dialect.name == "postgresql" else sqlite_insert
         await ctx.conn.execute(
-            insert(inbox_leases)
-            .from_select(["mailbox_id", "holder", "expires_at"], free)
-            .on_conflict_do_nothing()
+            insert_skipping_duplicates(ctx, inbox_leases).from_select(
+                ["mailbox_id", "holder", "expires_at"], free
+            )
         )
     rows = (
         await ctx.conn.execute(
-            select(mailboxes)
+            boxes.select()
             .join(inbox_leases, inbox_leases.c.mailbox_id == mailboxes.c.id)
             .where(mine, wanted)
             .order_by(mailboxes.c.id)
@@ -108,7 +107,7 @@ async def hold(
         if since is None:
             since = row.created_at - FIRST_SYNC_WINDOW
             await ctx.conn.execute(
-                update(mailboxes)
+                boxes.update()
                 .where(mailboxes.c.id == row.id, mailboxes.c.inbox_since.is_(None))
                 .values(inbox_since=since)
             )
@@ -131,5 +130,5 @@ async def release(ctx: SystemContext, holder: str, mailbox_ids: list[str] | None
     where = [inbox_leases.c.holder == holder]
     if mailbox_ids is not None:
         where.append(inbox_leases.c.mailbox_id.in_(mailbox_ids))
-    result = await ctx.conn.execute(delete(inbox_leases).where(*where))
+    result = await ctx.conn.execute(system_scope(inbox_leases).delete().where(*where))
     return int(result.rowcount or 0)

@@ -20,9 +20,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import structlog
-from sqlalchemy import select, update
 
-from outreach_core.context import SystemContext
+from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import mailboxes
 from outreach_core.inbox.folders import Checkpoint, checkpoints
 from outreach_core.inbox.leases import InboxMailbox
@@ -129,7 +128,9 @@ async def login_failed(ctx: SystemContext, mailbox_id: str, reason: str, *, refu
     reason = reason[:REASON_LIMIT]
     row = (
         await ctx.conn.execute(
-            select(mailboxes.c.status, mailboxes.c.inbox_failures).where(mailboxes.c.id == mailbox_id)
+            system_scope(mailboxes)
+            .select(mailboxes.c.status, mailboxes.c.inbox_failures)
+            .where(mailboxes.c.id == mailbox_id)
         )
     ).first()
     if row is None:
@@ -145,7 +146,9 @@ async def login_failed(ctx: SystemContext, mailbox_id: str, reason: str, *, refu
             inbox_error=True,
             updated_at=ctx.now,
         )
-    await ctx.conn.execute(update(mailboxes).where(mailboxes.c.id == mailbox_id).values(**values))
+    await ctx.conn.execute(
+        system_scope(mailboxes).update().where(mailboxes.c.id == mailbox_id).values(**values)
+    )
     return became_error
 
 
@@ -154,9 +157,9 @@ async def login_worked(ctx: SystemContext, mailbox_id: str) -> bool:
     again (its reason and `syncError` cleared). Returns whether it recovered now."""
     row = (
         await ctx.conn.execute(
-            select(mailboxes.c.status, mailboxes.c.inbox_failures, mailboxes.c.inbox_error).where(
-                mailboxes.c.id == mailbox_id
-            )
+            system_scope(mailboxes)
+            .select(mailboxes.c.status, mailboxes.c.inbox_failures, mailboxes.c.inbox_error)
+            .where(mailboxes.c.id == mailbox_id)
         )
     ).first()
     if row is None or (row.inbox_failures == 0 and not row.inbox_error):
@@ -165,12 +168,17 @@ async def login_worked(ctx: SystemContext, mailbox_id: str) -> bool:
     recovered = row.status == "error" and bool(row.inbox_error)
     if recovered:
         values.update(status="active", status_reason=None, sync_error=None, updated_at=ctx.now)
-    await ctx.conn.execute(update(mailboxes).where(mailboxes.c.id == mailbox_id).values(**values))
+    await ctx.conn.execute(
+        system_scope(mailboxes).update().where(mailboxes.c.id == mailbox_id).values(**values)
+    )
     return recovered
 
 
 async def sync_failed(ctx: SystemContext, mailbox_id: str, reason: str) -> None:
     """A sync failed after the login (connection lost, timeout, a command refused): `syncError`."""
     await ctx.conn.execute(
-        update(mailboxes).where(mailboxes.c.id == mailbox_id).values(sync_error=reason[:REASON_LIMIT])
+        system_scope(mailboxes)
+        .update()
+        .where(mailboxes.c.id == mailbox_id)
+        .values(sync_error=reason[:REASON_LIMIT])
     )

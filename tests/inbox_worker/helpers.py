@@ -150,7 +150,9 @@ async def imap_mailbox(
     return mailbox_id, user, secret
 
 
-def message(subject: str, *, sender: str = "lead@example.com", date: datetime | None = None, size: int = 0) -> bytes:
+def message(
+    subject: str, *, sender: str = "lead@example.com", date: datetime | None = None, size: int = 0
+) -> bytes:
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = "box@mail.test"

@@ -150,7 +150,7 @@ async def test_two_workers_on_the_same_mailboxes_share_them_without_duplicates(
             return all(uids(rec_a, rec_b, mailbox_id=m) == [1, 2] for m, _, _ in boxes)
 
         await until(all_read, what="every mailbox read once")
-        for mailbox_id, user, password in boxes:
+        for _, user, password in boxes:
             await Maildrop(mail_servers, user, password).append(message("three"))
         await until(
             lambda: all(uids(rec_a, rec_b, mailbox_id=m) == [1, 2, 3] for m, _, _ in boxes), what="new mail"
@@ -162,7 +162,7 @@ async def test_two_workers_on_the_same_mailboxes_share_them_without_duplicates(
 
         await workers.stop(sup_a)  # its mailboxes move to the other worker at once
         await until(lambda: set(sup_b.running) == {m for m, _, _ in boxes}, what="the takeover")
-        for mailbox_id, user, password in boxes:
+        for _, user, password in boxes:
             await Maildrop(mail_servers, user, password).append(message("four"))
         await until(
             lambda: all(uids(rec_a, rec_b, mailbox_id=m) == [1, 2, 3, 4] for m, _, _ in boxes),
@@ -186,10 +186,10 @@ async def test_refused_logins_put_the_mailbox_in_error_until_a_login_works(
     mailbox_id, user, _ = await imap_mailbox(ws, mail_servers, password=stored)  # the server has another
     sup = workers.start(rt, recorder, [ws.workspace_id])
 
-    async def status() -> str:
-        return str((await mailbox_json(http, ws, mailbox_id))["status"])
+    async def in_error() -> bool:
+        return bool((await mailbox_json(http, ws, mailbox_id))["status"] == "error")
 
-    await until(lambda: _is(status(), "error"), what="status error")
+    await until(in_error, what="status error")
     shown = await mailbox_json(http, ws, mailbox_id)
     assert shown["statusReason"].startswith("the inbox could not log in 3 times in a row: IMAP login failed")
     assert shown["syncError"] == "IMAP login failed: the server refused the user name or password"
@@ -203,10 +203,6 @@ async def test_refused_logins_put_the_mailbox_in_error_until_a_login_works(
     assert (shown["status"], shown["statusReason"], shown["syncError"]) == ("active", None, None)
     row = await mailbox_row(rt, mailbox_id)
     assert (row.inbox_error, row.inbox_failures) == (False, 0)
-
-
-async def _is(value: object, expected: str) -> bool:
-    return await value == expected  # type: ignore[misc]
 
 
 async def test_paused_mailboxes_and_errors_the_inbox_did_not_set_are_not_read(
@@ -227,7 +223,8 @@ async def test_paused_mailboxes_and_errors_the_inbox_did_not_set_are_not_read(
     await until(lambda: recorder.subjects(mailbox_id) == ["before the pause"], what="the first message")
     assert sender_error not in sup.running and await lease_of(rt, sender_error) is None
 
-    response = await http.patch(f"{API}/mailboxes/{mailbox_id}", headers=ws.headers, json={"status": "paused"})
+    url = f"{API}/mailboxes/{mailbox_id}"
+    response = await http.patch(url, headers=ws.headers, json={"status": "paused"})
     assert response.status_code == 200, response.text
     await until(lambda: mailbox_id not in sup.running, what="the task to stop")
     assert await lease_of(rt, mailbox_id) is None
@@ -235,6 +232,6 @@ async def test_paused_mailboxes_and_errors_the_inbox_did_not_set_are_not_read(
     await asyncio.sleep(1.0)  # three poll intervals
     assert recorder.subjects(mailbox_id) == ["before the pause"]
 
-    response = await http.patch(f"{API}/mailboxes/{mailbox_id}", headers=ws.headers, json={"status": "active"})
+    response = await http.patch(url, headers=ws.headers, json={"status": "active"})
     assert response.status_code == 200, response.text
     await until(lambda: recorder.subjects(mailbox_id)[-1] == "while paused", what="reading again")

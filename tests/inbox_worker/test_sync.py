@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
 
-from outreach_core.ports import InboxSession, MailServer
+from outreach_core.ports import InboxConnector, InboxSession, MailServer
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox_worker.helpers import (
@@ -28,8 +27,9 @@ from tests.mail_servers import MailServers
 class CountingConnector:
     """The real adapter, counting IDLE calls of the sessions it opens (to tell IDLE from polling)."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+    def __init__(self, inner: InboxConnector | None) -> None:
+        assert inner is not None
+        self.inner: InboxConnector = inner
         self.idles = 0
         self.sessions = 0
 
@@ -43,7 +43,7 @@ class CountingConnector:
             outer.idles += 1
             return await real_idle(seconds)
 
-        session.idle = idle  # type: ignore[method-assign]
+        session.idle = idle  # type: ignore[method-assign,unused-ignore]
         return session
 
 
@@ -123,8 +123,9 @@ async def test_first_sync_reads_only_what_arrived_after_the_window_by_internalda
     # arrival (INTERNALDATE) decides; the Date header says the opposite each time
     await drop.append(message("old, claims new", date=now), when=connected - timedelta(days=10))
     await drop.append(message("just too old", date=now), when=connected - timedelta(days=3, hours=2))
-    await drop.append(message("in the window", date=now - timedelta(days=30)), when=connected - timedelta(days=2))
-    await drop.append(message("after connecting", date=now - timedelta(days=30)), when=connected + timedelta(hours=1))
+    long_ago = now - timedelta(days=30)
+    await drop.append(message("in the window", date=long_ago), when=connected - timedelta(days=2))
+    await drop.append(message("after connecting", date=long_ago), when=connected + timedelta(hours=1))
 
     workers.start(rt, recorder, [ws.workspace_id])
     await until(lambda: "INBOX" in recorder_folders(recorder, mailbox_id), what="the first sync")
