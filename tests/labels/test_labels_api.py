@@ -125,7 +125,8 @@ async def test_label_input_is_validated(http: httpx.AsyncClient, make_workspace:
         http, ws, "PATCH", f"/labels/{own}", {"triggers": {"applyLabel": {"labelId": own, "afterDays": 1}}}
     )
     assert status == 422 and payload["error"]["details"]["fields"][0]["path"] == "triggers.applyLabel.labelId"
-    assert [x["name"] for x in made_here((await ok(http, ws, "GET", "/labels"))["labels"])] == ["Other", "Own"]
+    listed = made_here((await ok(http, ws, "GET", "/labels"))["labels"])
+    assert [x["name"] for x in listed] == ["Other", "Own"]
 
 
 async def test_label_and_unlabel_through_targets(
@@ -202,7 +203,7 @@ async def test_delete_label_asks_with_the_impact_and_cleans_up(
     assert await carriers(ws, doomed) == set()
     remaining = await timers(ws)
     assert [(t[1], t[2]) for t in remaining] == [(applier, "remove")]
-    applier_now = next(x for x in made_here((await ok(http, ws, "GET", "/labels"))["labels"]) if x["id"] == applier)
+    applier_now = next(x for x in (await ok(http, ws, "GET", "/labels"))["labels"] if x["id"] == applier)
     assert applier_now["triggers"]["applyLabel"] is None and applier_now["triggers"]["removeAfterDays"] == 9
     assert applier_now["leads"] == 1
 
