@@ -28,7 +28,8 @@ from tests.inbox.ingest import (
 )
 from tests.inbox.test_ingest import events
 from tests.mail_servers import SmtpServer, Users
-from tests.sending.helpers import rows
+from tests.sending.helpers import received_by, rows, update_rows
+from workers import sender
 
 ARRIVED = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)  # a Tuesday
 
@@ -184,6 +185,49 @@ async def test_a_soft_bounce_sends_the_step_again_once(
     assert await ingest(sent, fetched(again)) == 1
     [cl2] = await rows(ws, "campaign_leads", campaign_id=sent.campaign_id)
     assert (cl2.status, cl2.step, cl2.next_at) == ("rescheduled", 0, cl.next_at)
+    # once due, the sender sends the step again through the same ledger row (a new Message-ID)
+    await update_rows(ws, "campaign_leads", {"next_at": before}, id=cl.id)
+    await update_rows(ws, "mailboxes", {"next_send_at": None}, id=sent.mailbox_id)
+    await sender.tick(ws.runtime)
+    assert len(received_by(smtp, email)) == 2
+    [resent] = await rows(ws, "sends", campaign_id=sent.campaign_id)
+    assert (resent.status, resent.attempts, resent.id) == ("sent", 2, send.id)
+    assert resent.message_id != send.message_id
+    [cl3] = await rows(ws, "campaign_leads", campaign_id=sent.campaign_id)
+    assert (cl3.status, cl3.step) == ("contacted", 1)
+
+
+async def test_a_complaint_report_unsubscribes_and_suppresses(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
+) -> None:
+    ws = await make_workspace()
+    email = "liz@liz-corp.example"
+    sent = await sent_campaign(http, ws, smtp, mail_users, [email])
+    original = sent.received[email]
+    assert await ingest(sent, fetched(arf(original))) == 1
+    [thread] = await threads_of(ws)
+    assert thread.kind == "unsubscribe_request" and thread.label_name == "Unsubscribe request"
+    assert "abuse" in thread.label_reason
+    assert (await lead_row(ws, sent.leads[email])).status == "unsubscribed"
+    assert await suppressed(ws) == {email: "unsubscribed"}
+    [event] = await events(ws, "lead.unsubscribed")
+    assert event["data"]["source"] == "complaint" and event["data"]["step"]["position"] == 0
+
+
+def arf(original: Any) -> bytes:
+    """An ARF (RFC 5965) abuse report from a mailbox provider's feedback loop, returning our email."""
+    rcpt = original["To"].addresses[0].addr_spec
+    headers = "".join(f"{k}: {v}\r\n" for k, v in original.items())
+    text = (
+        "From: Feedback Loop <fbl@isp.example>\r\nTo: abuse@mail.test\r\nSubject: Abuse report\r\n"
+        "Message-ID: <fbl-1@isp.example>\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/report; report-type=feedback-report; boundary="B"\r\n\r\n'
+        "--B\r\nContent-Type: text/plain\r\n\r\nThis is an email abuse report.\r\n"
+        "--B\r\nContent-Type: message/feedback-report\r\n\r\nFeedback-Type: abuse\r\n"
+        f"User-Agent: ISP-FBL/1.0\r\nVersion: 1\r\nOriginal-Rcpt-To: {rcpt}\r\n\r\n"
+        f"--B\r\nContent-Type: message/rfc822\r\n\r\n{headers}\r\nHello\r\n--B--\r\n"
+    )
+    return text.encode()
 
 
 async def test_a_delay_warning_is_recorded_without_effects(
