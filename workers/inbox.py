@@ -25,20 +25,22 @@ import random
 import socket
 import time
 import weakref
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
 from outreach_core.crypto import UndecryptableSecret, decrypt
 from outreach_core.inbox.leases import InboxMailbox, hold, release
-from outreach_core.inbox.pipeline import ingest_batch
+from outreach_core.inbox.pipeline import FolderBatch, ingest_batch
 from outreach_core.inbox.sync import Ingest, login_failed, login_worked, sync_failed, sync_mailbox
 from outreach_core.ports import InboxError, InboxSession
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
 
+T = TypeVar("T")
 TICK_S = 5.0
 """How often leases are renewed and mailboxes started or stopped (at most a quarter of the lease span)."""
 BACKOFF_BASE_S = 2.0
@@ -74,6 +76,7 @@ class Supervisor:
         self.last_held = time.monotonic()
         self.rng = random.Random()
         self.synced = asyncio.Event()  # set after every sync (tests wait on it)
+        self.db_calls: set[asyncio.Future[Any]] = set()
 
     @property
     def tick_s(self) -> float:
@@ -118,6 +121,25 @@ class Supervisor:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
+        if self.db_calls:  # transactions of stopped tasks finish (commit or roll back) before anyone goes on
+            await asyncio.wait(set(self.db_calls))
+
+    async def _db(self, work: Awaitable[T]) -> T:
+        """A transaction of a mailbox task, shielded from the task's cancellation: a stopped task never
+        leaves a transaction half done (nor, on SQLite, the write lock held); `stop_tasks` waits for it."""
+        call = asyncio.ensure_future(work)
+        self.db_calls.add(call)
+        call.add_done_callback(self._db_done)
+        return await asyncio.shield(call)
+
+    def _db_done(self, call: asyncio.Future[Any]) -> None:
+        self.db_calls.discard(call)
+        if not call.cancelled() and call.exception() is not None:
+            # also raised to the task, unless it was stopped meanwhile: then this is the only trace
+            _log.info("inbox_transaction_failed", exc_info=call.exception())
+
+    async def _ingest(self, runtime: Runtime, batch: FolderBatch) -> int:
+        return await self._db(self.ingest(runtime, batch))
 
     async def stop(self) -> None:
         """Stop every task and give the leases back (another process takes the mailboxes over at once)."""
@@ -151,23 +173,23 @@ class Supervisor:
             password = decrypt(self.runtime.settings, mailbox.password_encrypted)
         except UndecryptableSecret:
             reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
-            await self.runtime.system(login_failed, mailbox.id, reason, refused=True)
+            await self._db(self.runtime.system(login_failed, mailbox.id, reason, refused=True))
             return False
         try:
             session = await connector.connect(mailbox.server, password)
         except InboxError as exc:
             _log.info("inbox_login_failed", mailbox=mailbox.id, reason=exc.reason, refused=exc.login)
-            if await self.runtime.system(login_failed, mailbox.id, exc.reason, refused=exc.login):
+            if await self._db(self.runtime.system(login_failed, mailbox.id, exc.reason, refused=exc.login)):
                 _log.warning("inbox_mailbox_error_status", mailbox=mailbox.id, reason=exc.reason)
             return False
         progress = _Progress()
         try:
-            if await self.runtime.system(login_worked, mailbox.id):
+            if await self._db(self.runtime.system(login_worked, mailbox.id)):
                 _log.info("inbox_mailbox_recovered", mailbox=mailbox.id)
             await self._serve(session, mailbox, progress)
         except InboxError as exc:
             _log.info("inbox_session_ended", mailbox=mailbox.id, reason=exc.reason)
-            await self.runtime.system(sync_failed, mailbox.id, exc.reason)
+            await self._db(self.runtime.system(sync_failed, mailbox.id, exc.reason))
         finally:
             await session.close()
         return progress.synced
@@ -180,7 +202,7 @@ class Supervisor:
         while True:
             current = self.running.get(mailbox.id)
             await sync_mailbox(
-                self.runtime, session, current.mailbox if current else mailbox, ordered, ingest=self.ingest
+                self.runtime, session, current.mailbox if current else mailbox, ordered, ingest=self._ingest
             )
             progress.synced = True
             self.synced.set()

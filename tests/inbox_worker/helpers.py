@@ -5,6 +5,7 @@ them, and a recorder of the batches `ingest_batch` committed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import imaplib
 import ssl
 import time
@@ -77,7 +78,7 @@ def subject_of(raw: bytes) -> str:
 class Workers:
     """Supervisors ticking in the background like `run_workers` runs them (every `every` seconds)."""
 
-    running: dict[Supervisor, asyncio.Task[None]] = field(default_factory=dict)
+    running: dict[Supervisor, tuple[asyncio.Task[None], asyncio.Event]] = field(default_factory=dict)
 
     def start(
         self,
@@ -92,18 +93,25 @@ class Workers:
         sup.backoff_base_s = 0.05
         sup.backoff_max_s = 0.5
 
-        async def loop() -> None:
-            while True:
-                await sup.tick()
-                await asyncio.sleep(every)
+        stop = asyncio.Event()
 
-        self.running[sup] = asyncio.create_task(loop())
+        async def loop() -> None:  # a tick is never cancelled halfway (as in `run_workers`)
+            while not stop.is_set():
+                await sup.tick()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), every)
+
+        self.running[sup] = (asyncio.create_task(loop()), stop)
         return sup
 
+    async def halt(self, sup: Supervisor) -> None:
+        """The loop ends after its current tick; the mailbox tasks keep running."""
+        task, stop = self.running.pop(sup)
+        stop.set()
+        await task
+
     async def stop(self, sup: Supervisor) -> None:
-        task = self.running.pop(sup)
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await self.halt(sup)
         await sup.stop()
 
     async def stop_all(self) -> None:

@@ -46,19 +46,23 @@ async def test_a_restart_in_the_middle_of_a_batch_reads_it_again_and_nothing_twi
     await Maildrop(mail_servers, user, password).append(*(message(f"m{i}") for i in range(1, 6)))
 
     first = Recorder()
-    stuck = asyncio.Event()
+    stuck, killed = asyncio.Event(), asyncio.Event()
 
-    async def hang_on_second_batch(batch: FolderBatch) -> None:
+    async def die_in_second_batch(batch: FolderBatch) -> None:
         if batch.messages and batch.messages[0].uid == 3:
             stuck.set()
-            await asyncio.Event().wait()  # the process is stopped while this batch is being recorded
+            await killed.wait()
+            raise RuntimeError("the process died while recording this batch")  # nothing of it committed
 
-    first.before = hang_on_second_batch
+    first.before = die_in_second_batch
     sup = workers.start(rt, first, [ws.workspace_id], holder="first")
     await asyncio.wait_for(stuck.wait(), 10)
     assert uids(first, mailbox_id=mailbox_id) == [1, 2]
-    await workers.stop(sup)  # stopping gives the lease back
-    assert await lease_of(rt, mailbox_id) is None
+    stopping = asyncio.create_task(workers.stop(sup))  # waits for the batch being recorded
+    await asyncio.sleep(0.1)
+    killed.set()
+    await stopping
+    assert await lease_of(rt, mailbox_id) is None  # stopping gave the lease back
     assert (await checkpoints_of(rt, mailbox_id))["INBOX"][1] == 2
 
     second = Recorder()
@@ -83,7 +87,7 @@ async def test_a_worker_that_dies_loses_its_mailboxes_when_the_lease_ends(
     sup = workers.start(rt, first, [ws.workspace_id], holder="dies")
     await until(lambda: len(first.of(mailbox_id)) == 1, what="the first message")
     # killed: the loop and the tasks end, the lease is not given back
-    workers.running.pop(sup).cancel()
+    await workers.halt(sup)
     await sup.stop_tasks(list(sup.running))
     assert await lease_of(rt, mailbox_id) == "dies"
 
