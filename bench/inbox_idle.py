@@ -1,7 +1,8 @@
 """The inbox worker at scale: N mailboxes (Dovecot users) held in IDLE by one worker process.
 
 1. Starts its own Dovecot (root needed, as for the tests) with a configuration for many connections: one imap
-   process serves up to 100 connections, `default_client_limit` 5000, `mail_max_userip_connections` 20.
+   process serves up to 100 connections, imap-login in high-performance mode (`service_count = 0`,
+   `client_limit` 2000), `default_client_limit` 5000, `mail_max_userip_connections` 20.
 2. Seeds a database (OUTREACH_DATABASE_URL, default a fresh SQLite file): one workspace, N mailboxes on that
    Dovecot, and `--replies` leads.
 3. Runs one `inbox` supervisor (the worker's tick, every 5 s as in production) in this process until every
@@ -52,6 +53,7 @@ from workers import inbox  # noqa: E402
 
 _SCALE = """\
 default_client_limit = 5000
+default_process_limit = 2000
 mail_max_userip_connections = 20
 service imap {{
   client_limit = 100
@@ -146,7 +148,11 @@ async def main(args: argparse.Namespace) -> None:
     boxes = [(f"bench{i}@mail.test", f"pw-bench-{i}-S3cret") for i in range(args.mailboxes)]
     for user, password in boxes:
         users.passwords[user] = password
-    mail_servers._DOVECOT_CONF += _SCALE  # this bench's own configuration
+    # this bench's own configuration: login processes serving many clients each (high-performance mode)
+    mail_servers._DOVECOT_CONF = mail_servers._DOVECOT_CONF.replace(
+        "service imap-login {{\n",
+        "service imap-login {{\n  service_count = 0\n  client_limit = 2000\n  process_min_avail = 4\n",
+    ) + _SCALE
     dovecot = mail_servers.Dovecot(root / "dovecot", ca, users)
     dovecot.start()
     url = os.environ.get("OUTREACH_DATABASE_URL") or f"sqlite+aiosqlite:///{root / 'bench.db'}"
