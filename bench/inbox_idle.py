@@ -1,7 +1,7 @@
 """The inbox worker at scale: N mailboxes (Dovecot users) held in IDLE by one worker process.
 
 1. Starts its own Dovecot (root needed, as for the tests) with a configuration for many connections: one imap
-   process serves up to 100 connections, imap-login in high-performance mode (`service_count = 0`,
+   process per connection (up to 1,100), imap-login in high-performance mode (`service_count = 0`,
    `client_limit` 2000), `default_client_limit` 5000, `mail_max_userip_connections` 20.
 2. Seeds a database (OUTREACH_DATABASE_URL, default a fresh SQLite file): one workspace, N mailboxes on that
    Dovecot, and `--replies` leads.
@@ -53,11 +53,15 @@ from workers import inbox  # noqa: E402
 
 _SCALE = """\
 default_client_limit = 5000
+# Every imap process runs as the same system user here, and Linux gives one user 128 inotify instances
+# (fs.inotify.max_user_instances): the processes beyond that learn of new mail by checking the maildir every
+# `mailbox_idle_check_interval` (30 s by default), so it is 1 s in this bench.
+mailbox_idle_check_interval = 1 secs
 default_process_limit = 2000
 mail_max_userip_connections = 20
 service imap {{
-  client_limit = 100
-  process_limit = 100
+  client_limit = 1
+  process_limit = 1100
 }}
 """  # a template: braces doubled
 
