@@ -23,11 +23,11 @@ from sqlalchemy import exists, select
 from outreach_core.campaigns.schedule import zone
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, campaigns, inbox_messages, labels, leads, sends
-from outreach_core.event_data import iso_z, lead_event_data
+from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
+from outreach_core.event_data import iso_z
+from outreach_core.inbox.known import Known, event_data
 from outreach_core.inbox.rules import Classification
 from outreach_core.labels.apply import put_label_on
-from outreach_core.labels.schemas import LabelTriggers
 from outreach_core.labels.store import LabelRow
 from outreach_core.outbox import record_event
 from outreach_core.sending import rules as send_rules
@@ -57,11 +57,26 @@ class Received:
     arrived_at: dt.datetime
     label_id: str | None  # the thread's label when this message set it (None: manual label kept or none)
     label_source: Literal["rules", "ai"]
+    thread_subject: str
+    known: Known
+
+    async def data(self, ctx: WorkspaceContext, **extra: Any) -> dict[str, Any]:
+        """An event's `data` about this message's lead (`event_data.lead_event_data`'s shape)."""
+        thread = {"id": self.thread_id, "subject": self.thread_subject}
+        return await event_data(
+            ctx,
+            self.known,
+            self.lead_id,
+            campaign_id=self.campaign_id,
+            send_id=self.send_id,
+            thread=thread,
+            **extra,
+        )
 
 
 async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
     kind = m.verdict.kind
-    label = await _label(ctx, m.label_id)
+    label = m.known.labels.get(m.label_id) if m.label_id is not None else None
     if kind == "reply":
         await _replied(ctx, m, positive=label is not None and label[1] == "positive")
     elif kind == "out_of_office" and m.verdict.return_date is not None:
@@ -77,21 +92,6 @@ async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
         await _put_label(ctx, m, label)
 
 
-async def _label(ctx: WorkspaceContext, label_id: str | None) -> tuple[LabelRow, str] | None:
-    if label_id is None:
-        return None
-    row = (
-        await ctx.conn.execute(
-            scoped(ctx, labels)
-            .select(labels.c.id, labels.c.name, labels.c.type, labels.c.triggers)
-            .where(labels.c.id == label_id)
-        )
-    ).one_or_none()
-    if row is None:
-        return None
-    return LabelRow(row.id, row.name, LabelTriggers.model_validate(row.triggers)), str(row.type)
-
-
 async def _campaign_lead(ctx: WorkspaceContext, m: Received) -> Any:
     if m.campaign_id is None:
         return None
@@ -99,15 +99,8 @@ async def _campaign_lead(ctx: WorkspaceContext, m: Received) -> Any:
         await ctx.conn.execute(
             scoped(ctx, campaign_leads)
             .select(
-                campaign_leads.c.id,
-                campaign_leads.c.status,
-                campaign_leads.c.step,
-                campaign_leads.c.next_at,
-                campaigns.c.stop_on_reply,
-                campaigns.c.stop_for_company,
-                campaigns.c.timezone_fallback,
+                campaign_leads.c.id, campaign_leads.c.status, campaign_leads.c.step, campaign_leads.c.next_at
             )
-            .join(campaigns, campaigns.c.id == campaign_leads.c.campaign_id)
             .where(campaign_leads.c.campaign_id == m.campaign_id, campaign_leads.c.lead_id == m.lead_id)
         )
     ).one_or_none()
@@ -122,8 +115,9 @@ async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> Non
         .values(status="interested" if positive else "replied", updated_at=now)
     )
     cl = await _campaign_lead(ctx, m)
-    if cl is not None:
-        stop = cl.stop_on_reply and cl.status in STOPPABLE
+    facts = m.known.campaigns.get(m.campaign_id or "")
+    if cl is not None and facts is not None:
+        stop = facts.stop_on_reply and cl.status in STOPPABLE
         if stop or cl.status == "completed":
             await ctx.conn.execute(
                 scoped(ctx, campaign_leads)
@@ -131,7 +125,7 @@ async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> Non
                 .where(campaign_leads.c.id == cl.id)
                 .values(status="replied", reason="The lead replied.", next_at=None, finished_at=now)
             )
-        if cl.stop_for_company:
+        if facts.stop_for_company:
             await _stop_company(ctx, m)
     message = {
         "id": m.message_id,
@@ -140,17 +134,12 @@ async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> Non
         "text": m.verdict.own_text[:EVENT_TEXT_LIMIT] or m.text[:EVENT_TEXT_LIMIT],
         "receivedAt": iso_z(m.arrived_at),
     }
-    data = await lead_event_data(
-        ctx, m.lead_id, campaign_id=m.campaign_id, send_id=m.send_id, thread_id=m.thread_id, message=message
-    )
-    await record_event(ctx, "lead.replied", data)
+    await record_event(ctx, "lead.replied", await m.data(ctx, message=message))
 
 
 async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
     """The other leads of the replying lead's company domain in the campaign get no more email."""
-    domain = (
-        await ctx.conn.execute(scoped(ctx, leads).select(leads.c.domain).where(leads.c.id == m.lead_id))
-    ).scalar_one()
+    domain = m.known.people[m.lead_id].domain
     if not send_rules.is_company_domain(domain):
         return
     colleagues = (
@@ -180,12 +169,10 @@ def back_at(return_date: dt.date, zone_name: str | None, fallback: str) -> dt.da
 
 async def _away(ctx: WorkspaceContext, m: Received, return_date: dt.date) -> None:
     cl = await _campaign_lead(ctx, m)
-    if cl is None or cl.status not in STOPPABLE:
+    facts = m.known.campaigns.get(m.campaign_id or "")
+    if cl is None or facts is None or cl.status not in STOPPABLE:
         return
-    lead_zone = (
-        await ctx.conn.execute(scoped(ctx, leads).select(leads.c.timezone).where(leads.c.id == m.lead_id))
-    ).scalar_one()
-    due = back_at(return_date, lead_zone, cl.timezone_fallback)
+    due = back_at(return_date, m.known.people[m.lead_id].timezone, facts.timezone_fallback)
     planned = cl.next_at or ctx.now
     next_at = max(planned, due)
     await ctx.conn.execute(
@@ -262,10 +249,7 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
         "recipient": failed.recipient,
         "source": "inbox",
     }
-    data = await lead_event_data(
-        ctx, m.lead_id, campaign_id=m.campaign_id, send_id=m.send_id, thread_id=m.thread_id, bounce=bounce
-    )
-    await record_event(ctx, "lead.bounced", data)
+    await record_event(ctx, "lead.bounced", await m.data(ctx, bounce=bounce))
     if m.campaign_id is not None:
         await check_bounce_rate(ctx, m.campaign_id)
 
@@ -313,13 +297,5 @@ async def _put_label(ctx: WorkspaceContext, m: Received, label: tuple[LabelRow, 
     row, _ = label
     lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id)
     if await put_label_on(ctx, row, lead_ids, m.label_source, record_events=False):
-        data = await lead_event_data(
-            ctx,
-            m.lead_id,
-            campaign_id=m.campaign_id,
-            send_id=m.send_id,
-            thread_id=m.thread_id,
-            label={"id": row.id, "name": row.name},
-            source=m.label_source,
-        )
+        data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
         await record_event(ctx, "lead.labeled", data)

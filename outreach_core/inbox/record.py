@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
-from outreach_core.db.tables import inbox_messages, leads, mailboxes, threads
+from outreach_core.db.tables import inbox_messages, mailboxes, threads
 from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
 from outreach_core.inbox.effects import Received, apply_effects
+from outreach_core.inbox.known import Known, load_known
 from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
 from outreach_core.inbox.rules import Classification, ParsedMessage
@@ -125,9 +126,15 @@ async def record_messages(
     if not matched:
         return 0
     builtin = await builtin_label_ids(wctx)
+    known = await load_known(
+        wctx,
+        [m.lead_id for _, m in matched],
+        [m.campaign_id for _, m in matched if m.campaign_id],
+        [m.send_id for _, m in matched if m.send_id],
+    )
     for p, m in matched:
         verdict = _label_verdict(p, builtin, (ai or {}).get(p.fetched.uid))
-        await _record_one(wctx, batch, p, m, verdict)
+        await _record_one(wctx, batch, p, m, verdict, known)
     return len(matched)
 
 
@@ -151,7 +158,7 @@ def _bounce(p: Prepared, m: Match) -> dict[str, Any] | None:
 
 
 async def _record_one(
-    ctx: WorkspaceContext, batch: FolderBatch, p: Prepared, m: Match, label: LabelVerdict
+    ctx: WorkspaceContext, batch: FolderBatch, p: Prepared, m: Match, label: LabelVerdict, known: Known
 ) -> None:
     parsed, verdict, arrived = p.parsed, p.verdict, p.fetched.arrived_at
     kind = THREAD_KIND[verdict.kind]
@@ -161,7 +168,7 @@ async def _record_one(
     row = (
         await ctx.conn.execute(
             th.select(
-                threads.c.id, threads.c.label_source, threads.c.last_message_at, threads.c.message_count
+                threads.c.id, threads.c.label_source, threads.c.last_message_at, threads.c.subject
             ).where(threads.c.conversation == conversation)
         )
     ).one_or_none()
@@ -170,13 +177,7 @@ async def _record_one(
         "label_id": label.label_id, "label_source": label.source, "label_reason": label.reason
     }  # fmt: skip
     if row is None:
-        person = (
-            await ctx.conn.execute(
-                scoped(ctx, leads)
-                .select(leads.c.email, leads.c.first_name, leads.c.last_name)
-                .where(leads.c.id == m.lead_id)
-            )
-        ).one()
+        person = known.people[m.lead_id]
         subject = parsed.subject[:1000]
         search = " ".join(x for x in (person.email, person.first_name, person.last_name, subject) if x)
         thread_id = new_id("thr")
@@ -200,7 +201,7 @@ async def _record_one(
             )
         )
     else:
-        thread_id = row.id
+        thread_id, subject = row.id, row.subject
         await ctx.conn.execute(
             th.update()
             .where(threads.c.id == thread_id)
@@ -255,6 +256,8 @@ async def _record_one(
         arrived_at=arrived,
         label_id=None if manual else label.label_id,
         label_source=label.source,
+        thread_subject=subject,
+        known=known,
     )
     await apply_effects(ctx, received)
 
