@@ -18,8 +18,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import exists, select
-
 from outreach_core.campaigns.schedule import zone
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
@@ -219,7 +217,9 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
         .where(leads.c.id == m.lead_id, leads.c.status.not_in(("bounced", "unsubscribed")))
         .values(status="bounced", updated_at=now)
     )
-    await suppress_lead_ids(ctx, select(leads.c.id).where(leads.c.id == m.lead_id), "bounced")
+    await suppress_lead_ids(
+        ctx, scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id), "bounced"
+    )
     code = failed.status or failed.reply_code
     if send is not None:
         await ctx.conn.execute(
@@ -262,16 +262,19 @@ async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
         return
     if cl.status not in ("contacted", "rescheduled", "completed"):
         return
-    earlier = exists(
-        scoped(ctx, inbox_messages)
-        .select(inbox_messages.c.id)
-        .where(
-            inbox_messages.c.send_id == send.id,
-            inbox_messages.c.kind == "bounce",
-            inbox_messages.c.id != m.message_id,
+    earlier = (
+        await ctx.conn.execute(
+            scoped(ctx, inbox_messages)
+            .select(inbox_messages.c.id)
+            .where(
+                inbox_messages.c.send_id == send.id,
+                inbox_messages.c.kind == "bounce",
+                inbox_messages.c.id != m.message_id,
+            )
+            .limit(1)
         )
-    )
-    if (await ctx.conn.execute(select(earlier))).scalar():
+    ).first()
+    if earlier is not None:
         return
     await ctx.conn.execute(
         scoped(ctx, sends)
