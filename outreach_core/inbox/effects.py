@@ -23,11 +23,10 @@ from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
 from outreach_core.event_data import iso_z
-from outreach_core.inbox.known import Known, event_data
+from outreach_core.inbox.known import Known, Pending, event_data
 from outreach_core.inbox.rules import Classification
 from outreach_core.labels.apply import put_label_on
 from outreach_core.labels.store import LabelRow
-from outreach_core.outbox import record_event
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
 from outreach_core.targets.suppression import suppress_lead_ids
@@ -57,6 +56,7 @@ class Received:
     label_source: Literal["rules", "ai"]
     thread_subject: str
     known: Known
+    pending: Pending
 
     async def data(self, ctx: WorkspaceContext, **extra: Any) -> dict[str, Any]:
         """An event's `data` about this message's lead (`event_data.lead_event_data`'s shape)."""
@@ -81,6 +81,7 @@ async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
         await _away(ctx, m, m.verdict.return_date)
     elif kind in ("unsubscribe_request", "complaint"):
         source = "complaint" if kind == "complaint" else "reply"
+        await m.pending.flush(ctx)  # it reads the thread for its event, and records that event itself
         await unsubscribe_lead(
             ctx, m.lead_id, m.campaign_id, source=source, send_id=m.send_id, thread_id=m.thread_id
         )
@@ -132,7 +133,7 @@ async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> Non
         "text": m.verdict.own_text[:EVENT_TEXT_LIMIT] or m.text[:EVENT_TEXT_LIMIT],
         "receivedAt": iso_z(m.arrived_at),
     }
-    await record_event(ctx, "lead.replied", await m.data(ctx, message=message))
+    m.pending.events.append(("lead.replied", await m.data(ctx, message=message)))
 
 
 async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
@@ -249,8 +250,9 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
         "recipient": failed.recipient,
         "source": "inbox",
     }
-    await record_event(ctx, "lead.bounced", await m.data(ctx, bounce=bounce))
+    m.pending.events.append(("lead.bounced", await m.data(ctx, bounce=bounce)))
     if m.campaign_id is not None:
+        await m.pending.flush(ctx)  # `campaign.paused`, if any, comes after the bounce that caused it
         await check_bounce_rate(ctx, m.campaign_id)
 
 
@@ -301,4 +303,4 @@ async def _put_label(ctx: WorkspaceContext, m: Received, label: tuple[LabelRow, 
     lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id)
     if await put_label_on(ctx, row, lead_ids, m.label_source, record_events=False):
         data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
-        await record_event(ctx, "lead.labeled", data)
+        m.pending.events.append(("lead.labeled", data))

@@ -11,11 +11,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from outreach_core.bulk import update_each
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_variants, campaigns, labels, leads, sends
+from outreach_core.db.tables import (
+    campaign_variants,
+    campaigns,
+    inbox_messages,
+    labels,
+    leads,
+    sends,
+    threads,
+)
 from outreach_core.event_data import variant_label
 from outreach_core.labels.schemas import LabelTriggers
 from outreach_core.labels.store import LabelRow
+from outreach_core.outbox import EventKind, record_events
 
 
 @dataclass(frozen=True)
@@ -148,3 +158,76 @@ async def event_data(
         "variant": variant,
         **extra,
     }
+
+
+@dataclass
+class ThreadState:
+    """A thread as the batch has left it so far; written once at the end (or at a flush)."""
+
+    id: str
+    subject: str
+    stored: bool  # a row exists already (read at the start, or inserted by an earlier flush)
+    values: dict[str, Any]  # the columns to insert, or to set on the existing row
+    dirty: bool = False
+
+
+@dataclass
+class Pending:
+    """Writes of a batch gathered and done together: new threads, changed threads, message rows, events.
+    `flush` writes them (threads first, for the messages' foreign key); the effects flush before anything
+    that reads them (`unsubscribe_lead` reads the thread) or records an event of its own, so events keep
+    their order."""
+
+    threads: dict[str, ThreadState] = field(default_factory=dict)  # by conversation
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    events: list[tuple[EventKind, dict[str, Any]]] = field(default_factory=list)
+
+    async def flush(self, ctx: WorkspaceContext) -> None:
+        new = [t for t in self.threads.values() if not t.stored]
+        if new:
+            await ctx.conn.execute(*scoped(ctx, threads).insert_many([{"id": t.id, **t.values} for t in new]))
+        changed = [t for t in self.threads.values() if t.stored and t.dirty]
+        if changed:
+            await update_each(ctx, scoped(ctx, threads).update(), [{"id": t.id, **t.values} for t in changed])
+        for t in self.threads.values():
+            t.stored, t.dirty = True, False
+            t.values = {k: t.values[k] for k in THREAD_CHANGES}
+        if self.messages:
+            await ctx.conn.execute(*scoped(ctx, inbox_messages).insert_many(self.messages))
+            self.messages = []
+        await record_events(ctx, self.events)
+        self.events = []
+
+
+THREAD_CHANGES = (
+    "kind",
+    "last_message_at",
+    "unread",
+    "message_count",
+    "label_id",
+    "label_source",
+    "label_reason",
+)
+"""The columns a new message changes on its thread (all of them each time: one statement for all rows)."""
+
+
+async def load_threads(ctx: WorkspaceContext, conversations: Iterable[str]) -> dict[str, ThreadState]:
+    """The batch's existing threads, by conversation."""
+    found: dict[str, ThreadState] = {}
+    wanted = sorted(set(conversations))
+    for start in range(0, len(wanted), 500):
+        rows = await ctx.conn.execute(
+            scoped(ctx, threads)
+            .select(
+                threads.c.conversation,
+                threads.c.id,
+                threads.c.subject,
+                *(threads.c[k] for k in THREAD_CHANGES),
+            )
+            .where(threads.c.conversation.in_(wanted[start : start + 500]))
+        )
+        for r in rows:
+            found[r.conversation] = ThreadState(
+                r.id, r.subject, True, {k: getattr(r, k) for k in THREAD_CHANGES}
+            )
+    return found
