@@ -23,13 +23,13 @@ from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
 from outreach_core.event_data import iso_z
-from outreach_core.inbox.known import Known, Pending, event_data
+from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
 from outreach_core.inbox.rules import Classification
 from outreach_core.labels.apply import put_label_on
 from outreach_core.labels.store import LabelRow
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
-from outreach_core.targets.suppression import suppress_lead_ids
+from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids
 
 SOFT_BOUNCE_RETRY = send_rules.RETRY_CAP
 """A soft-bounced step is sent again once, this long after the bounce was read."""
@@ -85,44 +85,46 @@ async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
         await unsubscribe_lead(
             ctx, m.lead_id, m.campaign_id, source=source, send_id=m.send_id, thread_id=m.thread_id
         )
+        m.known.people[m.lead_id].status = "unsubscribed"
+        for (_, lead_id), cl in m.known.cls.items():
+            if lead_id == m.lead_id and cl.status in STOPPABLE:
+                cl.status, cl.next_at = "unsubscribed", None
     elif kind == "bounce":
         await _bounced(ctx, m)
     if label is not None:
         await _put_label(ctx, m, label)
 
 
-async def _campaign_lead(ctx: WorkspaceContext, m: Received) -> Any:
-    if m.campaign_id is None:
-        return None
-    return (
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .select(
-                campaign_leads.c.id, campaign_leads.c.status, campaign_leads.c.step, campaign_leads.c.next_at
-            )
-            .where(campaign_leads.c.campaign_id == m.campaign_id, campaign_leads.c.lead_id == m.lead_id)
-        )
-    ).one_or_none()
+def _campaign_lead(m: Received) -> CampaignLead | None:
+    """The lead's campaign lead in the message's campaign, as the batch has left it (`Known.cls`)."""
+    return None if m.campaign_id is None else m.known.cls.get((m.campaign_id, m.lead_id))
+
+
+async def _set_campaign_lead(ctx: WorkspaceContext, cl: CampaignLead, **values: Any) -> None:
+    await ctx.conn.execute(
+        scoped(ctx, campaign_leads).update().where(campaign_leads.c.id == cl.id).values(**values)
+    )
+    for name in ("status", "step", "next_at"):
+        if name in values:
+            setattr(cl, name, values[name])
 
 
 async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> None:
     now = ctx.now
-    ld = scoped(ctx, leads)
-    await ctx.conn.execute(
-        ld.update()
-        .where(leads.c.id == m.lead_id, leads.c.status.in_(REPLY_FROM))
-        .values(status="interested" if positive else "replied", updated_at=now)
-    )
-    cl = await _campaign_lead(ctx, m)
+    person = m.known.people[m.lead_id]
+    status = "interested" if positive else "replied"
+    if person.status in REPLY_FROM and person.status != status:
+        await ctx.conn.execute(
+            scoped(ctx, leads).update().where(leads.c.id == m.lead_id).values(status=status, updated_at=now)
+        )
+        person.status = status
+    cl = _campaign_lead(m)
     facts = m.known.campaigns.get(m.campaign_id or "")
     if cl is not None and facts is not None:
         stop = facts.stop_on_reply and cl.status in STOPPABLE
         if stop or cl.status == "completed":
-            await ctx.conn.execute(
-                scoped(ctx, campaign_leads)
-                .update()
-                .where(campaign_leads.c.id == cl.id)
-                .values(status="replied", reason="The lead replied.", next_at=None, finished_at=now)
+            await _set_campaign_lead(
+                ctx, cl, status="replied", reason="The lead replied.", next_at=None, finished_at=now
             )
         if facts.stop_for_company:
             await _stop_company(ctx, m)
@@ -156,6 +158,11 @@ async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
             status="stopped", reason="Someone at the same company replied.", next_at=None, finished_at=ctx.now
         )
     )
+    for (campaign_id, lead_id), cl in m.known.cls.items():
+        person = m.known.people.get(lead_id)
+        colleague = person is not None and person.domain == domain and lead_id != m.lead_id
+        if colleague and campaign_id == m.campaign_id and cl.status in STOPPABLE:
+            cl.status, cl.next_at = "stopped", None
 
 
 def back_at(return_date: dt.date, zone_name: str | None, fallback: str) -> dt.datetime:
@@ -167,22 +174,19 @@ def back_at(return_date: dt.date, zone_name: str | None, fallback: str) -> dt.da
 
 
 async def _away(ctx: WorkspaceContext, m: Received, return_date: dt.date) -> None:
-    cl = await _campaign_lead(ctx, m)
+    cl = _campaign_lead(m)
     facts = m.known.campaigns.get(m.campaign_id or "")
     if cl is None or facts is None or cl.status not in STOPPABLE:
         return
     due = back_at(return_date, m.known.people[m.lead_id].timezone, facts.timezone_fallback)
     planned = cl.next_at or ctx.now
     next_at = max(planned, due)
-    await ctx.conn.execute(
-        scoped(ctx, campaign_leads)
-        .update()
-        .where(campaign_leads.c.id == cl.id)
-        .values(
-            status="rescheduled",
-            next_at=next_at,
-            reason=f"Out of office until {return_date.isoformat()}; next email from {iso_z(next_at)}."[:200],
-        )
+    await _set_campaign_lead(
+        ctx,
+        cl,
+        status="rescheduled",
+        next_at=next_at,
+        reason=f"Out of office until {return_date.isoformat()}; next email from {iso_z(next_at)}."[:200],
     )
 
 
@@ -212,12 +216,15 @@ async def _send(ctx: WorkspaceContext, send_id: str | None) -> Any:
 
 async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: Any) -> None:
     now = ctx.now
-    ld = scoped(ctx, leads)
-    await ctx.conn.execute(
-        ld.update()
-        .where(leads.c.id == m.lead_id, leads.c.status.not_in(("bounced", "unsubscribed")))
-        .values(status="bounced", updated_at=now)
-    )
+    person = m.known.people[m.lead_id]
+    if person.status not in ("bounced", "unsubscribed"):
+        await ctx.conn.execute(
+            scoped(ctx, leads)
+            .update()
+            .where(leads.c.id == m.lead_id)
+            .values(status="bounced", updated_at=now)
+        )
+        person.status = "bounced"
     await suppress_lead_ids(
         ctx, scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id), "bounced"
     )
@@ -229,19 +236,16 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
             .where(sends.c.id == send.id, sends.c.status == "sent")
             .values(status="bounced", error=f"bounce read from the mailbox: {m.verdict.reason}"[:1000])
         )
-    cl = await _campaign_lead(ctx, m)
+    cl = _campaign_lead(m)
     if cl is not None and cl.status in (*STOPPABLE, "completed"):
         step = (send.step if send is not None else max(cl.step - 1, 0)) + 1
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .update()
-            .where(campaign_leads.c.id == cl.id)
-            .values(
-                status="bounced",
-                reason=f"Email {step} bounced: {code or ''} {failed.reason}".replace("  ", " ")[:200],
-                next_at=None,
-                finished_at=now,
-            )
+        await _set_campaign_lead(
+            ctx,
+            cl,
+            status="bounced",
+            reason=f"Email {step} bounced: {code or ''} {failed.reason}".replace("  ", " ")[:200],
+            next_at=None,
+            finished_at=now,
         )
     bounce = {
         "status": code,
@@ -259,7 +263,7 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
 async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
     """Send the bounced step again once, later: only when it is the lead's latest email, the lead still
     gets email, and no earlier bounce of that email was read (the retry's bounce ends it)."""
-    cl = await _campaign_lead(ctx, m)
+    cl = _campaign_lead(m)
     if cl is None or send.campaign_lead_id != cl.id or send.status != "sent" or cl.step != send.step + 1:
         return
     if cl.status not in ("contacted", "rescheduled", "completed"):
@@ -284,17 +288,14 @@ async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
         .where(sends.c.id == send.id)
         .values(status="retry", error=f"soft bounce, sent again once: {m.verdict.reason}"[:1000])
     )
-    await ctx.conn.execute(
-        scoped(ctx, campaign_leads)
-        .update()
-        .where(campaign_leads.c.id == cl.id)
-        .values(
-            status="rescheduled",
-            step=send.step,
-            next_at=ctx.now + SOFT_BOUNCE_RETRY,
-            finished_at=None,
-            reason=f"Email {send.step + 1} bounced (soft); sent again once later."[:200],
-        )
+    await _set_campaign_lead(
+        ctx,
+        cl,
+        status="rescheduled",
+        step=send.step,
+        next_at=ctx.now + SOFT_BOUNCE_RETRY,
+        finished_at=None,
+        reason=f"Email {send.step + 1} bounced (soft); sent again once later."[:200],
     )
 
 
@@ -302,5 +303,8 @@ async def _put_label(ctx: WorkspaceContext, m: Received, label: tuple[LabelRow, 
     row, _ = label
     lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id)
     if await put_label_on(ctx, row, lead_ids, m.label_source, record_events=False):
+        person = m.known.people[m.lead_id]
+        if row.triggers.suppress and person.status in SUPPRESSIBLE_STATUSES:
+            person.status = "suppressed"  # what the trigger did to the row
         data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
         m.pending.events.append(("lead.labeled", data))

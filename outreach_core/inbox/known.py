@@ -14,6 +14,7 @@ from typing import Any
 from outreach_core.bulk import update_each
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import (
+    campaign_leads,
     campaign_variants,
     campaigns,
     inbox_messages,
@@ -28,13 +29,28 @@ from outreach_core.labels.store import LabelRow
 from outreach_core.outbox import EventKind, record_events
 
 
-@dataclass(frozen=True)
+@dataclass
 class Person:
+    """A matched lead; `status` is kept as the batch's effects change it (they update the row too)."""
+
     email: str
     first_name: str | None
     last_name: str | None
+    company: str | None
     domain: str
     timezone: str | None
+    status: str
+
+
+@dataclass
+class CampaignLead:
+    """A matched lead's campaign lead, kept as the batch's effects change it (they update the row too)."""
+
+    id: str
+    lead_id: str
+    status: str
+    step: int
+    next_at: Any
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,7 @@ class Known:
     people: dict[str, Person] = field(default_factory=dict)
     campaigns: dict[str, CampaignFacts] = field(default_factory=dict)
     steps: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = field(default_factory=dict)  # send id ->
+    cls: dict[tuple[str, str], CampaignLead] = field(default_factory=dict)  # (campaign, lead) ->
 
 
 async def load_known(
@@ -70,13 +87,31 @@ async def load_known(
                 leads.c.email,
                 leads.c.first_name,
                 leads.c.last_name,
+                leads.c.company,
                 leads.c.domain,
                 leads.c.timezone,
+                leads.c.status,
             )
             .where(leads.c.id.in_(wanted[start : start + 500]))
         )
         for r in rows:
-            known.people[r.id] = Person(r.email, r.first_name, r.last_name, r.domain, r.timezone)
+            known.people[r.id] = Person(
+                r.email, r.first_name, r.last_name, r.company, r.domain, r.timezone, r.status
+            )
+        rows = await ctx.conn.execute(
+            scoped(ctx, campaign_leads)
+            .select(
+                campaign_leads.c.id,
+                campaign_leads.c.campaign_id,
+                campaign_leads.c.lead_id,
+                campaign_leads.c.status,
+                campaign_leads.c.step,
+                campaign_leads.c.next_at,
+            )
+            .where(campaign_leads.c.lead_id.in_(wanted[start : start + 500]))
+        )
+        for r in rows:
+            known.cls[(r.campaign_id, r.lead_id)] = CampaignLead(r.id, r.lead_id, r.status, r.step, r.next_at)
     cids = sorted(set(campaign_ids))
     if cids:
         rows = await ctx.conn.execute(
@@ -125,27 +160,14 @@ async def event_data(
     thread: dict[str, Any],
     **extra: Any,
 ) -> dict[str, Any]:
-    """The `data` `event_data.lead_event_data` builds, from what the batch already knows plus the lead as it
-    is now (one read)."""
-    lead = (
-        await ctx.conn.execute(
-            scoped(ctx, leads)
-            .select(
-                leads.c.id,
-                leads.c.email,
-                leads.c.first_name,
-                leads.c.last_name,
-                leads.c.company,
-                leads.c.status,
-            )
-            .where(leads.c.id == lead_id)
-        )
-    ).one()
+    """The `data` `event_data.lead_event_data` builds, from what the batch knows (the lead as its effects left
+    it: they keep `Person.status` with the row)."""
+    lead = known.people[lead_id]
     step, variant = known.steps.get(send_id or "", (None, None))
     facts = known.campaigns.get(campaign_id or "")
     return {
         "lead": {
-            "id": lead.id,
+            "id": lead_id,
             "email": lead.email,
             "firstName": lead.first_name,
             "lastName": lead.last_name,
