@@ -4,6 +4,7 @@ commands run on."""
 from __future__ import annotations
 
 from outreach_app.adapters import DnspythonResolver, GuardedHttpClient, MailLoginClient, SmtpMailSender
+from outreach_app.adapters.ai import ChatCompletionsClient
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
@@ -11,12 +12,14 @@ from outreach_core.settings import Settings
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
     """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API and
-    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender."""
+    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender, the AI port when
+    configured."""
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
         http=GuardedHttpClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
+        ai=ChatCompletionsClient.from_settings(settings),
     )
     return Runtime(settings, ports=ports)
