@@ -71,6 +71,8 @@ def reply_subject(thread_subject: str) -> str:
 def reply_body(body: str, signature: str | None) -> tuple[str, str]:
     """The reply's HTML (sanitized, the mailbox's signature below it) and its plain-text part."""
     html = sanitize(body)
+    if not html_to_text(html).strip():
+        raise InvalidInput.field("body", "the reply is empty once sanitized (no text left)")
     if signature and signature.strip():
         sig = sanitize(signature) if looks_like_html(signature) else clean_html(plain_text_to_html(signature))
         html = f"{html}<br><div>{sig}</div>" if html else f"<div>{sig}</div>"
@@ -128,8 +130,6 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
     chain.sort(key=lambda pair: pair[0])
     in_reply_to, references = threading([m for _, m in chain], last_in[1] if last_in else None)
     html, text = reply_body(body.body, box.signature)
-    if not text.strip():
-        raise InvalidInput.field("body", "the reply is empty once sanitized")
     email = Outgoing(
         from_email=box.email,
         from_name=box.display_name,

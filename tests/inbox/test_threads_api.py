@@ -140,7 +140,12 @@ async def test_a_conversation_holds_the_campaigns_real_emails_and_the_replies_in
         from_email="mailer-daemon@hopper.example",
         kind="bounce",
         subject="Undelivered Mail Returned to Sender",
-        bounce={"status": "4.2.2", "hard": False, "reason": "mailbox full", "recipient": "grace@hopper.example"},
+        bounce={
+            "status": "4.2.2",
+            "hard": False,
+            "reason": "mailbox full",
+            "recipient": "grace@hopper.example",
+        },
     )
 
     response = await http.get(f"{API}/threads/{thread}", headers=ws.headers)
@@ -211,9 +216,7 @@ async def test_a_manual_label_goes_on_the_lead_runs_its_triggers_and_says_who(
     again = await http.patch(f"{API}/threads/{thread}", headers=ws.headers, json={"labelId": no})
     assert again.status_code == 200 and len(await _labeled_events(ws)) == 1
 
-    cleared = (
-        await http.patch(f"{API}/threads/{thread}", headers=ws.headers, json={"labelId": None})
-    ).json()
+    cleared = (await http.patch(f"{API}/threads/{thread}", headers=ws.headers, json={"labelId": None})).json()
     assert cleared["label"] is None and cleared["labelSource"] == "manual"
     assert cleared["labelReason"].startswith("cleared by ") and ws.email in cleared["labelReason"]
     assert lead in await carriers(ws, no)  # the lead keeps it; unlabel_leads takes it off
