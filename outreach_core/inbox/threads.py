@@ -106,17 +106,18 @@ async def list_threads(ctx: WorkspaceContext, query: ListThreadsQuery) -> Thread
     total = (
         await ctx.conn.execute(scoped(ctx, threads).select(func.count()).where(*conditions))
     ).scalar_one()
+    newest: Any = t.c.last_message_at
+    if query.lead_id is not None:
+        # A lead has a handful of threads: read them through the lead's index and sort them. Ordering by an
+        # expression keeps SQLite's planner from walking the workspace's threads newest first instead.
+        newest = func.coalesce(t.c.last_message_at, t.c.last_message_at)
     page = (
         _thread_select(ctx)
         .where(*conditions)
-        .order_by(t.c.last_message_at.desc(), t.c.id.desc())
+        .order_by(newest.desc(), t.c.id.desc())
         .limit(query.page_size)
         .offset((query.page - 1) * query.page_size)
     )
-    if query.lead_id is not None:
-        # A lead has a handful of threads: read them by the lead's index and sort them, instead of walking
-        # the workspace's threads newest first, which SQLite's planner prefers to avoid the sort.
-        page = page.with_hint(threads, "INDEXED BY ix_threads_lead", dialect_name="sqlite")
     rows = (await ctx.conn.execute(page)).all()
     return ThreadPage(
         threads=[thread_item(r) for r in rows], total=total, page=query.page, page_size=query.page_size
