@@ -54,7 +54,7 @@ async def _write_rows(
             mailboxes.insert(),
             [
                 {
-                    "id": f"mbx_bench{i}",
+                    "id": f"mbx_bench{i}_{workspace_id[-8:]}",
                     "workspace_id": workspace_id,
                     "email": f"sender{i}@bench.test",
                     "domain": "bench.test",
@@ -92,7 +92,7 @@ async def _write_rows(
                     "conversation": f"{lead_ids[lead]}:{i}",
                     "lead_id": lead_ids[lead],
                     "campaign_id": campaign_id if i % 2 == 0 else None,
-                    "mailbox_id": f"mbx_bench{i % 2}",
+                    "mailbox_id": f"mbx_bench{i % 2}_{workspace_id[-8:]}",
                     "subject": subject,
                     "kind": KINDS[i % len(KINDS)],
                     "label_id": labels[(i // 3) % len(labels)] if i % 3 == 0 else None,
@@ -107,10 +107,12 @@ async def _write_rows(
             )
         async with engine.begin() as conn:
             await conn.execute(threads.insert(), rows)
+    if extra:
+        async with engine.begin() as conn:
+            for statement in EXTRA_INDEXES:
+                await conn.exec_driver_sql(statement)
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-        for statement in EXTRA_INDEXES if extra else ():
-            await conn.exec_driver_sql(statement)
         if conn.dialect.name == "sqlite":
             await conn.exec_driver_sql("PRAGMA analysis_limit=2000")
             await conn.exec_driver_sql("ANALYZE threads")
@@ -147,7 +149,7 @@ def main() -> None:
             ("labelId (one of five labels)", Q, {"labelId": labels[2]}),
             ("labelId=none", Q, {"labelId": "none"}),
             ("campaignId", Q, {"campaignId": cid}),
-            ("mailboxId", Q, {"mailboxId": "mbx_bench1"}),
+            ("mailboxId", Q, {"mailboxId": f"mbx_bench1_{workspace_id[-8:]}"}),
             ("leadId", Q, {"leadId": lead}),
             ("kind=bounce", Q, {"kind": "bounce"}),
             ("kind=out_of_office&kind=auto_reply", Q, {"kind": ["out_of_office", "auto_reply"]}),

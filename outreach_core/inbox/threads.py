@@ -88,7 +88,7 @@ def _conditions(query: ListThreadsQuery) -> list[ColumnElement[bool]]:
     if query.kind:
         found.append(t.c.kind.in_(sorted(set(query.kind))))
     if query.unread is not None:
-        found.append(t.c.unread.is_(query.unread))
+        found.append(t.c.unread == query.unread)
     needle = (query.search or "").strip().lower()
     if needle:
         escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
