@@ -10,6 +10,7 @@ from outreach_app.adapters import (
     MailLoginClient,
     SmtpMailSender,
 )
+from outreach_app.adapters.ai import ChatCompletionsClient
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
@@ -17,8 +18,8 @@ from outreach_core.settings import Settings
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
     """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API and
-    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender and
-    replies, IMAP APPEND of replies to the Sent folder."""
+    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender and replies, IMAP APPEND of
+    replies to the Sent folder, the AI port when configured."""
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
@@ -26,5 +27,6 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
         imap=ImapSentAppender.from_settings(settings),
+        ai=ChatCompletionsClient.from_settings(settings),
     )
     return Runtime(settings, ports=ports)

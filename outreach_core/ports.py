@@ -139,6 +139,25 @@ class MailReader(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ChatAnswer:
+    """What an AI chat completion gave: the assistant's message text, or why there is none (`error`: a short
+    reason such as "timeout after 10s" or "HTTP 429", never a key or an exception's text)."""
+
+    content: str | None
+    error: str | None = None
+
+
+class AiChat(Protocol):
+    """The one AI port (DESIGN section 9): an OpenAI-compatible Chat Completions endpoint. The answer is text
+    to be parsed and validated by the caller, never trusted."""
+
+    async def complete(self, messages: list[dict[str, str]], *, json_answer: bool = True) -> ChatAnswer:
+        """One chat completion of `messages` (`{role, content}`); with `json_answer` the model is asked for
+        a JSON object (`response_format: json_object`)."""
+        ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -149,3 +168,4 @@ class Ports:
     mail: MailLogin | None = None
     smtp: MailSender | None = None
     imap: MailReader | None = None
+    ai: AiChat | None = None

@@ -98,7 +98,7 @@ class Runtime:
 
     async def dispose(self) -> None:
         """Close the database pool and any adapter that holds connections (the HTTP client)."""
-        for port in (self.ports.http, self.ports.dns, self.ports.smtp):
+        for port in (self.ports.http, self.ports.dns, self.ports.smtp, self.ports.ai):
             close = getattr(port, "aclose", None)
             if close is not None:
                 await close()

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     ai_provider: str | None = None
     ai_api_key: str | None = None
     ai_base_url: str | None = None
+    # The AI port (docs/inbox.md, "AI labels"): an OpenAI-compatible Chat Completions endpoint at
+    # `{ai_base_url}/chat/completions`; one request as a whole may take `ai_timeout_s`.
+    ai_model: str | None = None
+    ai_timeout_s: float = Field(default=20.0, gt=0, le=300)
 
     # Email verifier API (optional; without it only local checks run). See docs/verification.md.
     verifier_url: str | None = None

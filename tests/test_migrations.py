@@ -75,6 +75,10 @@ async def test_postgresql_plans_each_statement_for_its_parameters(runtime: Runti
         assert (await conn.execute(text("SHOW plan_cache_mode"))).scalar_one() == "force_custom_plan"
 
 
+async def _no_builtin_labels(ctx: object) -> int:
+    return 0
+
+
 async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_downgrading_by_long_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -90,6 +94,8 @@ async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_down
         pytest.skip("migration 0008 refills SQLite's FTS5 index; on PostgreSQL it only adds an index")
     rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32))
     await migrate(rt.engine, "0007")
+    # the schema predates the built-in labels (0011/0012, which add them to such workspaces on upgrade)
+    monkeypatch.setattr("outreach_core.workspace.setup.ensure_builtin_labels", _no_builtin_labels)
     made = await rt.system(init_workspace, email="o@example.com", name="O", workspace="W", plan="growth")
     principal = await rt.system_read(authenticate_api_key, made.apiKey)
     for email, company in (("ann@a.io", "Buzz"), ("bob@b.io", "Jazz Co"), ("cid@c.io", "Acme")):
@@ -121,7 +127,7 @@ async def test_upgrading_keeps_existing_leads_searchable_by_short_terms_and_down
 
 
 async def test_upgrading_takes_texts_too_long_for_the_sort_indexes_out_of_the_search_index(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Migration 0009 empties `search_index` for texts over 900 bytes before the sort indexes carry it: such
     a lead (indexed under 0008) is still found, by testing rows, and so are the others, either way."""
@@ -132,6 +138,8 @@ async def test_upgrading_takes_texts_too_long_for_the_sort_indexes_out_of_the_se
 
     rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32))
     await migrate(rt.engine, "0008")
+    # the schema predates the built-in labels (0011/0012, which add them to such workspaces on upgrade)
+    monkeypatch.setattr("outreach_core.workspace.setup.ensure_builtin_labels", _no_builtin_labels)
     made = await rt.system(init_workspace, email="o@example.com", name="O", workspace="W", plan="growth")
     principal = await rt.system_read(authenticate_api_key, made.apiKey)
     long_company = "Hooli " + "".join(chr(0x4E00 + i * 13) for i in range(290))

@@ -54,8 +54,18 @@ async def describe_unsubscribe(ctx: WorkspaceContext, lead_id: str) -> Unsubscri
     return await _state(ctx, lead_id)
 
 
-async def unsubscribe_lead(ctx: WorkspaceContext, lead_id: str, campaign_id: str | None) -> Unsubscribed:
-    """Unsubscribe the lead (idempotent): status, suppression list, campaign leads, `lead.unsubscribed`."""
+async def unsubscribe_lead(
+    ctx: WorkspaceContext,
+    lead_id: str,
+    campaign_id: str | None,
+    *,
+    source: str = "link",
+    send_id: str | None = None,
+    thread_id: str | None = None,
+) -> Unsubscribed:
+    """Unsubscribe the lead (idempotent): status, suppression list, campaign leads, `lead.unsubscribed`.
+    `source` says how the lead asked (`link`; the inbox: `reply`, `complaint`), `send_id` and `thread_id`
+    the email and thread concerned, for the event's `data`."""
     state = await _state(ctx, lead_id)
     if state.already:
         return state
@@ -88,7 +98,9 @@ async def unsubscribe_lead(ctx: WorkspaceContext, lead_id: str, campaign_id: str
         .where(campaign_leads.c.lead_id == lead_id, campaign_leads.c.status.in_(STOPPABLE))
         .values(status="unsubscribed", reason="unsubscribed", finished_at=ctx.now, next_at=None)
     )
-    data = await lead_event_data(ctx, lead_id, campaign_id=campaign_id, source="link")
+    data = await lead_event_data(
+        ctx, lead_id, campaign_id=campaign_id, send_id=send_id, thread_id=thread_id, source=source
+    )
     await record_event(ctx, "lead.unsubscribed", data)
     return Unsubscribed(email=state.email, workspace_name=state.workspace_name, already=False)
 

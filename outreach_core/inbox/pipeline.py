@@ -1,23 +1,34 @@
 """What the `inbox` worker hands the core: messages fetched from one folder of one mailbox, in UID order.
 
 `ingest_batch` records a batch and advances the folder's checkpoint in one transaction, so a batch is handled
-exactly once whatever crashes in between (the worker re-fetches from the checkpoint).
+exactly once whatever crashes in between (the worker re-fetches from the checkpoint). Parsing, classifying
+and the AI labels of replies happen before that transaction (no transaction is held open across an AI
+call); see docs/inbox.md, "Recording and effects".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from outreach_core.context import SystemContext
+import structlog
+from sqlalchemy import func
+
+from outreach_core.context import SystemContext, scoped
+from outreach_core.db.tables import labels, workspaces
+from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
 from outreach_core.inbox.folders import advance_checkpoint
+from outreach_core.inbox.matching import match_messages
+from outreach_core.inbox.record import Prepared, inbox_context, record_messages, to_record
+from outreach_core.inbox.rules import classify, parse_message
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
 
 FolderRole = Literal["inbox", "junk"]
+_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -45,14 +56,76 @@ class FolderBatch:
     messages: Sequence[Fetched]
 
 
-async def record_batch(ctx: SystemContext, batch: FolderBatch) -> int:
-    """Record the batch and advance its checkpoint; returns how many messages were recorded."""
+async def record_batch(
+    ctx: SystemContext,
+    batch: FolderBatch,
+    prepared: Sequence[Prepared] | None = None,
+    ai: Mapping[int, AiLabel] | None = None,
+) -> int:
+    """Record the batch and advance its checkpoint; returns how many messages were recorded. `prepared`
+    (the parsed and classified messages) and `ai` (AI labels of replies by UID) come from `ingest_batch`;
+    without them the messages are parsed here and labelled by the rules only."""
+    items = prepare(batch) if prepared is None else prepared
+    recorded = await record_messages(ctx, batch, items, ai)
     await advance_checkpoint(
         ctx, batch.workspace_id, batch.mailbox_id, batch.folder, batch.role, batch.uidvalidity, batch.last_uid
     )
-    return 0
+    return recorded
+
+
+def prepare(batch: FolderBatch) -> list[Prepared]:
+    """Parse and classify each message; one that cannot be read is logged (mailbox, folder, UID) and skipped,
+    never stopping the batch."""
+    out: list[Prepared] = []
+    for fetched in batch.messages:
+        where = {"mailbox_id": batch.mailbox_id, "folder": batch.folder, "uid": fetched.uid}
+        try:
+            parsed = parse_message(fetched.raw)
+            verdict = classify(parsed, fetched.arrived_at)
+        except Exception:  # the rules never raise by design; a bug there must not stop the mailbox
+            _log.exception("inbox_message_unreadable", **where)
+            continue
+        if parsed.defects:
+            _log.warning("inbox_message_malformed", defects=list(parsed.defects)[:5], **where)
+        out.append(Prepared(fetched, parsed, verdict))
+    return out
 
 
 async def ingest_batch(runtime: Runtime, batch: FolderBatch) -> int:
-    """Everything one batch causes, then its checkpoint, in one transaction; returns the messages recorded."""
-    return await runtime.system(record_batch, batch)
+    """Everything one batch causes, then its checkpoint, in one transaction; returns the messages recorded.
+
+    Before it: parse and classify, and with the workspace's `aiLabels` on and an AI port configured, label
+    the replies that belong to a lead (matched in a read transaction first) with one AI call each."""
+    prepared = prepare(batch)
+    ai: dict[int, AiLabel] = {}
+    port = runtime.ports.ai
+    if port is not None and any(p.verdict.kind == "reply" for p in prepared):
+        choices, replies = await runtime.system_read(_ai_work, batch, prepared)
+        for p in replies:
+            ai[p.fetched.uid] = await ai_label(
+                port, choices, p.parsed.subject, p.verdict.own_text or p.parsed.text
+            )
+    return await runtime.system(record_batch, batch, prepared, ai)
+
+
+async def _ai_work(
+    ctx: SystemContext, batch: FolderBatch, prepared: Sequence[Prepared]
+) -> tuple[list[LabelChoice], list[Prepared]]:
+    """The workspace's labels and the replies of the batch to label by AI (none when `aiLabels` is off)."""
+    wctx = inbox_context(ctx, batch.workspace_id)
+    on = (
+        await ctx.conn.execute(scoped(wctx, workspaces).select(workspaces.c.ai_labels))
+    ).scalar_one_or_none()
+    if not on:
+        return [], []
+    fresh = [p for p in await to_record(wctx, batch, prepared) if p.verdict.kind == "reply"]
+    if not fresh:
+        return [], []
+    matches = await match_messages(wctx, batch.mailbox_id, [(p.parsed, p.verdict) for p in fresh])
+    replies = [p for p, m in zip(fresh, matches, strict=True) if m is not None]
+    rows = await ctx.conn.execute(
+        scoped(wctx, labels)
+        .select(labels.c.id, labels.c.name, labels.c.type)
+        .order_by(func.coalesce(labels.c.builtin, "~"), labels.c.created_at, labels.c.id)
+    )
+    return [LabelChoice(r.id, r.name, r.type) for r in rows], replies

@@ -23,11 +23,17 @@ TIMER_COLUMNS = ["id", "lead_id", "label_id", "action", "target_label_id", "due_
 
 
 async def put_label_on(
-    ctx: WorkspaceContext, label: LabelRow, lead_ids: Select[Any], labeled_by: str = "manual"
+    ctx: WorkspaceContext,
+    label: LabelRow,
+    lead_ids: Select[Any],
+    labeled_by: str = "manual",
+    *,
+    record_events: bool = True,
 ) -> int:
     """Put `label` on the workspace's leads in the sub-select `lead_ids` and run its triggers for those that
     did not carry it yet, all set-based. Returns how many leads were newly labelled. `labeled_by` goes into
-    their `lead.labeled` events: `manual` (a person or tool), `trigger` (a label's timed trigger).
+    their `lead.labeled` events: `manual` (a person or tool), `trigger` (a label's timed trigger); a caller
+    that records its own richer event (the inbox: thread, campaign, step) passes `record_events=False`.
 
     The newly labelled leads are the label's rows stamped with this transaction's time (`ctx.now`); callers
     put one label on at most once per transaction (the timers worker groups its work by label)."""
@@ -53,8 +59,9 @@ async def put_label_on(
             .select(lead_labels.c.lead_id)
             .where(lead_labels.c.label_id == label.id, lead_labels.c.labeled_at == ctx.now)
         )
-        extra = {"label": {"id": label.id, "name": label.name}, "source": labeled_by}
-        await record_lead_events(ctx, "lead.labeled", stamped, extra)
+        if record_events:
+            extra = {"label": {"id": label.id, "name": label.name}, "source": labeled_by}
+            await record_lead_events(ctx, "lead.labeled", stamped, extra)
         await _run_triggers(ctx, label)
     return labeled
 

@@ -191,11 +191,13 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
         data = await lead_event_data(ws, job.lead_id, send_id=job.send_id, bounce=bounce)
         await record_event(ws, "lead.bounced", data)
     for workspace_id, campaign_id in sorted({(job.workspace_id, job.campaign_id) for job, _ in bounced}):
-        await _check_bounce_rate(as_workspace(ctx, lifecycle_principal(workspace_id)), campaign_id)
+        await check_bounce_rate(as_workspace(ctx, lifecycle_principal(workspace_id)), campaign_id)
     return dict(counts)
 
 
-async def _check_bounce_rate(ctx: WorkspaceContext, campaign_id: str) -> None:
+async def check_bounce_rate(ctx: WorkspaceContext, campaign_id: str) -> None:
+    """Pause the running campaign (`pausedReason`, `campaign.paused`) once its bounce rate reaches the
+    threshold: bounced ledger rows among those sent or bounced. Used by the sender and the inbox."""
     row = (
         await ctx.conn.execute(
             scoped(ctx, campaigns)

@@ -21,6 +21,7 @@ from outreach_core.context import (
 from outreach_core.db.tables import invitations, members, users, workspaces
 from outreach_core.errors import Conflict, InvalidInput, NotFound
 from outreach_core.ids import new_id
+from outreach_core.labels.builtin import ensure_builtin_labels
 from outreach_core.wire import CONTROL_MESSAGE, has_control_characters
 
 
@@ -99,6 +100,7 @@ async def init_workspace(
             {"id": new_id("mem"), "user_id": user_id, "role": "owner", "created_at": ctx.now}
         )
     )
+    await ensure_builtin_labels(wctx)
     if plan:
         await set_plan(ctx, workspace_id, plan)
     _, key = await insert_key(wctx, user_id, "outreach init", None)

@@ -30,7 +30,7 @@ async def test_labelling_records_an_event_per_new_lead(
     a = await create(http, ws, "a@events.io")
     b = await create(http, ws, "b@events.io")
     label = (
-        await http.post("/api/v1/labels", headers=ws.headers, json={"name": "Interested", "type": "positive"})
+        await http.post("/api/v1/labels", headers=ws.headers, json={"name": "Hot lead", "type": "positive"})
     ).json()
     body = {"target": {"ids": [a["id"], b["id"]]}, "labelId": label["id"]}
     assert (await http.post("/api/v1/leads/labels/add", headers=ws.headers, json=body)).json() == {
@@ -55,7 +55,7 @@ async def test_labelling_records_an_event_per_new_lead(
         "thread": None,
         "step": None,
         "variant": None,
-        "label": {"id": label["id"], "name": "Interested"},
+        "label": {"id": label["id"], "name": "Hot lead"},
         "source": "manual",
     }
     assert all(p["test"] is False and p["workspaceId"] == ws.workspace_id for p in by_lead.values())

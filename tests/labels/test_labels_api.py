@@ -9,10 +9,17 @@ import pytest
 from mcp import Client
 
 from mcp_server.server import api_key_principal_source, build_mcp
+from outreach_core.labels.builtin import BUILTIN_LABELS
 from tests.conftest import MakeWorkspace
 from tests.lists.helpers import add_leads, call, carriers, new_label, new_list, ok, timers
 
 NO_TRIGGERS = {"suppress": False, "moveToListId": None, "removeAfterDays": None, "applyLabel": None}
+
+
+def made_here(labels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The labels a test made: without the built-in labels every workspace has (labels/builtin.py)."""
+    builtin = {name for _, name, _ in BUILTIN_LABELS}
+    return [x for x in labels if x["name"] not in builtin]
 
 
 async def test_create_list_update_delete_labels(
@@ -35,7 +42,7 @@ async def test_create_list_update_delete_labels(
         "POST",
         "/labels",
         {
-            "name": "Interested",
+            "name": "Hot lead",
             "type": "positive",
             "color": "#A1B2C3",
             "triggers": {
@@ -53,7 +60,7 @@ async def test_create_list_update_delete_labels(
         "applyLabel": {"labelId": plain["id"], "afterDays": 7},
     }
 
-    status, body = await call(http, ws, "POST", "/labels", {"name": "Interested"})
+    status, body = await call(http, ws, "POST", "/labels", {"name": "Hot lead"})
     assert status == 409 and body["error"]["code"] == "conflict"
 
     # PATCH: absent and null keep, color null clears, triggers replace as a whole
@@ -79,12 +86,12 @@ async def test_create_list_update_delete_labels(
     status, body = await call(http, ws, "PATCH", "/labels/lbl_missing", {"name": "x"})
     assert status == 404 and body["error"]["code"] == "not_found"
 
-    listing = (await ok(http, ws, "GET", "/labels"))["labels"]
+    listing = made_here((await ok(http, ws, "GET", "/labels"))["labels"])
     assert [x["name"] for x in listing] == ["Maybe later", "Keen"]
 
     assert await ok(http, ws, "DELETE", f"/labels/{full['id']}") == {"ok": True}
     assert (await call(http, ws, "DELETE", f"/labels/{full['id']}"))[0] == 404
-    assert [x["id"] for x in (await ok(http, ws, "GET", "/labels"))["labels"]] == [plain["id"]]
+    assert [x["id"] for x in made_here((await ok(http, ws, "GET", "/labels"))["labels"])] == [plain["id"]]
 
 
 async def test_label_input_is_validated(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
@@ -118,7 +125,8 @@ async def test_label_input_is_validated(http: httpx.AsyncClient, make_workspace:
         http, ws, "PATCH", f"/labels/{own}", {"triggers": {"applyLabel": {"labelId": own, "afterDays": 1}}}
     )
     assert status == 422 and payload["error"]["details"]["fields"][0]["path"] == "triggers.applyLabel.labelId"
-    assert [x["name"] for x in (await ok(http, ws, "GET", "/labels"))["labels"]] == ["Other", "Own"]
+    listed = made_here((await ok(http, ws, "GET", "/labels"))["labels"])
+    assert [x["name"] for x in listed] == ["Other", "Own"]
 
 
 async def test_label_and_unlabel_through_targets(
@@ -154,7 +162,7 @@ async def test_label_and_unlabel_through_targets(
     assert await label_({"filter": {"labelId": label}}, other_label) == 2
     assert await carriers(ws, other_label) == set(replied + listed)
     assert await label_({"filter": {"labelId": "none"}}, other_label) == 2  # the two acme leads
-    counts = {x["name"]: x["leads"] for x in (await ok(http, ws, "GET", "/labels"))["labels"]}
+    counts = {x["name"]: x["leads"] for x in made_here((await ok(http, ws, "GET", "/labels"))["labels"])}
     assert counts == {"Tagged": 2, "Other": 4}
     assert await unlabel({"all": True}) == 2
     assert await unlabel({"all": True}) == 0
@@ -231,8 +239,8 @@ async def test_other_workspaces_labels_are_out_of_reach(
     assert (await ok(http, mine, "POST", "/leads/labels/add", body))["labeled"] == 0
     body = {"target": {"filter": {"labelId": their_label}}, "labelId": my_label}
     assert (await ok(http, mine, "POST", "/leads/labels/add", body))["labeled"] == 0
-    assert [x["name"] for x in (await ok(http, mine, "GET", "/labels"))["labels"]] == ["Mine"]
-    their_view = (await ok(http, theirs, "GET", "/labels"))["labels"]
+    assert [x["name"] for x in made_here((await ok(http, mine, "GET", "/labels"))["labels"])] == ["Mine"]
+    their_view = made_here((await ok(http, theirs, "GET", "/labels"))["labels"])
     assert [(x["name"], x["type"], x["color"], x["leads"]) for x in their_view] == [
         ("Theirs", "positive", "#000000", 1)
     ]

@@ -46,7 +46,7 @@ async def test_suppress_trigger_follows_the_status_rules(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
     ws = await make_workspace()
-    label = await new_label(http, ws, "Not interested", type="negative", triggers={"suppress": True})
+    label = await new_label(http, ws, "No thanks", type="negative", triggers={"suppress": True})
     by_status = {
         s: (await add_leads(ws, f"{s}@sup.test", status=s))[0]
         for s in ("active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed")
@@ -76,7 +76,7 @@ async def test_suppress_trigger_follows_the_status_rules(
     values = await suppressed_values(ws)
     assert values["already@sup.test"] == ("email", "manual")  # kept as it was
     assert {v: r for v, r in values.items() if v != "already@sup.test"} == {
-        f"{s}@sup.test": ("email", "label: Not interested") for s in by_status
+        f"{s}@sup.test": ("email", "label: No thanks") for s in by_status
     }
 
     # labelling again runs nothing again
@@ -120,7 +120,7 @@ async def test_timers_remove_and_apply_after_days(
     interested = await new_label(
         http,
         ws,
-        "Interested",
+        "Hot lead",
         type="positive",
         triggers={"removeAfterDays": 2, "applyLabel": {"labelId": follow_up, "afterDays": 3}},
     )

@@ -100,7 +100,7 @@ async def test_lead_labeled_by_a_person_and_by_a_timed_trigger(
     later = (await hook_http.post("/api/v1/labels", headers=ws.headers, json={"name": "Follow up"})).json()[
         "id"
     ]
-    body = {"name": "Interested", "triggers": {"applyLabel": {"labelId": later, "afterDays": 2}}}
+    body = {"name": "Hot lead", "triggers": {"applyLabel": {"labelId": later, "afterDays": 2}}}
     label = (await hook_http.post("/api/v1/labels", headers=ws.headers, json=body)).json()["id"]
     added = await hook_http.post(
         "/api/v1/leads/labels/add", headers=ws.headers, json={"target": {"ids": [a, b]}, "labelId": label}
@@ -115,7 +115,7 @@ async def test_lead_labeled_by_a_person_and_by_a_timed_trigger(
         "thread": None,
         "step": None,
         "variant": None,
-        "label": {"id": label, "name": "Interested"},
+        "label": {"id": label, "name": "Hot lead"},
         "source": "manual",
     }
     assert set(manual) == {a, b}

@@ -1,0 +1,304 @@
+"""What a recorded message changes, in the transaction that records it (docs/inbox.md, "Effects").
+
+- reply: lead `replied` (`interested` when its label is positive); the campaign lead `replied` when the
+  campaign stops on reply (its sequence ends) or had already finished its steps; `stopForCompany` stops
+  the other leads of the same company domain in that campaign; `lead.replied`.
+- out of office with a return date: the campaign lead `rescheduled`, its next step due the working day
+  after that date (midnight in the lead's zone), never earlier than planned.
+- unsubscribe request, complaint report: exactly the one-click link's unsubscribe (`campaigns/unsubscribe`).
+- hard bounce: lead and campaign lead `bounced`, the address suppressed, the ledger row `bounced` (so it
+  counts toward the campaign's bounce threshold, checked here as by the sender), `lead.bounced`.
+- soft bounce (not a delay warning): the step is sent again once, 12 hours later.
+- the thread's label (not manual) is put on the lead with its triggers, `lead.labeled`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from outreach_core.campaigns.schedule import zone
+from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
+from outreach_core.event_data import iso_z
+from outreach_core.inbox.known import Known, event_data
+from outreach_core.inbox.rules import Classification
+from outreach_core.labels.apply import put_label_on
+from outreach_core.labels.store import LabelRow
+from outreach_core.outbox import record_event
+from outreach_core.sending import rules as send_rules
+from outreach_core.sending.outcomes import check_bounce_rate
+from outreach_core.targets.suppression import suppress_lead_ids
+
+SOFT_BOUNCE_RETRY = send_rules.RETRY_CAP
+"""A soft-bounced step is sent again once, this long after the bounce was read."""
+EVENT_TEXT_LIMIT = 4000
+REPLY_FROM = ("active", "replied")  # lead statuses a reply moves on (won, bounced, unsubscribed stay)
+
+
+@dataclass(frozen=True)
+class Received:
+    """One recorded message, as the effects need it."""
+
+    message_id: str  # our row id
+    thread_id: str
+    lead_id: str
+    lead_email: str
+    campaign_id: str | None
+    send_id: str | None
+    verdict: Classification
+    from_email: str
+    subject: str
+    text: str
+    arrived_at: dt.datetime
+    label_id: str | None  # the thread's label when this message set it (None: manual label kept or none)
+    label_source: Literal["rules", "ai"]
+    thread_subject: str
+    known: Known
+
+    async def data(self, ctx: WorkspaceContext, **extra: Any) -> dict[str, Any]:
+        """An event's `data` about this message's lead (`event_data.lead_event_data`'s shape)."""
+        thread = {"id": self.thread_id, "subject": self.thread_subject}
+        return await event_data(
+            ctx,
+            self.known,
+            self.lead_id,
+            campaign_id=self.campaign_id,
+            send_id=self.send_id,
+            thread=thread,
+            **extra,
+        )
+
+
+async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
+    kind = m.verdict.kind
+    label = m.known.labels.get(m.label_id) if m.label_id is not None else None
+    if kind == "reply":
+        await _replied(ctx, m, positive=label is not None and label[1] == "positive")
+    elif kind == "out_of_office" and m.verdict.return_date is not None:
+        await _away(ctx, m, m.verdict.return_date)
+    elif kind in ("unsubscribe_request", "complaint"):
+        source = "complaint" if kind == "complaint" else "reply"
+        await unsubscribe_lead(
+            ctx, m.lead_id, m.campaign_id, source=source, send_id=m.send_id, thread_id=m.thread_id
+        )
+    elif kind == "bounce":
+        await _bounced(ctx, m)
+    if label is not None:
+        await _put_label(ctx, m, label)
+
+
+async def _campaign_lead(ctx: WorkspaceContext, m: Received) -> Any:
+    if m.campaign_id is None:
+        return None
+    return (
+        await ctx.conn.execute(
+            scoped(ctx, campaign_leads)
+            .select(
+                campaign_leads.c.id, campaign_leads.c.status, campaign_leads.c.step, campaign_leads.c.next_at
+            )
+            .where(campaign_leads.c.campaign_id == m.campaign_id, campaign_leads.c.lead_id == m.lead_id)
+        )
+    ).one_or_none()
+
+
+async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> None:
+    now = ctx.now
+    ld = scoped(ctx, leads)
+    await ctx.conn.execute(
+        ld.update()
+        .where(leads.c.id == m.lead_id, leads.c.status.in_(REPLY_FROM))
+        .values(status="interested" if positive else "replied", updated_at=now)
+    )
+    cl = await _campaign_lead(ctx, m)
+    facts = m.known.campaigns.get(m.campaign_id or "")
+    if cl is not None and facts is not None:
+        stop = facts.stop_on_reply and cl.status in STOPPABLE
+        if stop or cl.status == "completed":
+            await ctx.conn.execute(
+                scoped(ctx, campaign_leads)
+                .update()
+                .where(campaign_leads.c.id == cl.id)
+                .values(status="replied", reason="The lead replied.", next_at=None, finished_at=now)
+            )
+        if facts.stop_for_company:
+            await _stop_company(ctx, m)
+    message = {
+        "id": m.message_id,
+        "from": m.from_email,
+        "subject": m.subject,
+        "text": m.verdict.own_text[:EVENT_TEXT_LIMIT] or m.text[:EVENT_TEXT_LIMIT],
+        "receivedAt": iso_z(m.arrived_at),
+    }
+    await record_event(ctx, "lead.replied", await m.data(ctx, message=message))
+
+
+async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
+    """The other leads of the replying lead's company domain in the campaign get no more email."""
+    domain = m.known.people[m.lead_id].domain
+    if not send_rules.is_company_domain(domain):
+        return
+    colleagues = (
+        scoped(ctx, leads).select(leads.c.id).where(leads.c.domain == domain, leads.c.id != m.lead_id)
+    )
+    await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .update()
+        .where(
+            campaign_leads.c.campaign_id == m.campaign_id,
+            campaign_leads.c.lead_id.in_(colleagues),
+            campaign_leads.c.status.in_(STOPPABLE),
+        )
+        .values(
+            status="stopped", reason="Someone at the same company replied.", next_at=None, finished_at=ctx.now
+        )
+    )
+
+
+def back_at(return_date: dt.date, zone_name: str | None, fallback: str) -> dt.datetime:
+    """Midnight (in the lead's zone) of the first working day (Monday to Friday) after `return_date`."""
+    day = return_date + dt.timedelta(days=1)
+    while day.weekday() >= 5:
+        day += dt.timedelta(days=1)
+    return dt.datetime.combine(day, dt.time(), tzinfo=zone(zone_name, fallback)).astimezone(dt.UTC)
+
+
+async def _away(ctx: WorkspaceContext, m: Received, return_date: dt.date) -> None:
+    cl = await _campaign_lead(ctx, m)
+    facts = m.known.campaigns.get(m.campaign_id or "")
+    if cl is None or facts is None or cl.status not in STOPPABLE:
+        return
+    due = back_at(return_date, m.known.people[m.lead_id].timezone, facts.timezone_fallback)
+    planned = cl.next_at or ctx.now
+    next_at = max(planned, due)
+    await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .update()
+        .where(campaign_leads.c.id == cl.id)
+        .values(
+            status="rescheduled",
+            next_at=next_at,
+            reason=f"Out of office until {return_date.isoformat()}; next email from {iso_z(next_at)}."[:200],
+        )
+    )
+
+
+async def _bounced(ctx: WorkspaceContext, m: Received) -> None:
+    failed = m.verdict.bounces
+    if not failed or all(b.action == "delayed" for b in failed):
+        return  # a delay warning: the MTA is still trying; recorded, nothing else
+    first = next((b for b in failed if b.recipient == m.lead_email), failed[0])
+    send = await _send(ctx, m.send_id)
+    if first.hard:
+        await _hard_bounce(ctx, m, first, send)
+    elif send is not None:
+        await _soft_bounce(ctx, m, send)
+
+
+async def _send(ctx: WorkspaceContext, send_id: str | None) -> Any:
+    if send_id is None:
+        return None
+    return (
+        await ctx.conn.execute(
+            scoped(ctx, sends)
+            .select(sends.c.id, sends.c.status, sends.c.step, sends.c.campaign_lead_id, sends.c.campaign_id)
+            .where(sends.c.id == send_id)
+        )
+    ).one_or_none()
+
+
+async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: Any) -> None:
+    now = ctx.now
+    ld = scoped(ctx, leads)
+    await ctx.conn.execute(
+        ld.update()
+        .where(leads.c.id == m.lead_id, leads.c.status.not_in(("bounced", "unsubscribed")))
+        .values(status="bounced", updated_at=now)
+    )
+    await suppress_lead_ids(
+        ctx, scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id), "bounced"
+    )
+    code = failed.status or failed.reply_code
+    if send is not None:
+        await ctx.conn.execute(
+            scoped(ctx, sends)
+            .update()
+            .where(sends.c.id == send.id, sends.c.status == "sent")
+            .values(status="bounced", error=f"bounce read from the mailbox: {m.verdict.reason}"[:1000])
+        )
+    cl = await _campaign_lead(ctx, m)
+    if cl is not None and cl.status in (*STOPPABLE, "completed"):
+        step = (send.step if send is not None else max(cl.step - 1, 0)) + 1
+        await ctx.conn.execute(
+            scoped(ctx, campaign_leads)
+            .update()
+            .where(campaign_leads.c.id == cl.id)
+            .values(
+                status="bounced",
+                reason=f"Email {step} bounced: {code or ''} {failed.reason}".replace("  ", " ")[:200],
+                next_at=None,
+                finished_at=now,
+            )
+        )
+    bounce = {
+        "status": code,
+        "hard": True,
+        "reason": (failed.diagnostic or failed.reason)[:300],
+        "recipient": failed.recipient,
+        "source": "inbox",
+    }
+    await record_event(ctx, "lead.bounced", await m.data(ctx, bounce=bounce))
+    if m.campaign_id is not None:
+        await check_bounce_rate(ctx, m.campaign_id)
+
+
+async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
+    """Send the bounced step again once, later: only when it is the lead's latest email, the lead still
+    gets email, and no earlier bounce of that email was read (the retry's bounce ends it)."""
+    cl = await _campaign_lead(ctx, m)
+    if cl is None or send.campaign_lead_id != cl.id or send.status != "sent" or cl.step != send.step + 1:
+        return
+    if cl.status not in ("contacted", "rescheduled", "completed"):
+        return
+    earlier = (
+        await ctx.conn.execute(
+            scoped(ctx, inbox_messages)
+            .select(inbox_messages.c.id)
+            .where(
+                inbox_messages.c.send_id == send.id,
+                inbox_messages.c.kind == "bounce",
+                inbox_messages.c.id != m.message_id,
+            )
+            .limit(1)
+        )
+    ).first()
+    if earlier is not None:
+        return
+    await ctx.conn.execute(
+        scoped(ctx, sends)
+        .update()
+        .where(sends.c.id == send.id)
+        .values(status="retry", error=f"soft bounce, sent again once: {m.verdict.reason}"[:1000])
+    )
+    await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .update()
+        .where(campaign_leads.c.id == cl.id)
+        .values(
+            status="rescheduled",
+            step=send.step,
+            next_at=ctx.now + SOFT_BOUNCE_RETRY,
+            finished_at=None,
+            reason=f"Email {send.step + 1} bounced (soft); sent again once later."[:200],
+        )
+    )
+
+
+async def _put_label(ctx: WorkspaceContext, m: Received, label: tuple[LabelRow, str]) -> None:
+    row, _ = label
+    lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id)
+    if await put_label_on(ctx, row, lead_ids, m.label_source, record_events=False):
+        data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
+        await record_event(ctx, "lead.labeled", data)

@@ -1,0 +1,177 @@
+"""Which lead (and campaign email) a received message belongs to, in the mailbox's workspace only.
+
+In order (docs/inbox.md, "Matching"):
+
+1. by thread: the message's `In-Reply-To`, then its `References` (nearest first) and, for bounces and
+   complaint reports, the Message-IDs of the returned original first, against the send ledger (`sends`)
+   and the messages already recorded in the mailbox (a reply to a reply sent from a thread);
+2. by address: a bounce's failed recipients, a complaint's complaining recipients, else the sender of a
+   reply, as a lead of the workspace; the campaign is then that of the latest email the mailbox sent the
+   lead (none: the thread has no campaign).
+
+Every look-up is scoped to the workspace, so a forged `In-Reply-To` naming another workspace's email never
+matches. A message matching nothing is ignored by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import inbox_messages, leads, sends, threads
+from outreach_core.inbox.rules import Classification, ParsedMessage
+
+LOOKUP_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Match:
+    """The lead a message belongs to; `send_id` the campaign email it answers or returns (None when matched
+    by address and the mailbox never sent the lead anything), `by` how it was found."""
+
+    lead_id: str
+    lead_email: str
+    campaign_id: str | None
+    send_id: str | None
+    campaign_lead_id: str | None
+    by: Literal["thread", "address"]
+
+
+def thread_ids(parsed: ParsedMessage, verdict: Classification) -> list[str]:
+    """The Message-IDs that can place the message in a thread, best first."""
+    ids: list[str] = []
+    if verdict.kind in ("bounce", "complaint"):
+        ids += parsed.original_message_ids
+    if parsed.in_reply_to:
+        ids.append(parsed.in_reply_to)
+    ids += reversed(parsed.references)
+    own = parsed.message_id
+    return list(dict.fromkeys(i for i in ids if i and i != own))
+
+
+def addresses(parsed: ParsedMessage, verdict: Classification) -> list[str]:
+    """The addresses that can name the lead, best first."""
+    if verdict.kind == "bounce":
+        found = [b.recipient for b in verdict.bounces if b.recipient]
+    elif verdict.kind == "complaint" and verdict.complaint is not None:
+        found = list(verdict.complaint.recipients)
+    else:
+        found = [parsed.from_address] if parsed.from_address else []
+    return list(dict.fromkeys(a.lower() for a in found))
+
+
+async def match_messages(
+    ctx: WorkspaceContext, mailbox_id: str, items: Sequence[tuple[ParsedMessage, Classification]]
+) -> list[Match | None]:
+    """A match (or None) for each message, with a handful of queries for the whole batch."""
+    wanted_ids = {i for p, v in items for i in thread_ids(p, v)}
+    by_send = await _sends_by_message_id(ctx, wanted_ids)
+    by_thread = await _threads_by_message_id(ctx, mailbox_id, wanted_ids - by_send.keys())
+    results: list[Match | None] = []
+    pending: list[tuple[int, list[str]]] = []
+    for n, (parsed, verdict) in enumerate(items):
+        found: Match | None = None
+        for mid in thread_ids(parsed, verdict):
+            found = by_send.get(mid) or by_thread.get(mid)
+            if found is not None:
+                break
+        results.append(found)
+        if found is None:
+            pending.append((n, addresses(parsed, verdict)))
+    wanted = {a for _, named in pending for a in named}
+    if wanted:
+        people = await _leads_by_email(ctx, wanted)
+        latest = await _latest_sends(ctx, mailbox_id, {lead_id for lead_id, _ in people.values()})
+        for n, named in pending:
+            for address in named:
+                if address in people:
+                    lead_id, email = people[address]
+                    campaign_id, send_id, cl_id = latest.get(lead_id, (None, None, None))
+                    results[n] = Match(lead_id, email, campaign_id, send_id, cl_id, "address")
+                    break
+    return results
+
+
+async def _sends_by_message_id(ctx: WorkspaceContext, ids: Iterable[str]) -> dict[str, Match]:
+    out: dict[str, Match] = {}
+    for chunk in _chunks(ids):
+        rows = await ctx.conn.execute(
+            scoped(ctx, sends)
+            .select(
+                sends.c.message_id,
+                sends.c.id,
+                sends.c.lead_id,
+                sends.c.campaign_id,
+                sends.c.campaign_lead_id,
+                leads.c.email,
+            )
+            .join(leads, leads.c.id == sends.c.lead_id)
+            .where(sends.c.message_id.in_(chunk))
+        )
+        for r in rows:
+            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.id, r.campaign_lead_id, "thread")
+    return out
+
+
+async def _threads_by_message_id(
+    ctx: WorkspaceContext, mailbox_id: str, ids: Iterable[str]
+) -> dict[str, Match]:
+    """Messages already recorded in the mailbox's threads (a reply sent from a thread, an earlier reply)."""
+    out: dict[str, Match] = {}
+    for chunk in _chunks(ids):
+        rows = await ctx.conn.execute(
+            scoped(ctx, inbox_messages)
+            .select(
+                inbox_messages.c.message_id,
+                inbox_messages.c.send_id,
+                threads.c.lead_id,
+                threads.c.campaign_id,
+                leads.c.email,
+            )
+            .join(threads, threads.c.id == inbox_messages.c.thread_id)
+            .join(leads, leads.c.id == threads.c.lead_id)
+            .where(inbox_messages.c.mailbox_id == mailbox_id, inbox_messages.c.message_id.in_(chunk))
+        )
+        for r in rows:
+            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.send_id, None, "thread")
+    return out
+
+
+async def _leads_by_email(ctx: WorkspaceContext, emails: Iterable[str]) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for chunk in _chunks(emails):
+        rows = await ctx.conn.execute(
+            scoped(ctx, leads).select(leads.c.id, leads.c.email).where(leads.c.email.in_(chunk))
+        )
+        for r in rows:
+            out[r.email] = (r.id, r.email)
+    return out
+
+
+async def _latest_sends(
+    ctx: WorkspaceContext, mailbox_id: str, lead_ids: Iterable[str]
+) -> dict[str, tuple[str, str, str | None]]:
+    """Per lead, the latest email this mailbox sent it: (campaign, send, campaign lead)."""
+    out: dict[str, tuple[str, str, str | None]] = {}
+    for chunk in _chunks(lead_ids):
+        rows = await ctx.conn.execute(
+            scoped(ctx, sends)
+            .select(sends.c.lead_id, sends.c.campaign_id, sends.c.id, sends.c.campaign_lead_id)
+            .where(
+                sends.c.lead_id.in_(chunk),
+                sends.c.mailbox_id == mailbox_id,
+                sends.c.sent_at.is_not(None),
+            )
+            .order_by(sends.c.created_at.desc(), sends.c.id.desc())
+        )
+        for r in rows:
+            out.setdefault(r.lead_id, (r.campaign_id, r.id, r.campaign_lead_id))
+    return out
+
+
+def _chunks(values: Iterable[str]) -> Iterable[list[str]]:
+    items = sorted(set(values))
+    for start in range(0, len(items), LOOKUP_CHUNK):
+        yield items[start : start + LOOKUP_CHUNK]

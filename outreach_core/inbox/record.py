@@ -1,0 +1,269 @@
+"""Recording a folder batch in one transaction: skip what is already recorded or too old, match, upsert the
+thread, insert the message, apply its effects (docs/inbox.md, "Recording and effects")."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
+from outreach_core.db.tables import inbox_messages, mailboxes, threads
+from outreach_core.ids import new_id
+from outreach_core.inbox.ai_labels import AiLabel
+from outreach_core.inbox.effects import Received, apply_effects
+from outreach_core.inbox.known import Known, load_known
+from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
+from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
+from outreach_core.inbox.rules import Classification, ParsedMessage
+from outreach_core.labels.builtin import builtin_label_ids
+
+INBOX_TASK = "inbox"
+REPLY_KINDS = ("reply", "auto_reply", "out_of_office", "unsubscribe_request")
+
+
+class Fetched(Protocol):
+    """What recording needs of `pipeline.Fetched` (declared here: pipeline imports this module)."""
+
+    @property
+    def uid(self) -> int: ...
+    @property
+    def arrived_at(self) -> dt.datetime: ...
+
+
+class FolderBatch(Protocol):
+    """What recording needs of `pipeline.FolderBatch`."""
+
+    @property
+    def workspace_id(self) -> str: ...
+    @property
+    def mailbox_id(self) -> str: ...
+    @property
+    def folder(self) -> str: ...
+    @property
+    def uidvalidity(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One fetched message, parsed and classified (outside the transaction)."""
+
+    fetched: Fetched
+    parsed: ParsedMessage
+    verdict: Classification
+
+
+def inbox_context(ctx: SystemContext, workspace_id: str) -> WorkspaceContext:
+    """The workspace acting on its own behalf for what its inbox reads."""
+    return as_workspace(ctx, workspace_itself(workspace_id, INBOX_TASK))
+
+
+async def to_record(
+    ctx: WorkspaceContext, batch: FolderBatch, prepared: Sequence[Prepared]
+) -> list[Prepared]:
+    """The messages of the batch that are new, stored kinds, and arrived after the mailbox's `inbox_since`;
+    one per Message-ID (a changed UIDVALIDITY re-reads a folder: what is recorded is recognised by it)."""
+    since = (
+        await ctx.conn.execute(
+            scoped(ctx, mailboxes).select(mailboxes.c.inbox_since).where(mailboxes.c.id == batch.mailbox_id)
+        )
+    ).scalar_one_or_none()
+    wanted = [
+        p
+        for p in prepared
+        if p.verdict.kind in THREAD_KIND and (since is None or p.fetched.arrived_at >= since)
+    ]
+    if not wanted:
+        return []
+    seen_uids: set[int] = set()
+    seen_ids: set[str] = set()
+    uids = [p.fetched.uid for p in wanted]
+    ids = [p.parsed.message_id for p in wanted if p.parsed.message_id]
+    im = scoped(ctx, inbox_messages)
+    for start in range(0, len(uids), LOOKUP_CHUNK):
+        rows = await ctx.conn.execute(
+            im.select(inbox_messages.c.uid).where(
+                inbox_messages.c.mailbox_id == batch.mailbox_id,
+                inbox_messages.c.folder == batch.folder,
+                inbox_messages.c.uidvalidity == batch.uidvalidity,
+                inbox_messages.c.uid.in_(uids[start : start + LOOKUP_CHUNK]),
+            )
+        )
+        seen_uids.update(int(u) for u in rows.scalars())
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        rows = await ctx.conn.execute(
+            im.select(inbox_messages.c.message_id).where(
+                inbox_messages.c.mailbox_id == batch.mailbox_id,
+                inbox_messages.c.message_id.in_(ids[start : start + LOOKUP_CHUNK]),
+            )
+        )
+        seen_ids.update(str(i) for i in rows.scalars())
+    fresh: list[Prepared] = []
+    for p in wanted:
+        mid = p.parsed.message_id
+        if p.fetched.uid in seen_uids or (mid and mid in seen_ids):
+            continue
+        if mid:
+            seen_ids.add(mid)
+        fresh.append(p)
+    return fresh
+
+
+async def record_messages(
+    ctx: SystemContext,
+    batch: FolderBatch,
+    prepared: Sequence[Prepared],
+    ai: Mapping[int, AiLabel] | None = None,
+) -> int:
+    """Record what the batch holds for the workspace's leads; returns how many messages were recorded."""
+    wctx = inbox_context(ctx, batch.workspace_id)
+    fresh = await to_record(wctx, batch, prepared)
+    if not fresh:
+        return 0
+    matches = await match_messages(wctx, batch.mailbox_id, [(p.parsed, p.verdict) for p in fresh])
+    matched = [(p, m) for p, m in zip(fresh, matches, strict=True) if m is not None]
+    if not matched:
+        return 0
+    builtin = await builtin_label_ids(wctx)
+    known = await load_known(
+        wctx,
+        [m.lead_id for _, m in matched],
+        [m.campaign_id for _, m in matched if m.campaign_id],
+        [m.send_id for _, m in matched if m.send_id],
+    )
+    for p, m in matched:
+        verdict = _label_verdict(p, builtin, (ai or {}).get(p.fetched.uid))
+        await _record_one(wctx, batch, p, m, verdict, known)
+    return len(matched)
+
+
+def _label_verdict(p: Prepared, builtin: dict[str, str], ai: AiLabel | None) -> LabelVerdict:
+    if p.verdict.kind == "reply" and ai is not None and ai.ok:
+        return LabelVerdict(ai.label_id, "ai", ai.reason[:500])
+    return rule_label(p.verdict, builtin, ai.reason if ai is not None else None)
+
+
+def _bounce(p: Prepared, m: Match) -> dict[str, Any] | None:
+    failed = p.verdict.bounces
+    if p.verdict.kind != "bounce" or not failed:
+        return None
+    first = next((b for b in failed if b.recipient == m.lead_email), failed[0])
+    return {
+        "status": first.status or first.reply_code,
+        "hard": first.hard,
+        "reason": first.reason,
+        "recipient": first.recipient,
+    }
+
+
+async def _record_one(
+    ctx: WorkspaceContext, batch: FolderBatch, p: Prepared, m: Match, label: LabelVerdict, known: Known
+) -> None:
+    parsed, verdict, arrived = p.parsed, p.verdict, p.fetched.arrived_at
+    kind = THREAD_KIND[verdict.kind]
+    forwarded = m.by == "thread" and kind in REPLY_KINDS and parsed.from_address != m.lead_email
+    conversation = f"{m.lead_id}:{m.campaign_id or '-'}:{batch.mailbox_id}"
+    th = scoped(ctx, threads)
+    row = (
+        await ctx.conn.execute(
+            th.select(
+                threads.c.id, threads.c.label_source, threads.c.last_message_at, threads.c.subject
+            ).where(threads.c.conversation == conversation)
+        )
+    ).one_or_none()
+    manual = row is not None and row.label_source == "manual"
+    label_values = {} if manual else {
+        "label_id": label.label_id, "label_source": label.source, "label_reason": label.reason
+    }  # fmt: skip
+    if row is None:
+        person = known.people[m.lead_id]
+        subject = parsed.subject[:1000]
+        search = " ".join(x for x in (person.email, person.first_name, person.last_name, subject) if x)
+        thread_id = new_id("thr")
+        await ctx.conn.execute(
+            th.insert(
+                {
+                    "id": thread_id,
+                    "conversation": conversation,
+                    "lead_id": m.lead_id,
+                    "campaign_id": m.campaign_id,
+                    "mailbox_id": batch.mailbox_id,
+                    "subject": subject,
+                    "kind": kind,
+                    "last_message_at": arrived,
+                    "unread": True,
+                    "message_count": 1,
+                    "search_text": search.lower(),
+                    "created_at": ctx.now,
+                    **label_values,
+                }
+            )
+        )
+    else:
+        thread_id, subject = row.id, row.subject
+        await ctx.conn.execute(
+            th.update()
+            .where(threads.c.id == thread_id)
+            .values(
+                kind=kind,
+                last_message_at=_later(row.last_message_at, arrived),
+                unread=True,
+                message_count=threads.c.message_count + 1,
+                **label_values,
+            )
+        )
+    message_row_id = new_id("msg")
+    await ctx.conn.execute(
+        scoped(ctx, inbox_messages).insert(
+            {
+                "id": message_row_id,
+                "thread_id": thread_id,
+                "mailbox_id": batch.mailbox_id,
+                "direction": "in",
+                "folder": batch.folder,
+                "uidvalidity": batch.uidvalidity,
+                "uid": p.fetched.uid,
+                "message_id": parsed.message_id,
+                "kind": kind,
+                "from_email": (parsed.from_address or "")[:320],
+                "from_name": parsed.from_name[:200] or None,
+                "to_emails": list(parsed.to),
+                "subject": parsed.subject,
+                "text": parsed.text,
+                "html": parsed.html,
+                "bounce": _bounce(p, m),
+                "send_id": m.send_id,
+                "forwarded": forwarded,
+                "source": label.source,
+                "reason": label.reason[:500],
+                "arrived_at": arrived,
+                "created_at": ctx.now,
+            }
+        )
+    )
+    received = Received(
+        message_id=message_row_id,
+        thread_id=thread_id,
+        lead_id=m.lead_id,
+        lead_email=m.lead_email,
+        campaign_id=m.campaign_id,
+        send_id=m.send_id,
+        verdict=verdict,
+        from_email=parsed.from_address or "",
+        subject=parsed.subject,
+        text=parsed.text,
+        arrived_at=arrived,
+        label_id=None if manual else label.label_id,
+        label_source=label.source,
+        thread_subject=subject,
+        known=known,
+    )
+    await apply_effects(ctx, received)
+
+
+def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:
+    """The later of two instants (naive values are UTC)."""
+    if a.tzinfo is None:
+        a = a.replace(tzinfo=dt.UTC)
+    return max(a, b.astimezone(dt.UTC))
