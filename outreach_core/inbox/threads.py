@@ -24,6 +24,7 @@ from outreach_core.db.tables import (
     users,
 )
 from outreach_core.errors import NotFound
+from outreach_core.event_data import lead_event_data
 from outreach_core.inbox.schemas import (
     Bounce,
     ListThreadsQuery,
@@ -37,6 +38,7 @@ from outreach_core.inbox.schemas import (
 )
 from outreach_core.labels.apply import put_label_on
 from outreach_core.labels.store import label_row
+from outreach_core.outbox import record_event
 
 NO_LABEL = "none"
 LEDGER_SENT = ("sent", "bounced")
@@ -149,7 +151,17 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         if body.label_id is not None:
             label = await label_row(ctx, body.label_id)
             values |= {"label_id": label.id, "label_source": "manual", "label_reason": f"set by {who}"}
-            await put_label_on(ctx, label, select(leads.c.id).where(leads.c.id == row.lead_id))
+            lead = select(leads.c.id).where(leads.c.id == row.lead_id)
+            if await put_label_on(ctx, label, lead, "manual", record_events=False):
+                data = await lead_event_data(
+                    ctx,
+                    row.lead_id,
+                    campaign_id=row.campaign_id,
+                    thread_id=id,
+                    label={"id": label.id, "name": label.name},
+                    source="manual",
+                )
+                await record_event(ctx, "lead.labeled", data)
         else:
             values |= {"label_id": None, "label_source": "manual", "label_reason": f"cleared by {who}"}
     if body.unread is not None:

@@ -7,7 +7,7 @@ import email
 import email.policy
 import tempfile
 from collections.abc import Iterator
-from datetime import timedelta
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,12 @@ import tests.mail_servers as mail_servers_module
 from tests.campaigns.helpers import add_lead
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.inbox.imap_box import create_folder, folder_messages
-from tests.inbox.thread_seed import seed_message, seed_thread
+from tests.inbox.ingest import Sent, fetched, ingest, reply_to, threads_of
 from tests.mail_servers import Dovecot, MailServers
 from tests.sending.helpers import launched_campaign, rows, smtp_mailbox, update_rows
 from workers import sender
 
 API = "/api/v1"
-REPLY_ID = "<answer-1@hopper.example>"
 
 
 def replies(servers: MailServers, address: str) -> list[bytes]:
@@ -74,17 +73,17 @@ async def conversation(
     cid = await launched_campaign(http, ws, [box], [lead])
     assert await sender.tick(ws.runtime) >= 1
     [send] = await rows(ws, "sends", campaign_id=cid)
-    thread = await seed_thread(ws, lead, box, campaign_id=cid, subject=send.subject, at=send.sent_at)
-    await seed_message(
-        ws,
-        thread,
-        box,
-        at=send.sent_at + timedelta(milliseconds=1),  # before the reply the test sends (real clock)
-        from_email=lead_email,
-        message_id=REPLY_ID,
-        send_id=send.id,
-        text="Interesting. Can we talk?",
-    )
+    # the lead answers; the inbox pipeline records it as a thread (real ingestion of a folder batch)
+    server = servers.smtp["starttls"]
+    with server.lock:
+        [first] = [m.data for m in server.messages if lead_email in m.rcpt_tos]
+    original = email.message_from_bytes(first, policy=email.policy.default)
+    assert isinstance(original, EmailMessage)
+    answer_raw = reply_to(original, "Interesting. Can we talk?")
+    sent = Sent(ws, box, user, cid, {lead_email: lead}, {lead_email: original})
+    assert await ingest(sent, fetched(answer_raw)) == 1
+    [thread] = [t.id for t in await threads_of(ws) if t.lead_id == lead]
+    reply_id = header_block(answer_raw)["message-id"]
     return {
         "box": box,
         "user": user,
@@ -94,6 +93,7 @@ async def conversation(
         "send": send,
         "thread": thread,
         "campaign": cid,
+        "reply_id": reply_id,
     }
 
 
@@ -118,8 +118,8 @@ async def test_a_reply_goes_out_threaded_is_recorded_and_lands_in_sent(
     # what the lead's server received, byte for byte where it matters
     [raw] = replies(mail_servers, c["lead_email"])
     headers = header_block(raw)
-    assert headers["in-reply-to"] == REPLY_ID
-    assert headers["references"] == f"{c['send'].message_id} {REPLY_ID}"
+    assert headers["in-reply-to"] == c["reply_id"]
+    assert headers["references"] == f"{c['send'].message_id} {c['reply_id']}"
     assert headers["message-id"] == answer["messageId"] and answer["messageId"].endswith("@mail.test>")
     assert headers["from"] == f"Sam Sender <{c['user']}>"
     assert headers["to"] == c["lead_email"]
@@ -154,8 +154,8 @@ async def test_a_reply_goes_out_threaded_is_recorded_and_lands_in_sent(
     again = await reply(http, ws, c["thread"], {"body": "One more thing.", "subject": "Agenda"})
     assert again.status_code == 200, again.text
     second = header_block(replies(mail_servers, c["lead_email"])[-1])
-    assert second["subject"] == "Agenda" and second["in-reply-to"] == REPLY_ID
-    assert second["references"] == f"{c['send'].message_id} {answer['messageId']} {REPLY_ID}"
+    assert second["subject"] == "Agenda" and second["in-reply-to"] == c["reply_id"]
+    assert second["references"] == f"{c['send'].message_id} {answer['messageId']} {c['reply_id']}"
 
 
 async def test_without_a_sent_folder_the_reply_is_sent_and_says_why_no_copy(

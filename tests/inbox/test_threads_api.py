@@ -40,7 +40,7 @@ async def test_listing_filters_and_orders_newest_first(
     ada = await add_lead(ws, "ada@lovelace.example", first_name="Ada", last_name="Lovelace")
     bob = await add_lead(ws, "bob@builder.example", first_name="Bob")
     cid = (await http.post(f"{API}/campaigns", headers=ws.headers, json={"name": "Q3"})).json()["id"]
-    label = await new_label(http, ws, "Interested", type="positive")
+    label = await new_label(http, ws, "Hot lead", type="positive")
 
     t1 = await seed_thread(ws, ada, box_a, campaign_id=cid, subject="Pricing", at=T0, messages=1)
     t2 = await seed_thread(
@@ -71,7 +71,7 @@ async def test_listing_filters_and_orders_newest_first(
         "mailboxId": box_a,
         "subject": "Undeliverable",
         "kind": "bounce",
-        "label": {"id": label, "name": "Interested", "type": "positive"},
+        "label": {"id": label, "name": "Hot lead", "type": "positive"},
         "labelSource": "rules",
         "labelReason": "RFC 3464 report",
         "lastMessageAt": "2026-03-02T09:10:00.000Z",
@@ -192,8 +192,8 @@ async def test_a_manual_label_goes_on_the_lead_runs_its_triggers_and_says_who(
     member = await ws.add_member("member")
     box = await seed_mailbox(ws, "box@mail.test")
     lead = await add_lead(ws, "linus@kernel.example")
-    ai_label = await new_label(http, ws, "Interested", type="positive")
-    no = await new_label(http, ws, "Not interested", type="negative", triggers={"suppress": True})
+    ai_label = await new_label(http, ws, "Hot lead", type="positive")
+    no = await new_label(http, ws, "Nope", type="negative", triggers={"suppress": True})
     thread = await seed_thread(
         ws, lead, box, label_id=ai_label, label_source="ai", label_reason="asks for a call"
     )
@@ -201,7 +201,7 @@ async def test_a_manual_label_goes_on_the_lead_runs_its_triggers_and_says_who(
     response = await http.patch(f"{API}/threads/{thread}", headers=member.headers, json={"labelId": no})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["label"] == {"id": no, "name": "Not interested", "type": "negative"}
+    assert body["label"] == {"id": no, "name": "Nope", "type": "negative"}
     assert body["labelSource"] == "manual"
     assert body["labelReason"].startswith("set by Member ")
     assert body["labelReason"].endswith(f"<{member.email}>")
@@ -210,7 +210,8 @@ async def test_a_manual_label_goes_on_the_lead_runs_its_triggers_and_says_who(
     [event] = await _labeled_events(ws)
     data = event["payload"]["data"]
     assert data["lead"]["id"] == lead and data["source"] == "manual"
-    assert data["label"] == {"id": no, "name": "Not interested"}
+    assert data["label"] == {"id": no, "name": "Nope"}
+    assert data["thread"] == {"id": thread, "subject": "Hello"}
 
     # the same label again changes nothing on the lead (no second event)
     again = await http.patch(f"{API}/threads/{thread}", headers=ws.headers, json={"labelId": no})
