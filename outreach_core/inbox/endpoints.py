@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from outreach_core.campaigns.sanitize import header_safe
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.inbox.schemas import (
@@ -15,7 +16,7 @@ from outreach_core.inbox.schemas import (
     ThreadPage,
     UpdateThreadIn,
 )
-from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_to_thread
+from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_subject, reply_to_thread
 from outreach_core.inbox.threads import get_thread, list_threads, thread_row, update_thread
 
 QUOTE_CHARS = 300
@@ -25,7 +26,7 @@ async def _describe_reply(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     row = await thread_row(ctx, str(args.get("id")))
     text = " ".join(str(args.get("body") or "").split())
     quoted = text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
-    subject = args.get("subject") or f"Re: {row.subject}"
+    subject = header_safe(str(args.get("subject") or "")).strip() or reply_subject(row.subject)
     return f'Send this email to {row.lead_email} (subject "{subject}")? "{quoted}"'
 
 

@@ -134,7 +134,7 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
         from_email=box.email,
         from_name=box.display_name,
         to_email=lead.email,
-        subject=header_safe(body.subject) if body.subject is not None else reply_subject(row.subject),
+        subject=header_safe(body.subject or "").strip() or reply_subject(row.subject),
         html=html,
         text=text,
         message_id=new_message_id(box.domain),
