@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy import ColumnElement, Select, func
 
 from outreach_core.context import WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import (
@@ -151,7 +151,7 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         if body.label_id is not None:
             label = await label_row(ctx, body.label_id)
             values |= {"label_id": label.id, "label_source": "manual", "label_reason": f"set by {who}"}
-            lead = select(leads.c.id).where(leads.c.id == row.lead_id)
+            lead = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == row.lead_id)
             if await put_label_on(ctx, label, lead, "manual", record_events=False):
                 data = await lead_event_data(
                     ctx,

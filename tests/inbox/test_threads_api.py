@@ -37,7 +37,7 @@ async def test_listing_filters_and_orders_newest_first(
     ws = await make_workspace()
     box_a = await seed_mailbox(ws, "a@mail.test")
     box_b = await seed_mailbox(ws, "b@mail.test")
-    ada = await add_lead(ws, "ada@lovelace.example", first_name="Ada", last_name="Lovelace")
+    ada = await add_lead(ws, "ada.threads@lovelace.example", first_name="Ada", last_name="Lovelace")
     bob = await add_lead(ws, "bob@builder.example", first_name="Bob")
     cid = (await http.post(f"{API}/campaigns", headers=ws.headers, json={"name": "Q3"})).json()["id"]
     label = await new_label(http, ws, "Hot lead", type="positive")
@@ -78,7 +78,7 @@ async def test_listing_filters_and_orders_newest_first(
         "unread": True,
         "messageCount": 0,
     }
-    assert page["threads"][2]["lead"] == {"email": "ada@lovelace.example", "name": "Ada Lovelace"}
+    assert page["threads"][2]["lead"] == {"email": "ada.threads@lovelace.example", "name": "Ada Lovelace"}
     assert page["threads"][2]["label"] is None
 
     assert ids(await listing(http, ws, labelId=label)) == [t3]
@@ -120,7 +120,7 @@ async def test_a_conversation_holds_the_campaigns_real_emails_and_the_replies_in
 ) -> None:
     ws = await make_workspace()
     box = await smtp_mailbox(ws, smtp_servers["starttls"], mail_users)
-    lead = await add_lead(ws, "grace@hopper.example", first_name="Grace")
+    lead = await add_lead(ws, "grace.threads@hopper.example", first_name="Grace")
     cid = await launched_campaign(http, ws, [box], [lead])
     assert await sender.tick(ws.runtime) >= 1
     [send] = await rows(ws, "sends", campaign_id=cid)
@@ -129,7 +129,7 @@ async def test_a_conversation_holds_the_campaigns_real_emails_and_the_replies_in
     thread = await seed_thread(ws, lead, box, campaign_id=cid, subject=send.subject, at=send.sent_at)
     later = send.sent_at + minutes(30)
     reply = await seed_message(
-        ws, thread, box, at=later, from_email="grace@hopper.example", send_id=send.id, text="Yes please."
+        ws, thread, box, at=later, from_email="grace.threads@hopper.example", send_id=send.id, text="Yes please."
     )
     bounce_at = send.sent_at + minutes(1)
     bounced = await seed_message(
@@ -144,7 +144,7 @@ async def test_a_conversation_holds_the_campaigns_real_emails_and_the_replies_in
             "status": "4.2.2",
             "hard": False,
             "reason": "mailbox full",
-            "recipient": "grace@hopper.example",
+            "recipient": "grace.threads@hopper.example",
         },
     )
 
@@ -158,17 +158,17 @@ async def test_a_conversation_holds_the_campaigns_real_emails_and_the_replies_in
         (reply, "in", "reply"),
     ]
     out, dsn, answer = body["messages"]
-    assert out["from"] == mailbox_row.email and out["to"] == ["grace@hopper.example"]
+    assert out["from"] == mailbox_row.email and out["to"] == ["grace.threads@hopper.example"]
     assert out["subject"] == "Hello Grace" and "A short note about" in out["text"]
     assert out["html"] == send.body_html and out["sendId"] == send.id and out["bounce"] is None
     assert dsn["bounce"] == {
         "status": "4.2.2",
         "hard": False,
         "reason": "mailbox full",
-        "recipient": "grace@hopper.example",
+        "recipient": "grace.threads@hopper.example",
     }
     assert answer["sendId"] == send.id and answer["text"] == "Yes please." and answer["bounce"] is None
-    assert answer["from"] == "grace@hopper.example" and answer["html"] is None
+    assert answer["from"] == "grace.threads@hopper.example" and answer["html"] is None
 
     # opening does not mark it read
     assert (await listing(http, ws))["threads"][0]["unread"] is True

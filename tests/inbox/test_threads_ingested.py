@@ -15,7 +15,7 @@ from tests.inbox.ingest import builtin_id, fetched, ingest, reply_to, sent_campa
 from tests.mail_servers import SmtpServer, Users
 
 API = "/api/v1"
-LEAD = "ada@lovelace.example"
+LEAD = "ada.threads@lovelace.example"
 
 
 def last_received(server: SmtpServer, address: str) -> EmailMessage:
