@@ -31,6 +31,7 @@ import aiohttp
 import structlog
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from outreach_app.adapters.dns import DnspythonResolver
 from outreach_app.outgoing import AddressGuard, NotContacted, tls_context
 from outreach_core.ports import DnsResolver
 from outreach_core.settings import Settings
@@ -89,8 +90,6 @@ class GuardedHttpClient:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GuardedHttpClient:
-        from outreach_app.adapters import DnspythonResolver
-
         dns = DnspythonResolver(settings.dns_nameservers) if settings.dns_nameservers else None
         return cls(tls_ca_file=settings.tls_ca_file, allow_private_urls=settings.allow_private_urls, dns=dns)
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select, update
-
-from outreach_core.context import SystemContext
+from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import inbox_folders, mailboxes
 
 
@@ -20,7 +18,9 @@ class Checkpoint:
 
 async def checkpoints(ctx: SystemContext, mailbox_id: str) -> dict[str, Checkpoint]:
     """The saved checkpoints of a mailbox, by folder name."""
-    rows = await ctx.conn.execute(select(inbox_folders).where(inbox_folders.c.mailbox_id == mailbox_id))
+    rows = await ctx.conn.execute(
+        system_scope(inbox_folders).select().where(inbox_folders.c.mailbox_id == mailbox_id)
+    )
     return {r.folder: Checkpoint(r.folder, r.role, r.uidvalidity, r.last_uid) for r in rows}
 
 
@@ -35,37 +35,26 @@ async def advance_checkpoint(
 ) -> None:
     """Save that every UID up to `last_uid` under `uidvalidity` is handled, and that the mailbox was read now
     (clearing `syncError`). Never moves a checkpoint backwards under the same UIDVALIDITY."""
+    folders = system_scope(inbox_folders)
+    this_folder = (inbox_folders.c.mailbox_id == mailbox_id, inbox_folders.c.folder == folder)
     saved = (
         await ctx.conn.execute(
-            select(inbox_folders.c.uidvalidity, inbox_folders.c.last_uid)
-            .where(inbox_folders.c.mailbox_id == mailbox_id, inbox_folders.c.folder == folder)
+            folders.select(inbox_folders.c.uidvalidity, inbox_folders.c.last_uid)
+            .where(*this_folder)
             .with_for_update()
         )
     ).first()
+    values = {"role": role, "uidvalidity": uidvalidity, "last_uid": last_uid, "synced_at": ctx.now}
     if saved is None:
-        await ctx.conn.execute(
-            inbox_folders.insert().values(
-                mailbox_id=mailbox_id,
-                folder=folder,
-                workspace_id=workspace_id,
-                role=role,
-                uidvalidity=uidvalidity,
-                last_uid=last_uid,
-                synced_at=ctx.now,
-            )
-        )
+        row = {"mailbox_id": mailbox_id, "folder": folder, "workspace_id": workspace_id, **values}
+        await ctx.conn.execute(folders.insert(row))
     else:
-        keep = saved.uidvalidity == uidvalidity and saved.last_uid > last_uid
-        await ctx.conn.execute(
-            update(inbox_folders)
-            .where(inbox_folders.c.mailbox_id == mailbox_id, inbox_folders.c.folder == folder)
-            .values(
-                role=role,
-                uidvalidity=uidvalidity,
-                last_uid=saved.last_uid if keep else last_uid,
-                synced_at=ctx.now,
-            )
-        )
+        if saved.uidvalidity == uidvalidity and saved.last_uid > last_uid:
+            values["last_uid"] = saved.last_uid
+        await ctx.conn.execute(folders.update().where(*this_folder).values(values))
     await ctx.conn.execute(
-        update(mailboxes).where(mailboxes.c.id == mailbox_id).values(last_synced_at=ctx.now, sync_error=None)
+        system_scope(mailboxes)
+        .update()
+        .where(mailboxes.c.id == mailbox_id)
+        .values(last_synced_at=ctx.now, sync_error=None)
     )
