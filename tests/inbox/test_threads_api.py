@@ -129,7 +129,13 @@ async def test_a_conversation_holds_the_campaigns_real_emails_and_the_replies_in
     thread = await seed_thread(ws, lead, box, campaign_id=cid, subject=send.subject, at=send.sent_at)
     later = send.sent_at + minutes(30)
     reply = await seed_message(
-        ws, thread, box, at=later, from_email="grace.threads@hopper.example", send_id=send.id, text="Yes please."
+        ws,
+        thread,
+        box,
+        at=later,
+        from_email="grace.threads@hopper.example",
+        send_id=send.id,
+        text="Yes please.",
     )
     bounce_at = send.sent_at + minutes(1)
     bounced = await seed_message(
