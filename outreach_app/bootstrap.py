@@ -3,7 +3,13 @@ commands run on."""
 
 from __future__ import annotations
 
-from outreach_app.adapters import DnspythonResolver, GuardedHttpClient, MailLoginClient, SmtpMailSender
+from outreach_app.adapters import (
+    DnspythonResolver,
+    GuardedHttpClient,
+    ImapSentAppender,
+    MailLoginClient,
+    SmtpMailSender,
+)
 from outreach_app.adapters.ai import ChatCompletionsClient
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
@@ -12,14 +18,15 @@ from outreach_core.settings import Settings
 
 def build_runtime(settings: Settings | None = None) -> Runtime:
     """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API and
-    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender, the AI port when
-    configured."""
+    webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender and replies, IMAP APPEND of
+    replies to the Sent folder, the AI port when configured."""
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
         http=GuardedHttpClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
+        imap=ImapSentAppender.from_settings(settings),
         ai=ChatCompletionsClient.from_settings(settings),
     )
     return Runtime(settings, ports=ports)
