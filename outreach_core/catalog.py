@@ -11,6 +11,7 @@ from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
 from outreach_core.endpoint import Endpoint
 from outreach_core.imports.endpoints import ENDPOINTS as imports
+from outreach_core.inbox.endpoints import ENDPOINTS as inbox
 from outreach_core.labels.endpoints import ENDPOINTS as labels
 from outreach_core.leads.endpoints import ENDPOINTS as leads
 from outreach_core.lists.endpoints import ENDPOINTS as lists
@@ -39,5 +40,6 @@ def all_endpoints() -> list[Endpoint]:
         *campaigns,
         *sending,
         *mailboxes,
+        *inbox,
         *webhooks,
     ]

@@ -31,25 +31,28 @@ async def record_event(ctx: WorkspaceContext, kind: EventKind, data: dict[str, A
 
     `payload` is the webhook body (DESIGN section 9) and `data` its `data` member: for an event about a
     lead, build it with `outreach_core.event_data.lead_event_data` (docs/webhooks.md)."""
+    row = _event_row(ctx, kind, data)
+    await ctx.conn.execute(scoped(ctx, outbox).insert(row))
+    return str(row["id"])
+
+
+async def record_events(ctx: WorkspaceContext, events: list[tuple[EventKind, dict[str, Any]]]) -> None:
+    """`record_event` for many events at once (one executemany), in their order."""
+    if events:
+        await ctx.conn.execute(*scoped(ctx, outbox).insert_many([_event_row(ctx, k, d) for k, d in events]))
+
+
+def _event_row(ctx: WorkspaceContext, kind: EventKind, data: dict[str, Any]) -> dict[str, Any]:
     event_id = new_id("evt")
-    await ctx.conn.execute(
-        scoped(ctx, outbox).insert(
-            {
-                "id": event_id,
-                "kind": kind,
-                "payload": {
-                    "id": event_id,
-                    "type": kind,
-                    "createdAt": iso_z(ctx.now),
-                    "workspaceId": ctx.workspace_id,
-                    "test": False,
-                    "data": data,
-                },
-                "created_at": ctx.now,
-            }
-        )
-    )
-    return event_id
+    payload = {
+        "id": event_id,
+        "type": kind,
+        "createdAt": iso_z(ctx.now),
+        "workspaceId": ctx.workspace_id,
+        "test": False,
+        "data": data,
+    }
+    return {"id": event_id, "kind": kind, "payload": payload, "created_at": ctx.now}
 
 
 async def record_lead_events(

@@ -102,7 +102,7 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
     """The real adapters a served runtime uses, pointed at the test servers: DNS at `dns_server`, mail
     logins trusting the test CA and allowed to reach loopback; outgoing HTTP (webhook tests) as the
     settings say, resolving through `dns_server`."""
-    from outreach_app.adapters import DnspythonResolver, MailLoginClient, SmtpMailSender
+    from outreach_app.adapters import DnspythonResolver, ImapSentAppender, MailLoginClient, SmtpMailSender
     from outreach_app.adapters.http import GuardedHttpClient
 
     mail = MailLoginClient(
@@ -119,6 +119,7 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
             ),
             "mail": mail,
             "smtp": smtp,
+            "imap": ImapSentAppender(tls_ca_file=settings.tls_ca_file, timeout_s=10.0, allow_private=True),
             **overrides,
         }
     )

@@ -18,21 +18,18 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import exists, select
-
 from outreach_core.campaigns.schedule import zone
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, campaigns, inbox_messages, labels, leads, sends
-from outreach_core.event_data import iso_z, lead_event_data
+from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
+from outreach_core.event_data import iso_z
+from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
 from outreach_core.inbox.rules import Classification
 from outreach_core.labels.apply import put_label_on
-from outreach_core.labels.schemas import LabelTriggers
 from outreach_core.labels.store import LabelRow
-from outreach_core.outbox import record_event
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
-from outreach_core.targets.suppression import suppress_lead_ids
+from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids
 
 SOFT_BOUNCE_RETRY = send_rules.RETRY_CAP
 """A soft-bounced step is sent again once, this long after the bounce was read."""
@@ -57,81 +54,79 @@ class Received:
     arrived_at: dt.datetime
     label_id: str | None  # the thread's label when this message set it (None: manual label kept or none)
     label_source: Literal["rules", "ai"]
+    thread_subject: str
+    known: Known
+    pending: Pending
+
+    async def data(self, ctx: WorkspaceContext, **extra: Any) -> dict[str, Any]:
+        """An event's `data` about this message's lead (`event_data.lead_event_data`'s shape)."""
+        thread = {"id": self.thread_id, "subject": self.thread_subject}
+        return await event_data(
+            ctx,
+            self.known,
+            self.lead_id,
+            campaign_id=self.campaign_id,
+            send_id=self.send_id,
+            thread=thread,
+            **extra,
+        )
 
 
 async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
     kind = m.verdict.kind
-    label = await _label(ctx, m.label_id)
+    label = m.known.labels.get(m.label_id) if m.label_id is not None else None
     if kind == "reply":
         await _replied(ctx, m, positive=label is not None and label[1] == "positive")
     elif kind == "out_of_office" and m.verdict.return_date is not None:
         await _away(ctx, m, m.verdict.return_date)
     elif kind in ("unsubscribe_request", "complaint"):
         source = "complaint" if kind == "complaint" else "reply"
+        await m.pending.flush(ctx)  # it reads the thread for its event, and records that event itself
         await unsubscribe_lead(
             ctx, m.lead_id, m.campaign_id, source=source, send_id=m.send_id, thread_id=m.thread_id
         )
+        m.known.people[m.lead_id].status = "unsubscribed"
+        for (_, lead_id), cl in m.known.cls.items():
+            if lead_id == m.lead_id and cl.status in STOPPABLE:
+                cl.status, cl.next_at = "unsubscribed", None
     elif kind == "bounce":
         await _bounced(ctx, m)
     if label is not None:
         await _put_label(ctx, m, label)
 
 
-async def _label(ctx: WorkspaceContext, label_id: str | None) -> tuple[LabelRow, str] | None:
-    if label_id is None:
-        return None
-    row = (
-        await ctx.conn.execute(
-            scoped(ctx, labels)
-            .select(labels.c.id, labels.c.name, labels.c.type, labels.c.triggers)
-            .where(labels.c.id == label_id)
-        )
-    ).one_or_none()
-    if row is None:
-        return None
-    return LabelRow(row.id, row.name, LabelTriggers.model_validate(row.triggers)), str(row.type)
+def _campaign_lead(m: Received) -> CampaignLead | None:
+    """The lead's campaign lead in the message's campaign, as the batch has left it (`Known.cls`)."""
+    return None if m.campaign_id is None else m.known.cls.get((m.campaign_id, m.lead_id))
 
 
-async def _campaign_lead(ctx: WorkspaceContext, m: Received) -> Any:
-    if m.campaign_id is None:
-        return None
-    return (
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .select(
-                campaign_leads.c.id,
-                campaign_leads.c.status,
-                campaign_leads.c.step,
-                campaign_leads.c.next_at,
-                campaigns.c.stop_on_reply,
-                campaigns.c.stop_for_company,
-                campaigns.c.timezone_fallback,
-            )
-            .join(campaigns, campaigns.c.id == campaign_leads.c.campaign_id)
-            .where(campaign_leads.c.campaign_id == m.campaign_id, campaign_leads.c.lead_id == m.lead_id)
-        )
-    ).one_or_none()
+async def _set_campaign_lead(ctx: WorkspaceContext, cl: CampaignLead, **values: Any) -> None:
+    await ctx.conn.execute(
+        scoped(ctx, campaign_leads).update().where(campaign_leads.c.id == cl.id).values(**values)
+    )
+    for name in ("status", "step", "next_at"):
+        if name in values:
+            setattr(cl, name, values[name])
 
 
 async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> None:
     now = ctx.now
-    ld = scoped(ctx, leads)
-    await ctx.conn.execute(
-        ld.update()
-        .where(leads.c.id == m.lead_id, leads.c.status.in_(REPLY_FROM))
-        .values(status="interested" if positive else "replied", updated_at=now)
-    )
-    cl = await _campaign_lead(ctx, m)
-    if cl is not None:
-        stop = cl.stop_on_reply and cl.status in STOPPABLE
+    person = m.known.people[m.lead_id]
+    status = "interested" if positive else "replied"
+    if person.status in REPLY_FROM and person.status != status:
+        await ctx.conn.execute(
+            scoped(ctx, leads).update().where(leads.c.id == m.lead_id).values(status=status, updated_at=now)
+        )
+        person.status = status
+    cl = _campaign_lead(m)
+    facts = m.known.campaigns.get(m.campaign_id or "")
+    if cl is not None and facts is not None:
+        stop = facts.stop_on_reply and cl.status in STOPPABLE
         if stop or cl.status == "completed":
-            await ctx.conn.execute(
-                scoped(ctx, campaign_leads)
-                .update()
-                .where(campaign_leads.c.id == cl.id)
-                .values(status="replied", reason="The lead replied.", next_at=None, finished_at=now)
+            await _set_campaign_lead(
+                ctx, cl, status="replied", reason="The lead replied.", next_at=None, finished_at=now
             )
-        if cl.stop_for_company:
+        if facts.stop_for_company:
             await _stop_company(ctx, m)
     message = {
         "id": m.message_id,
@@ -140,17 +135,12 @@ async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> Non
         "text": m.verdict.own_text[:EVENT_TEXT_LIMIT] or m.text[:EVENT_TEXT_LIMIT],
         "receivedAt": iso_z(m.arrived_at),
     }
-    data = await lead_event_data(
-        ctx, m.lead_id, campaign_id=m.campaign_id, send_id=m.send_id, thread_id=m.thread_id, message=message
-    )
-    await record_event(ctx, "lead.replied", data)
+    m.pending.events.append(("lead.replied", await m.data(ctx, message=message)))
 
 
 async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
     """The other leads of the replying lead's company domain in the campaign get no more email."""
-    domain = (
-        await ctx.conn.execute(scoped(ctx, leads).select(leads.c.domain).where(leads.c.id == m.lead_id))
-    ).scalar_one()
+    domain = m.known.people[m.lead_id].domain
     if not send_rules.is_company_domain(domain):
         return
     colleagues = (
@@ -168,6 +158,11 @@ async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
             status="stopped", reason="Someone at the same company replied.", next_at=None, finished_at=ctx.now
         )
     )
+    for (campaign_id, lead_id), cl in m.known.cls.items():
+        person = m.known.people.get(lead_id)
+        colleague = person is not None and person.domain == domain and lead_id != m.lead_id
+        if colleague and campaign_id == m.campaign_id and cl.status in STOPPABLE:
+            cl.status, cl.next_at = "stopped", None
 
 
 def back_at(return_date: dt.date, zone_name: str | None, fallback: str) -> dt.datetime:
@@ -179,24 +174,19 @@ def back_at(return_date: dt.date, zone_name: str | None, fallback: str) -> dt.da
 
 
 async def _away(ctx: WorkspaceContext, m: Received, return_date: dt.date) -> None:
-    cl = await _campaign_lead(ctx, m)
-    if cl is None or cl.status not in STOPPABLE:
+    cl = _campaign_lead(m)
+    facts = m.known.campaigns.get(m.campaign_id or "")
+    if cl is None or facts is None or cl.status not in STOPPABLE:
         return
-    lead_zone = (
-        await ctx.conn.execute(scoped(ctx, leads).select(leads.c.timezone).where(leads.c.id == m.lead_id))
-    ).scalar_one()
-    due = back_at(return_date, lead_zone, cl.timezone_fallback)
+    due = back_at(return_date, m.known.people[m.lead_id].timezone, facts.timezone_fallback)
     planned = cl.next_at or ctx.now
     next_at = max(planned, due)
-    await ctx.conn.execute(
-        scoped(ctx, campaign_leads)
-        .update()
-        .where(campaign_leads.c.id == cl.id)
-        .values(
-            status="rescheduled",
-            next_at=next_at,
-            reason=f"Out of office until {return_date.isoformat()}; next email from {iso_z(next_at)}."[:200],
-        )
+    await _set_campaign_lead(
+        ctx,
+        cl,
+        status="rescheduled",
+        next_at=next_at,
+        reason=f"Out of office until {return_date.isoformat()}; next email from {iso_z(next_at)}."[:200],
     )
 
 
@@ -226,13 +216,18 @@ async def _send(ctx: WorkspaceContext, send_id: str | None) -> Any:
 
 async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: Any) -> None:
     now = ctx.now
-    ld = scoped(ctx, leads)
-    await ctx.conn.execute(
-        ld.update()
-        .where(leads.c.id == m.lead_id, leads.c.status.not_in(("bounced", "unsubscribed")))
-        .values(status="bounced", updated_at=now)
+    person = m.known.people[m.lead_id]
+    if person.status not in ("bounced", "unsubscribed"):
+        await ctx.conn.execute(
+            scoped(ctx, leads)
+            .update()
+            .where(leads.c.id == m.lead_id)
+            .values(status="bounced", updated_at=now)
+        )
+        person.status = "bounced"
+    await suppress_lead_ids(
+        ctx, scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id), "bounced"
     )
-    await suppress_lead_ids(ctx, select(leads.c.id).where(leads.c.id == m.lead_id), "bounced")
     code = failed.status or failed.reply_code
     if send is not None:
         await ctx.conn.execute(
@@ -241,19 +236,16 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
             .where(sends.c.id == send.id, sends.c.status == "sent")
             .values(status="bounced", error=f"bounce read from the mailbox: {m.verdict.reason}"[:1000])
         )
-    cl = await _campaign_lead(ctx, m)
+    cl = _campaign_lead(m)
     if cl is not None and cl.status in (*STOPPABLE, "completed"):
         step = (send.step if send is not None else max(cl.step - 1, 0)) + 1
-        await ctx.conn.execute(
-            scoped(ctx, campaign_leads)
-            .update()
-            .where(campaign_leads.c.id == cl.id)
-            .values(
-                status="bounced",
-                reason=f"Email {step} bounced: {code or ''} {failed.reason}".replace("  ", " ")[:200],
-                next_at=None,
-                finished_at=now,
-            )
+        await _set_campaign_lead(
+            ctx,
+            cl,
+            status="bounced",
+            reason=f"Email {step} bounced: {code or ''} {failed.reason}".replace("  ", " ")[:200],
+            next_at=None,
+            finished_at=now,
         )
     bounce = {
         "status": code,
@@ -262,32 +254,33 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
         "recipient": failed.recipient,
         "source": "inbox",
     }
-    data = await lead_event_data(
-        ctx, m.lead_id, campaign_id=m.campaign_id, send_id=m.send_id, thread_id=m.thread_id, bounce=bounce
-    )
-    await record_event(ctx, "lead.bounced", data)
+    m.pending.events.append(("lead.bounced", await m.data(ctx, bounce=bounce)))
     if m.campaign_id is not None:
+        await m.pending.flush(ctx)  # `campaign.paused`, if any, comes after the bounce that caused it
         await check_bounce_rate(ctx, m.campaign_id)
 
 
 async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
     """Send the bounced step again once, later: only when it is the lead's latest email, the lead still
     gets email, and no earlier bounce of that email was read (the retry's bounce ends it)."""
-    cl = await _campaign_lead(ctx, m)
+    cl = _campaign_lead(m)
     if cl is None or send.campaign_lead_id != cl.id or send.status != "sent" or cl.step != send.step + 1:
         return
     if cl.status not in ("contacted", "rescheduled", "completed"):
         return
-    earlier = exists(
-        scoped(ctx, inbox_messages)
-        .select(inbox_messages.c.id)
-        .where(
-            inbox_messages.c.send_id == send.id,
-            inbox_messages.c.kind == "bounce",
-            inbox_messages.c.id != m.message_id,
+    earlier = (
+        await ctx.conn.execute(
+            scoped(ctx, inbox_messages)
+            .select(inbox_messages.c.id)
+            .where(
+                inbox_messages.c.send_id == send.id,
+                inbox_messages.c.kind == "bounce",
+                inbox_messages.c.id != m.message_id,
+            )
+            .limit(1)
         )
-    )
-    if (await ctx.conn.execute(select(earlier))).scalar():
+    ).first()
+    if earlier is not None:
         return
     await ctx.conn.execute(
         scoped(ctx, sends)
@@ -295,17 +288,14 @@ async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
         .where(sends.c.id == send.id)
         .values(status="retry", error=f"soft bounce, sent again once: {m.verdict.reason}"[:1000])
     )
-    await ctx.conn.execute(
-        scoped(ctx, campaign_leads)
-        .update()
-        .where(campaign_leads.c.id == cl.id)
-        .values(
-            status="rescheduled",
-            step=send.step,
-            next_at=ctx.now + SOFT_BOUNCE_RETRY,
-            finished_at=None,
-            reason=f"Email {send.step + 1} bounced (soft); sent again once later."[:200],
-        )
+    await _set_campaign_lead(
+        ctx,
+        cl,
+        status="rescheduled",
+        step=send.step,
+        next_at=ctx.now + SOFT_BOUNCE_RETRY,
+        finished_at=None,
+        reason=f"Email {send.step + 1} bounced (soft); sent again once later."[:200],
     )
 
 
@@ -313,13 +303,8 @@ async def _put_label(ctx: WorkspaceContext, m: Received, label: tuple[LabelRow, 
     row, _ = label
     lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id)
     if await put_label_on(ctx, row, lead_ids, m.label_source, record_events=False):
-        data = await lead_event_data(
-            ctx,
-            m.lead_id,
-            campaign_id=m.campaign_id,
-            send_id=m.send_id,
-            thread_id=m.thread_id,
-            label={"id": row.id, "name": row.name},
-            source=m.label_source,
-        )
-        await record_event(ctx, "lead.labeled", data)
+        person = m.known.people[m.lead_id]
+        if row.triggers.suppress and person.status in SUPPRESSIBLE_STATUSES:
+            person.status = "suppressed"  # what the trigger did to the row
+        data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
+        m.pending.events.append(("lead.labeled", data))

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
-from outreach_core.db.tables import inbox_messages, leads, mailboxes, threads
+from outreach_core.db.tables import inbox_messages, mailboxes
 from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
 from outreach_core.inbox.effects import Received, apply_effects
+from outreach_core.inbox.known import Known, Pending, ThreadState, load_known, load_threads
 from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
 from outreach_core.inbox.rules import Classification, ParsedMessage
@@ -125,9 +126,17 @@ async def record_messages(
     if not matched:
         return 0
     builtin = await builtin_label_ids(wctx)
+    known = await load_known(
+        wctx,
+        [m.lead_id for _, m in matched],
+        [m.campaign_id for _, m in matched if m.campaign_id],
+        [m.send_id for _, m in matched if m.send_id],
+    )
+    pending = Pending(await load_threads(wctx, [conversation_of(m, batch.mailbox_id) for _, m in matched]))
     for p, m in matched:
         verdict = _label_verdict(p, builtin, (ai or {}).get(p.fetched.uid))
-        await _record_one(wctx, batch, p, m, verdict)
+        await _record_one(wctx, batch, p, m, verdict, known, pending)
+    await pending.flush(wctx)
     return len(matched)
 
 
@@ -150,100 +159,95 @@ def _bounce(p: Prepared, m: Match) -> dict[str, Any] | None:
     }
 
 
+def conversation_of(m: Match, mailbox_id: str) -> str:
+    """A thread's identity in its workspace: (lead, campaign or -, mailbox)."""
+    return f"{m.lead_id}:{m.campaign_id or '-'}:{mailbox_id}"
+
+
 async def _record_one(
-    ctx: WorkspaceContext, batch: FolderBatch, p: Prepared, m: Match, label: LabelVerdict
+    ctx: WorkspaceContext,
+    batch: FolderBatch,
+    p: Prepared,
+    m: Match,
+    label: LabelVerdict,
+    known: Known,
+    pending: Pending,
 ) -> None:
     parsed, verdict, arrived = p.parsed, p.verdict, p.fetched.arrived_at
     kind = THREAD_KIND[verdict.kind]
     forwarded = m.by == "thread" and kind in REPLY_KINDS and parsed.from_address != m.lead_email
-    conversation = f"{m.lead_id}:{m.campaign_id or '-'}:{batch.mailbox_id}"
-    th = scoped(ctx, threads)
-    row = (
-        await ctx.conn.execute(
-            th.select(
-                threads.c.id, threads.c.label_source, threads.c.last_message_at, threads.c.message_count
-            ).where(threads.c.conversation == conversation)
-        )
-    ).one_or_none()
-    manual = row is not None and row.label_source == "manual"
-    label_values = {} if manual else {
+    conversation = conversation_of(m, batch.mailbox_id)
+    thread = pending.threads.get(conversation)
+    manual = thread is not None and thread.values["label_source"] == "manual"
+    labelled = {} if manual else {
         "label_id": label.label_id, "label_source": label.source, "label_reason": label.reason
     }  # fmt: skip
-    if row is None:
-        person = (
-            await ctx.conn.execute(
-                scoped(ctx, leads)
-                .select(leads.c.email, leads.c.first_name, leads.c.last_name)
-                .where(leads.c.id == m.lead_id)
-            )
-        ).one()
+    if thread is None:
+        person = known.people[m.lead_id]
         subject = parsed.subject[:1000]
         search = " ".join(x for x in (person.email, person.first_name, person.last_name, subject) if x)
-        thread_id = new_id("thr")
-        await ctx.conn.execute(
-            th.insert(
-                {
-                    "id": thread_id,
-                    "conversation": conversation,
-                    "lead_id": m.lead_id,
-                    "campaign_id": m.campaign_id,
-                    "mailbox_id": batch.mailbox_id,
-                    "subject": subject,
-                    "kind": kind,
-                    "last_message_at": arrived,
-                    "unread": True,
-                    "message_count": 1,
-                    "search_text": search.lower(),
-                    "created_at": ctx.now,
-                    **label_values,
-                }
-            )
-        )
-    else:
-        thread_id = row.id
-        await ctx.conn.execute(
-            th.update()
-            .where(threads.c.id == thread_id)
-            .values(
-                kind=kind,
-                last_message_at=_later(row.last_message_at, arrived),
-                unread=True,
-                message_count=threads.c.message_count + 1,
-                **label_values,
-            )
-        )
-    message_row_id = new_id("msg")
-    await ctx.conn.execute(
-        scoped(ctx, inbox_messages).insert(
+        thread = ThreadState(
+            new_id("thr"),
+            subject,
+            False,
             {
-                "id": message_row_id,
-                "thread_id": thread_id,
+                "conversation": conversation,
+                "lead_id": m.lead_id,
+                "campaign_id": m.campaign_id,
                 "mailbox_id": batch.mailbox_id,
-                "direction": "in",
-                "folder": batch.folder,
-                "uidvalidity": batch.uidvalidity,
-                "uid": p.fetched.uid,
-                "message_id": parsed.message_id,
-                "kind": kind,
-                "from_email": (parsed.from_address or "")[:320],
-                "from_name": parsed.from_name[:200] or None,
-                "to_emails": list(parsed.to),
-                "subject": parsed.subject,
-                "text": parsed.text,
-                "html": parsed.html,
-                "bounce": _bounce(p, m),
-                "send_id": m.send_id,
-                "forwarded": forwarded,
-                "source": label.source,
-                "reason": label.reason[:500],
-                "arrived_at": arrived,
+                "subject": subject,
+                "search_text": search.lower(),
                 "created_at": ctx.now,
-            }
+                "kind": kind,
+                "last_message_at": arrived,
+                "unread": True,
+                "message_count": 1,
+                "label_id": None,
+                "label_source": None,
+                "label_reason": None,
+                **labelled,
+            },
         )
+        pending.threads[conversation] = thread
+    else:
+        thread.values.update(
+            kind=kind,
+            last_message_at=_later(thread.values["last_message_at"], arrived),
+            unread=True,
+            message_count=thread.values["message_count"] + 1,
+            **labelled,
+        )
+        thread.dirty = True
+    message_row_id = new_id("msg")
+    pending.messages.append(
+        {
+            "id": message_row_id,
+            "thread_id": thread.id,
+            "mailbox_id": batch.mailbox_id,
+            "direction": "in",
+            "folder": batch.folder,
+            "uidvalidity": batch.uidvalidity,
+            "uid": p.fetched.uid,
+            "message_id": parsed.message_id,
+            "kind": kind,
+            "from_email": (parsed.from_address or "")[:320],
+            "from_name": parsed.from_name[:200] or None,
+            "to_emails": list(parsed.to),
+            "subject": parsed.subject,
+            "text": parsed.text,
+            "html": parsed.html,
+            "bounce": _bounce(p, m),
+            "send_id": m.send_id,
+            "forwarded": forwarded,
+            "source": label.source,
+            "reason": label.reason[:500],
+            "arrived_at": arrived,
+            "created_at": ctx.now,
+        }
     )
     received = Received(
         message_id=message_row_id,
-        thread_id=thread_id,
+        thread_id=thread.id,
         lead_id=m.lead_id,
         lead_email=m.lead_email,
         campaign_id=m.campaign_id,
@@ -255,6 +259,9 @@ async def _record_one(
         arrived_at=arrived,
         label_id=None if manual else label.label_id,
         label_source=label.source,
+        thread_subject=thread.subject,
+        known=known,
+        pending=pending,
     )
     await apply_effects(ctx, received)
 

@@ -31,6 +31,7 @@ BUILTIN_LABELS: tuple[tuple[BuiltinKey, str, str], ...] = (
     ("bounce", "Bounce", "warning"),
 )
 """(builtin key, name, type) in the order they are created."""
+BUILTIN_NAMES = frozenset(name for _, name, _ in BUILTIN_LABELS)
 
 
 async def ensure_builtin_labels(ctx: WorkspaceContext) -> int:

@@ -1,0 +1,49 @@
+"""The reply threads' routes and tools (DESIGN section 9 "Inbox (threads)")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from outreach_core.campaigns.sanitize import header_safe
+from outreach_core.context import WorkspaceContext
+from outreach_core.endpoint import Endpoint
+from outreach_core.inbox.schemas import (
+    ListThreadsQuery,
+    ReplyIn,
+    ReplySent,
+    Thread,
+    ThreadDetail,
+    ThreadPage,
+    UpdateThreadIn,
+)
+from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_subject, reply_to_thread
+from outreach_core.inbox.threads import get_thread, list_threads, thread_row, update_thread
+
+QUOTE_CHARS = 300
+
+
+async def _describe_reply(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+    row = await thread_row(ctx, str(args.get("id")))
+    text = " ".join(str(args.get("body") or "").split())
+    quoted = text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
+    subject = header_safe(str(args.get("subject") or "")).strip() or reply_subject(row.subject)
+    return f'Send this email to {row.lead_email} (subject "{subject}")? "{quoted}"'
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET", "/threads", list_threads, ThreadPage, query=ListThreadsQuery, read_only=True, tag="inbox"
+    ),
+    Endpoint("GET", "/threads/{id}", get_thread, ThreadDetail, read_only=True, tag="inbox"),
+    Endpoint("PATCH", "/threads/{id}", update_thread, Thread, body=UpdateThreadIn, tag="inbox"),
+    Endpoint(
+        "POST",
+        "/threads/{id}/reply",
+        reply_to_thread,
+        ReplySent,
+        body=ReplyIn,
+        confirm=_describe_reply,
+        prepare=prepare_reply_to_thread,
+        tag="inbox",
+    ),
+]

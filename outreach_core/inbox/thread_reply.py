@@ -1,0 +1,240 @@
+"""`reply_to_thread`: a person's answer in a thread, sent through the thread's mailbox.
+
+Three steps, no transaction open during network I/O (docs/inbox.md#replying-from-a-thread):
+
+1. `plan_reply` (a short read transaction): the thread, its mailbox, the lead, the threading headers
+   (`In-Reply-To` the last received message's Message-ID, `References` the conversation's Message-IDs) and
+   the email itself (`sending/message.py` builds it);
+2. `prepare_reply_to_thread` (no transaction): the SMTP hand-off; a refusal is the error 409
+   `delivery_failed` and nothing is recorded; then the copy to the Sent folder over IMAP, whose failure
+   only shows in `sentFolder`;
+3. `reply_to_thread` (one transaction): the reply is recorded in the thread (`inbox_messages`, `out`,
+   kind and source `manual`), which becomes read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from outreach_core.campaigns.plaintext import html_to_text
+from outreach_core.campaigns.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
+from outreach_core.campaigns.sanitize import sanitize_body as sanitize
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.db.tables import inbox_messages, leads, mailboxes, threads
+from outreach_core.endpoint import Outside
+from outreach_core.errors import InvalidInput, InvalidState
+from outreach_core.ids import new_id
+from outreach_core.inbox.schemas import ReplyIn, ReplySent
+from outreach_core.inbox.threads import ledger_rows, message_item, message_rows, thread_row, who_acts
+from outreach_core.ports import MailServer
+from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.targets.suppression import suppressed_emails
+
+MAX_REFERENCES = 20
+"""`References` keeps the first Message-ID and the latest ones up to this many (RFC 5322 3.6.4 allows
+trimming; mail clients thread on the first and the last)."""
+NOT_REPLYABLE = ("unsubscribed",)
+_RE = re.compile(r"^\s*(re|aw|sv|antw|réf|ref)\s*:", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReplyPlan:
+    """Everything the hand-off needs, read in one short transaction."""
+
+    thread_id: str
+    smtp: MailServer
+    imap: MailServer
+    password_encrypted: str
+    email: Outgoing
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What `prepare_reply_to_thread` did: the email sent, when, and what happened to its Sent copy."""
+
+    plan: ReplyPlan
+    sent_at: datetime
+    sent_folder: str
+
+
+def reply_subject(thread_subject: str) -> str:
+    """`Re: <subject>`, without piling up prefixes on a subject that already has one."""
+    subject = header_safe(thread_subject).strip()
+    if not subject:
+        return "Re:"
+    return subject if _RE.match(subject) else f"Re: {subject}"
+
+
+def reply_body(body: str, signature: str | None) -> tuple[str, str]:
+    """The reply's HTML (sanitized, the mailbox's signature below it) and its plain-text part."""
+    html = sanitize(body)
+    if not html_to_text(html).strip():
+        raise InvalidInput.field("body", "the reply is empty once sanitized (no text left)")
+    if signature and signature.strip():
+        sig = sanitize(signature) if looks_like_html(signature) else clean_html(plain_text_to_html(signature))
+        html = f"{html}<br><div>{sig}</div>" if html else f"<div>{sig}</div>"
+    return html, html_to_text(html)
+
+
+def threading(chain: list[str], in_reply_to: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """(`In-Reply-To`, `References`) from the conversation's Message-IDs (oldest first)."""
+    ids = list(dict.fromkeys(m for m in chain if m))
+    target = in_reply_to or (ids[-1] if ids else None)
+    if target is None:
+        return None, ()
+    if target in ids:
+        ids.remove(target)
+    ids.append(target)  # References ends with the message answered
+    if len(ids) > MAX_REFERENCES:
+        ids = [ids[0], *ids[-(MAX_REFERENCES - 1) :]]
+    return target, tuple(ids)
+
+
+async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan:
+    """Read the thread and build the email (a short read-only transaction)."""
+    row = await thread_row(ctx, id)
+    box = None
+    if row.mailbox_id is not None:
+        found = await ctx.conn.execute(
+            scoped(ctx, mailboxes).select().where(mailboxes.c.id == row.mailbox_id)
+        )
+        box = found.one_or_none()
+    if box is None:
+        raise InvalidState(
+            "The thread's mailbox was deleted: a reply cannot be sent from it.", {"threadId": id}
+        )
+    lead = (
+        await ctx.conn.execute(
+            scoped(ctx, leads)
+            .select(leads.c.email, leads.c.domain, leads.c.status)
+            .where(leads.c.id == row.lead_id)
+        )
+    ).one()
+    if lead.status in NOT_REPLYABLE or await suppressed_emails(ctx, [(lead.email, lead.domain)]):
+        raise InvalidState(
+            f"{lead.email} is unsubscribed or suppressed: the service never emails it.",
+            {"leadId": row.lead_id, "status": lead.status},
+        )
+    chain: list[tuple[datetime, str]] = [
+        (s.sent_at or s.created_at, s.message_id) for s in await ledger_rows(ctx, row)
+    ]
+    last_in: tuple[datetime, str] | None = None
+    for m in await message_rows(ctx, id):
+        if m.message_id:
+            chain.append((m.arrived_at, m.message_id))
+            if m.direction == "in" and (last_in is None or m.arrived_at >= last_in[0]):
+                last_in = (m.arrived_at, m.message_id)
+    chain.sort(key=lambda pair: pair[0])
+    in_reply_to, references = threading([m for _, m in chain], last_in[1] if last_in else None)
+    html, text = reply_body(body.body, box.signature)
+    email = Outgoing(
+        from_email=box.email,
+        from_name=box.display_name,
+        to_email=lead.email,
+        subject=header_safe(body.subject or "").strip() or reply_subject(row.subject),
+        html=html,
+        text=text,
+        message_id=new_message_id(box.domain),
+        date=ctx.now,
+        unsubscribe_url=None,
+        in_reply_to=in_reply_to,
+        references=references,
+    )
+    return ReplyPlan(
+        thread_id=id,
+        smtp=MailServer(box.smtp_host, box.smtp_port, box.smtp_security, box.smtp_user),
+        imap=MailServer(box.imap_host, box.imap_port, box.imap_security, box.imap_user),
+        password_encrypted=box.password_encrypted,
+        email=email,
+    )
+
+
+async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> Handed:
+    """The hand-off and the Sent copy, with no transaction open."""
+    plan = await outside.read(plan_reply, id, body)
+    try:
+        password = decrypt(outside.settings, plan.password_encrypted)
+    except UndecryptableSecret:
+        raise InvalidState(
+            "The mailbox's stored password cannot be decrypted with the server's keys; send it again "
+            "(update_mailbox).",
+            code="delivery_failed",
+        ) from None
+    try:
+        message = to_bytes(build_message(plan.email))
+    except UnsafeHeader as exc:
+        if exc.mailbox:
+            raise InvalidState(f"The reply cannot be built: {exc.reason}.", code="delivery_failed") from None
+        raise InvalidInput.field("subject", f"the reply cannot be built: {exc.reason}") from None
+    smtp = outside.ports.smtp
+    if smtp is None:
+        raise RuntimeError("no SMTP client is configured (Ports.smtp): replies cannot be sent")
+    delivery = await smtp.send(plan.smtp, password, plan.email.from_email, plan.email.to_email, message)
+    if not delivery.ok:
+        raise InvalidState(
+            f"The mailbox's SMTP server did not take the reply ({delivery.phase}): {delivery.reason}. "
+            "Nothing was sent or recorded.",
+            {"phase": delivery.phase, "smtpCode": delivery.code, "reason": delivery.reason},
+            code="delivery_failed",
+        )
+    sent_at = outside.now()
+    imap = outside.ports.imap
+    if imap is None:
+        sent_folder = "not appended: no IMAP client is configured on this server"
+    else:
+        problem = await imap.append_sent(plan.imap, password, message, sent_at)
+        sent_folder = "appended" if problem is None else f"not appended: {problem}"
+    return Handed(plan=plan, sent_at=sent_at, sent_folder=sent_folder)
+
+
+async def reply_to_thread(ctx: WorkspaceContext, id: str, body: ReplyIn, prepared: Handed) -> ReplySent:
+    """Answer the lead in a thread: the email goes out through the thread's mailbox (its SMTP server), as a
+    reply to the lead's last message (`In-Reply-To`, `References`), with the subject `Re: <thread
+    subject>` unless `subject` is given and the mailbox's signature below the body. It is recorded in the
+    thread (which becomes read) and a copy is stored in the mailbox's Sent folder where the IMAP server
+    allows (`sentFolder` says `appended`, or why not). If the SMTP server refuses, the answer is the error
+    `delivery_failed` and nothing is recorded. Leads that unsubscribed or are suppressed are never emailed."""
+    email = prepared.plan.email
+    row = await thread_row(ctx, id)
+    message_id = new_id("msg")
+    await ctx.conn.execute(
+        scoped(ctx, inbox_messages).insert(
+            {
+                "id": message_id,
+                "thread_id": id,
+                "mailbox_id": row.mailbox_id,
+                "direction": "out",
+                "message_id": email.message_id,
+                "kind": "manual",
+                "from_email": email.from_email,
+                "from_name": email.from_name,
+                "to_emails": [email.to_email],
+                "subject": email.subject,
+                "text": email.text,
+                "html": email.html,
+                "source": "manual",
+                "reason": f"sent by {await who_acts(ctx)}",
+                "arrived_at": prepared.sent_at,
+                "created_at": ctx.now,
+            }
+        )
+    )
+    await ctx.conn.execute(
+        scoped(ctx, threads)
+        .update()
+        .where(threads.c.id == id)
+        .values(
+            message_count=threads.c.message_count + 1,
+            last_message_at=max(row.last_message_at, prepared.sent_at),
+            unread=False,
+        )
+    )
+    stored = (
+        await ctx.conn.execute(scoped(ctx, inbox_messages).select().where(inbox_messages.c.id == message_id))
+    ).one()
+    return ReplySent(
+        message=message_item(stored), message_id=email.message_id, sent_folder=prepared.sent_folder
+    )

@@ -1,0 +1,318 @@
+"""Reply threads: list, open and change them (label, unread). Replying is `thread_reply.py`.
+
+A thread is one conversation with a lead through one mailbox (and the campaign whose email the lead
+answered). Its messages are the campaign's emails to the lead from the send ledger (`out`, kind
+`campaign`) and the rows of `inbox_messages` (`in`, and `out` for replies sent from the thread). Every
+member may read and change threads (docs/inbox.md#threads); another workspace's thread is 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, func
+
+from outreach_core.context import WorkspaceContext, scoped, unscoped
+from outreach_core.db.tables import (
+    campaign_leads,
+    inbox_messages,
+    labels,
+    leads,
+    mailboxes,
+    sends,
+    threads,
+    users,
+)
+from outreach_core.errors import NotFound
+from outreach_core.event_data import lead_event_data
+from outreach_core.inbox.schemas import (
+    Bounce,
+    ListThreadsQuery,
+    Thread,
+    ThreadDetail,
+    ThreadLabel,
+    ThreadLead,
+    ThreadMessage,
+    ThreadPage,
+    UpdateThreadIn,
+)
+from outreach_core.labels.apply import put_label_on
+from outreach_core.labels.store import label_row
+from outreach_core.outbox import record_event
+
+NO_LABEL = "none"
+LEDGER_SENT = ("sent", "bounced")
+"""Ledger rows shown in a thread: emails the server accepted (a later bounce keeps them shown). Sends still
+in flight, refused, retried or lost in a crash (`unknown`) are not part of the conversation."""
+
+t = threads
+
+
+def _thread_select(ctx: WorkspaceContext) -> Select[Any]:
+    """Threads with their lead and label, in one query (no look-up per row)."""
+    return (
+        scoped(ctx, threads)
+        .select(
+            t.c.id,
+            t.c.lead_id,
+            t.c.campaign_id,
+            t.c.mailbox_id,
+            t.c.subject,
+            t.c.kind,
+            t.c.label_id,
+            t.c.label_source,
+            t.c.label_reason,
+            t.c.last_message_at,
+            t.c.unread,
+            t.c.message_count,
+            leads.c.email.label("lead_email"),
+            leads.c.first_name,
+            leads.c.last_name,
+            labels.c.name.label("label_name"),
+            labels.c.type.label("label_type"),
+        )
+        .select_from(t.join(leads, leads.c.id == t.c.lead_id).outerjoin(labels, labels.c.id == t.c.label_id))
+    )
+
+
+def _conditions(query: ListThreadsQuery) -> list[ColumnElement[bool]]:
+    found: list[ColumnElement[bool]] = []
+    if query.label_id == NO_LABEL:
+        found.append(t.c.label_id.is_(None))
+    elif query.label_id is not None:
+        found.append(t.c.label_id == query.label_id)
+    if query.campaign_id is not None:
+        found.append(t.c.campaign_id == query.campaign_id)
+    if query.mailbox_id is not None:
+        found.append(t.c.mailbox_id == query.mailbox_id)
+    if query.lead_id is not None:
+        found.append(t.c.lead_id == query.lead_id)
+    if query.kind:
+        found.append(t.c.kind.in_(sorted(set(query.kind))))
+    if query.unread is not None:
+        found.append(t.c.unread == query.unread)
+    needle = (query.search or "").strip().lower()
+    if needle:
+        escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        found.append(t.c.search_text.like(f"%{escaped}%", escape="\\"))
+    return found
+
+
+async def list_threads(ctx: WorkspaceContext, query: ListThreadsQuery) -> ThreadPage:
+    """List reply threads (conversations with leads: replies, auto-replies, out-of-office notes, bounces,
+    unsubscribe requests), newest message first. Filter by `labelId` (or `none` for unlabelled),
+    `campaignId`, `mailboxId`, `leadId`, `kind` (any of reply, auto_reply, out_of_office, bounce,
+    unsubscribe_request), `unread`, and `search` (part of the lead's email or name, or of the subject);
+    page with `page` and `pageSize`. Open one with `get_thread` to read its messages."""
+    conditions = _conditions(query)
+    total = (
+        await ctx.conn.execute(scoped(ctx, threads).select(func.count()).where(*conditions))
+    ).scalar_one()
+    newest: Any = t.c.last_message_at
+    if query.lead_id is not None:
+        # A lead has a handful of threads: read them through the lead's index and sort them. Ordering by an
+        # expression keeps SQLite's planner from walking the workspace's threads newest first instead.
+        newest = func.coalesce(t.c.last_message_at, t.c.last_message_at)
+    page = (
+        _thread_select(ctx)
+        .where(*conditions)
+        .order_by(newest.desc(), t.c.id.desc())
+        .limit(query.page_size)
+        .offset((query.page - 1) * query.page_size)
+    )
+    rows = (await ctx.conn.execute(page)).all()
+    return ThreadPage(
+        threads=[thread_item(r) for r in rows], total=total, page=query.page, page_size=query.page_size
+    )
+
+
+async def get_thread(ctx: WorkspaceContext, id: str) -> ThreadDetail:
+    """Open a thread: the conversation with the lead in time order, the campaign's emails to the lead
+    through this mailbox (`direction: out`, kind `campaign`, with `sendId`) and the messages received
+    (`in`; bounces carry `bounce {status, hard, reason, recipient}`) and replies sent from the thread
+    (`out`, kind `manual`). Opening does not mark the thread read: use `update_thread` with
+    `unread: false`."""
+    row = await thread_row(ctx, id)
+    messages = [*await _ledger_messages(ctx, row), *await _inbox_messages(ctx, id)]
+    messages.sort(key=lambda m: (m.at, m.id))
+    return ThreadDetail(**thread_item(row).model_dump(), messages=messages)
+
+
+async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) -> Thread:
+    """Change a thread's label or its unread flag. `labelId` (a label of the workspace) becomes the
+    thread's label and is also put on the lead, running the label's triggers (and a `lead.labeled`
+    event); `labelId: null` clears the thread's label. A label chosen here is manual: the thread says who
+    chose it, and the automatic classifier never changes it afterwards. Labels already on the lead stay
+    (remove them with `unlabel_leads`). `unread: false` marks the thread read."""
+    row = await thread_row(ctx, id)
+    values: dict[str, Any] = {}
+    if "label_id" in body.model_fields_set:
+        who = await who_acts(ctx)
+        if body.label_id is not None:
+            label = await label_row(ctx, body.label_id)
+            values |= {"label_id": label.id, "label_source": "manual", "label_reason": f"set by {who}"}
+            lead = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == row.lead_id)
+            if await put_label_on(ctx, label, lead, "manual", record_events=False):
+                data = await lead_event_data(
+                    ctx,
+                    row.lead_id,
+                    campaign_id=row.campaign_id,
+                    thread_id=id,
+                    label={"id": label.id, "name": label.name},
+                    source="manual",
+                )
+                await record_event(ctx, "lead.labeled", data)
+        else:
+            values |= {"label_id": None, "label_source": "manual", "label_reason": f"cleared by {who}"}
+    if body.unread is not None:
+        values["unread"] = body.unread
+    if values:
+        await ctx.conn.execute(scoped(ctx, threads).update().where(t.c.id == id).values(**values))
+        row = await thread_row(ctx, id)
+    return thread_item(row)
+
+
+# --- helpers shared with the reply ---------------------------------------------------------------------
+
+
+async def thread_row(ctx: WorkspaceContext, id: str) -> Any:
+    """The thread with its lead and label; 404 when the workspace has no such thread."""
+    row = (await ctx.conn.execute(_thread_select(ctx).where(t.c.id == id))).one_or_none()
+    if row is None:
+        raise NotFound("thread", id)
+    return row
+
+
+def thread_item(row: Any) -> Thread:
+    name = " ".join(part for part in (row.first_name, row.last_name) if part) or None
+    label = (
+        ThreadLabel(id=row.label_id, name=row.label_name, type=row.label_type)
+        if row.label_id is not None and row.label_name is not None
+        else None
+    )
+    return Thread.from_row(row, lead=ThreadLead(email=row.lead_email, name=name), label=label)
+
+
+async def campaign_lead_id(ctx: WorkspaceContext, row: Any) -> str | None:
+    """The campaign lead of the thread's lead in its campaign (its sends hang off it), if any."""
+    if row.campaign_id is None:
+        return None
+    found = await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .select(campaign_leads.c.id)
+        .where(campaign_leads.c.campaign_id == row.campaign_id, campaign_leads.c.lead_id == row.lead_id)
+    )
+    value = found.scalar_one_or_none()
+    return None if value is None else str(value)
+
+
+async def ledger_rows(ctx: WorkspaceContext, row: Any) -> list[Any]:
+    """The campaign's emails to the thread's lead through its mailbox (delivered ones), oldest first."""
+    cl = await campaign_lead_id(ctx, row)
+    if cl is None:
+        return []
+    return list(
+        (
+            await ctx.conn.execute(
+                scoped(ctx, sends)
+                .select(
+                    sends.c.id,
+                    sends.c.message_id,
+                    sends.c.to_email,
+                    sends.c.subject,
+                    sends.c.body_text,
+                    sends.c.body_html,
+                    sends.c.sent_at,
+                    sends.c.created_at,
+                )
+                .where(
+                    sends.c.campaign_lead_id == cl,
+                    sends.c.mailbox_id.is_not_distinct_from(row.mailbox_id),
+                    sends.c.status.in_(LEDGER_SENT),
+                )
+                .order_by(sends.c.created_at, sends.c.id)
+            )
+        ).all()
+    )
+
+
+async def message_rows(ctx: WorkspaceContext, thread_id: str) -> list[Any]:
+    """The thread's `inbox_messages`, oldest first."""
+    return list(
+        (
+            await ctx.conn.execute(
+                scoped(ctx, inbox_messages)
+                .select()
+                .where(inbox_messages.c.thread_id == thread_id)
+                .order_by(inbox_messages.c.arrived_at, inbox_messages.c.id)
+            )
+        ).all()
+    )
+
+
+async def _ledger_messages(ctx: WorkspaceContext, row: Any) -> list[ThreadMessage]:
+    sent = await ledger_rows(ctx, row)
+    if not sent:
+        return []
+    sender = ""
+    if row.mailbox_id is not None:
+        found = await ctx.conn.execute(
+            scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == row.mailbox_id)
+        )
+        sender = found.scalar_one_or_none() or ""
+    return [
+        ThreadMessage(
+            id=s.id,
+            direction="out",
+            kind="campaign",
+            from_=sender,
+            to=[s.to_email],
+            subject=s.subject,
+            text=s.body_text,
+            html=s.body_html,
+            at=s.sent_at or s.created_at,
+            send_id=s.id,
+        )
+        for s in sent
+    ]
+
+
+async def _inbox_messages(ctx: WorkspaceContext, thread_id: str) -> list[ThreadMessage]:
+    return [message_item(m) for m in await message_rows(ctx, thread_id)]
+
+
+def message_item(m: Any) -> ThreadMessage:
+    bounce = None
+    if m.kind == "bounce" or m.bounce:
+        data = m.bounce or {}
+        bounce = Bounce(
+            status=data.get("status"),
+            hard=bool(data.get("hard", False)),
+            reason=data.get("reason"),
+            recipient=data.get("recipient"),
+        )
+    return ThreadMessage(
+        id=m.id,
+        direction=m.direction,
+        kind=m.kind,
+        from_=m.from_email,
+        to=list(m.to_emails or []),
+        subject=m.subject,
+        text=m.text,
+        html=m.html,
+        at=m.arrived_at,
+        send_id=m.send_id,
+        bounce=bounce,
+    )
+
+
+async def who_acts(ctx: WorkspaceContext) -> str:
+    """Who acts, for a manual label's reason: the person's name and address."""
+    if not ctx.user_id:
+        return "the workspace"
+    found = (
+        await ctx.conn.execute(
+            unscoped(users).select(users.c.name, users.c.email).where(users.c.id == ctx.user_id)
+        )
+    ).one_or_none()
+    return f"{found.name} <{found.email}>" if found is not None else "a member"

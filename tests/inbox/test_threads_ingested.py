@@ -1,0 +1,102 @@
+"""Threads as the inbox pipeline really makes them: a campaign sent by the sender worker, the lead's answers
+ingested from a folder batch (`ingest_batch`), then read, labelled and answered through the API."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+from datetime import UTC, datetime
+from email.message import EmailMessage
+
+import httpx
+
+from tests.conftest import MakeWorkspace
+from tests.inbox.ingest import builtin_id, fetched, ingest, reply_to, sent_campaign
+from tests.mail_servers import SmtpServer, Users
+
+API = "/api/v1"
+LEAD = "ada.threads@lovelace.example"
+
+
+def last_received(server: SmtpServer, address: str) -> EmailMessage:
+    with server.lock:
+        data = [m.data for m in server.messages if address in m.rcpt_tos][-1]
+    message = email.message_from_bytes(data, policy=email.policy.default)
+    assert isinstance(message, EmailMessage)
+    return message
+
+
+async def test_an_ingested_reply_is_a_thread_to_read_label_and_answer(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    ws = await make_workspace()
+    server = smtp_servers["starttls"]
+    sent = await sent_campaign(http, ws, server, mail_users, [LEAD], {LEAD: {"first_name": "Ada"}})
+    first = sent.received[LEAD]
+    answer = reply_to(first, "Sounds interesting. What does it cost?")
+    assert await ingest(sent, fetched(answer, at=datetime.now(UTC))) == 1
+
+    page = (await http.get(f"{API}/threads", headers=ws.headers)).json()
+    [listed] = page["threads"]
+    assert listed["lead"] == {"email": LEAD, "name": "Ada"} and listed["campaignId"] == sent.campaign_id
+    assert (listed["kind"], listed["unread"], listed["messageCount"]) == ("reply", True, 1)
+    assert listed["mailboxId"] == sent.mailbox_id and listed["subject"] == f"Re: {first['Subject']}"
+    thread_id = listed["id"]
+
+    thread = (await http.get(f"{API}/threads/{thread_id}", headers=ws.headers)).json()
+    out, received = thread["messages"]
+    assert (out["direction"], out["kind"], out["subject"]) == ("out", "campaign", str(first["Subject"]))
+    assert (received["direction"], received["kind"]) == ("in", "reply")
+    assert received["sendId"] == out["sendId"] == out["id"]
+    assert received["text"].startswith("Sounds interesting. What does it cost?")
+
+    # a person labels it; a later message from the lead does not change that label
+    booked = await builtin_id(ws, "meeting_booked")
+    patched = await http.patch(f"{API}/threads/{thread_id}", headers=ws.headers, json={"labelId": booked})
+    assert patched.json()["labelSource"] == "manual" and patched.json()["unread"] is True
+    read = await http.patch(f"{API}/threads/{thread_id}", headers=ws.headers, json={"unread": False})
+    assert read.json()["unread"] is False
+    again = reply_to(
+        first, "I am out of the office until Monday.", headers={"Auto-Submitted": "auto-replied"}
+    )
+    assert await ingest(sent, fetched(again)) == 1
+    now = (await http.get(f"{API}/threads/{thread_id}", headers=ws.headers)).json()
+    assert now["label"]["id"] == booked and now["labelSource"] == "manual"
+    assert now["unread"] is True and now["messageCount"] == 2
+
+    # the answer goes out threaded on the lead's latest message, through the mailbox's server
+    sent_reply = await http.post(
+        f"{API}/threads/{thread_id}/reply", headers=ws.headers, json={"body": "Great, Tuesday then."}
+    )
+    assert sent_reply.status_code == 200, sent_reply.text
+    body = sent_reply.json()
+    assert body["sentFolder"].startswith("not appended: ")  # the seeded mailbox's IMAP is not reachable
+    on_the_wire = last_received(server, LEAD)
+    lead_messages = [email.message_from_bytes(x, policy=email.policy.default) for x in (answer, again)]
+    assert on_the_wire["In-Reply-To"] == lead_messages[1]["Message-ID"]
+    assert on_the_wire["References"].split() == [
+        first["Message-ID"],
+        lead_messages[0]["Message-ID"],
+        lead_messages[1]["Message-ID"],
+    ]
+    assert on_the_wire["Subject"] == f"Re: {first['Subject']}"
+
+    # the lead answers our reply: it lands in the same thread
+    follow = reply_to(on_the_wire, "Tuesday works.")
+    assert await ingest(sent, fetched(follow)) == 1
+    final = (await http.get(f"{API}/threads", headers=ws.headers)).json()
+    assert [t["id"] for t in final["threads"]] == [thread_id]
+    kinds = [
+        (m["direction"], m["kind"])
+        for m in (await http.get(f"{API}/threads/{thread_id}", headers=ws.headers)).json()["messages"]
+    ]
+    assert kinds == [
+        ("out", "campaign"),
+        ("in", "reply"),
+        ("in", "out_of_office"),
+        ("out", "manual"),
+        ("in", "reply"),
+    ]
