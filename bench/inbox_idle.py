@@ -35,21 +35,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import func, select  # noqa: E402
+from sqlalchemy import func, select
 
-from outreach_app.adapters import ImapInboxConnector  # noqa: E402
-from outreach_core.context import SystemContext  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import threads  # noqa: E402
-from outreach_core.ports import InboxSession, MailServer, Ports  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
-from outreach_core.workspace.setup import init_workspace  # noqa: E402
-from tests import mail_servers  # noqa: E402
-from tests.campaigns.helpers import add_lead  # noqa: E402
-from tests.conftest import WorkspaceHandle  # noqa: E402
-from tests.mailboxes.helpers import seed_mailbox  # noqa: E402
-from workers import inbox  # noqa: E402
+from outreach_app.adapters import ImapInboxConnector
+from outreach_core.context import SystemContext
+from outreach_core.db.migrate import migrate
+from outreach_core.db.tables import threads
+from outreach_core.ports import InboxSession, MailServer, Ports
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from outreach_core.workspace.setup import init_workspace
+from tests import mail_servers
+from tests.campaigns.helpers import add_lead
+from tests.conftest import WorkspaceHandle
+from tests.mailboxes.helpers import seed_mailbox
+from workers import inbox
 
 _SCALE = """\
 default_client_limit = 5000
@@ -153,10 +153,13 @@ async def main(args: argparse.Namespace) -> None:
     for user, password in boxes:
         users.passwords[user] = password
     # this bench's own configuration: login processes serving many clients each (high-performance mode)
-    mail_servers._DOVECOT_CONF = mail_servers._DOVECOT_CONF.replace(
-        "service imap-login {{\n",
-        "service imap-login {{\n  service_count = 0\n  client_limit = 2000\n  process_min_avail = 4\n",
-    ) + _SCALE
+    mail_servers._DOVECOT_CONF = (
+        mail_servers._DOVECOT_CONF.replace(
+            "service imap-login {{\n",
+            "service imap-login {{\n  service_count = 0\n  client_limit = 2000\n  process_min_avail = 4\n",
+        )
+        + _SCALE
+    )
     dovecot = mail_servers.Dovecot(root / "dovecot", ca, users)
     dovecot.start()
     url = os.environ.get("OUTREACH_DATABASE_URL") or f"sqlite+aiosqlite:///{root / 'bench.db'}"
@@ -251,7 +254,9 @@ async def main(args: argparse.Namespace) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mailboxes", type=int, default=1000)
     parser.add_argument("--replies", type=int, default=100)
     parser.add_argument("--connect-timeout", type=float, default=300.0)
