@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import imaplib
 import os
 import random
@@ -146,7 +147,7 @@ async def main(args: argparse.Namespace) -> None:
     if problem:
         sys.exit(problem)
     root = Path(tempfile.mkdtemp(prefix="outreach-bench-inbox-"))
-    root.chmod(0o755)
+    root.chmod(0o755)  # noqa: ASYNC240 (set-up before anything runs)
     ca = mail_servers.MailCA(root / "ca")
     users = mail_servers.Users()
     boxes = [(f"bench{i}@mail.test", f"pw-bench-{i}-S3cret") for i in range(args.mailboxes)]
@@ -204,10 +205,8 @@ async def main(args: argparse.Namespace) -> None:
         async def loop() -> None:
             while not stop.is_set():
                 await sup.tick()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), sup.tick_s)
-                except TimeoutError:
-                    pass
 
         ticking = asyncio.create_task(loop())
         started = time.monotonic()
