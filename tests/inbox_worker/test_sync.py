@@ -194,3 +194,19 @@ def subject_of_seen(raw: bytes) -> str:
     from tests.inbox_worker.helpers import subject_of
 
     return subject_of(raw)
+
+
+async def test_a_starttls_mailbox_is_read_the_same_way(
+    make_runtime: Callable[..., Runtime],
+    make_workspace: MakeWorkspace,
+    mail_servers: MailServers,
+    workers: Workers,
+    recorder: Recorder,
+) -> None:
+    rt = make_runtime()
+    ws = await make_workspace()
+    mailbox_id, user, password = await imap_mailbox(ws, mail_servers, security="starttls")
+    await Maildrop(mail_servers, user, password).append(message("over starttls"))
+    workers.start(rt, recorder, [ws.workspace_id])
+    await until(lambda: recorder.subjects(mailbox_id) == ["over starttls"], what="the message")
+    assert (await mailbox_row(rt, mailbox_id)).sync_error is None
