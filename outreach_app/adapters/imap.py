@@ -183,6 +183,8 @@ class ImapSession:
         return found
 
     async def examine(self, folder: str) -> FolderStatus:
+        # EXAMINE reports the folder afresh (UIDNEXT): what arrived before it is in its answer
+        self._new_mail = False
         response = await self._command("EXAMINE", self._client.examine(parse.quote(folder)))
         self._client.protocol.state = aioimaplib.SELECTED  # aioimaplib only knows SELECT does this
         uidvalidity = parse.response_code(response.lines, b"UIDVALIDITY")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -74,6 +75,9 @@ async def test_idle_reads_new_mail_at_once_and_never_marks_it_read(
     assert recorder.subjects(mailbox_id) == ["first", "second", "third"]
     assert [s.uid for s in recorder.of(mailbox_id)] == [1, 2, 3]
     assert counting.sessions == 1  # the same connection all along
+    idles = counting.idles
+    await asyncio.sleep(1.0)
+    assert counting.idles - idles <= 1  # waiting in IDLE, not spinning through syncs
 
     assert await drop.unseen() == 3  # BODY.PEEK and EXAMINE: the owner still sees them unread
     (uidvalidity, last_uid) = (await checkpoints_of(rt, mailbox_id))["INBOX"]
