@@ -8,6 +8,7 @@ call); see docs/inbox.md, "Recording and effects".
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
 
 FolderRole = Literal["inbox", "junk"]
+AI_CONCURRENCY = 8  # AI calls of one batch in flight at once (a batch of replies waits for the slowest)
 _log = structlog.get_logger(__name__)
 
 
@@ -95,16 +97,22 @@ async def ingest_batch(runtime: Runtime, batch: FolderBatch) -> int:
     """Everything one batch causes, then its checkpoint, in one transaction; returns the messages recorded.
 
     Before it: parse and classify, and with the workspace's `aiLabels` on and an AI port configured, label
-    the replies that belong to a lead (matched in a read transaction first) with one AI call each."""
+    the replies that belong to a lead (matched in a read transaction first) with one AI call each, up to
+    `AI_CONCURRENCY` at once."""
     prepared = prepare(batch)
     ai: dict[int, AiLabel] = {}
     port = runtime.ports.ai
     if port is not None and any(p.verdict.kind == "reply" for p in prepared):
         choices, replies = await runtime.system_read(_ai_work, batch, prepared)
-        for p in replies:
-            ai[p.fetched.uid] = await ai_label(
-                port, choices, p.parsed.subject, p.verdict.own_text or p.parsed.text
-            )
+        limit = asyncio.Semaphore(AI_CONCURRENCY)
+
+        async def label(p: Prepared) -> None:
+            async with limit:
+                ai[p.fetched.uid] = await ai_label(
+                    port, choices, p.parsed.subject, p.verdict.own_text or p.parsed.text
+                )
+
+        await asyncio.gather(*(label(p) for p in replies))
     return await runtime.system(record_batch, batch, prepared, ai)
 
 
