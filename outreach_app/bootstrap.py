@@ -6,6 +6,7 @@ from __future__ import annotations
 from outreach_app.adapters import (
     DnspythonResolver,
     GuardedHttpClient,
+    ImapInboxConnector,
     ImapSentAppender,
     MailLoginClient,
     SmtpMailSender,
@@ -19,13 +20,14 @@ from outreach_core.settings import Settings
 def build_runtime(settings: Settings | None = None) -> Runtime:
     """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API and
     webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender and replies, IMAP APPEND of
-    replies to the Sent folder, the AI port when configured."""
+    replies to the Sent folder, IMAP sessions for the inbox worker, the AI port when configured."""
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
         http=GuardedHttpClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
+        inbox=ImapInboxConnector.from_settings(settings),
         imap=ImapSentAppender.from_settings(settings),
         ai=ChatCompletionsClient.from_settings(settings),
     )

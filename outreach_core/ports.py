@@ -6,8 +6,9 @@ replace with a fake; every other port is exercised against a real server on loop
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal, Protocol
 
 
@@ -139,6 +140,87 @@ class MailReader(Protocol):
         ...
 
 
+class InboxError(Exception):
+    """An inbox session failed. `reason` is a short fixed phrase (never an exception's text); `login` is true
+    when the server refused the user name or password (what counts toward a mailbox's `error` status)."""
+
+    def __init__(self, reason: str, *, login: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.login = login
+
+
+@dataclass(frozen=True)
+class InboxFolder:
+    """A folder the inbox worker reads: its name as the server spells it and what it is."""
+
+    name: str
+    role: Literal["inbox", "junk"]
+
+
+@dataclass(frozen=True)
+class FolderStatus:
+    """What EXAMINE says about a folder."""
+
+    uidvalidity: int
+    uidnext: int | None  # None when the server did not say
+    exists: int
+
+
+@dataclass(frozen=True)
+class FetchedMessage:
+    """One message of `InboxSession.fetch`: UID, INTERNALDATE (aware), RFC822.SIZE, and its first bytes."""
+
+    uid: int
+    arrived_at: datetime
+    size: int
+    raw: bytes
+
+
+class InboxSession(Protocol):
+    """One logged-in IMAP connection of the inbox worker. Folders are opened read-only (EXAMINE) and bodies
+    fetched with BODY.PEEK, so nothing is ever marked read. Every method is bounded by the connector's
+    timeout and raises `InboxError` when the server fails or the connection is lost."""
+
+    @property
+    def can_idle(self) -> bool: ...
+
+    async def folders(self) -> list[InboxFolder]:
+        """INBOX and, when there is one, the junk folder (SPECIAL-USE `\\Junk`, else the usual names)."""
+        ...
+
+    async def examine(self, folder: str) -> FolderStatus: ...
+
+    async def uids_from(self, first_uid: int) -> list[int]:
+        """UIDs >= `first_uid` in the open folder, ascending (UID SEARCH UID n:*)."""
+        ...
+
+    async def uids_since(self, day: date) -> list[int]:
+        """UIDs of messages that arrived on or after `day` (UID SEARCH SINCE: INTERNALDATE, server's day)."""
+        ...
+
+    async def fetch(self, uids: Sequence[int], max_bytes: int) -> list[FetchedMessage]:
+        """The messages of `uids` that the server returned and that could be read, ascending; a message it
+        could not read is logged with its UID and left out."""
+        ...
+
+    async def idle(self, seconds: float) -> bool:
+        """IDLE on the open folder for at most `seconds`; True as soon as the server reports new mail."""
+        ...
+
+    async def close(self) -> None:
+        """LOGOUT (best effort) and close the connection; never raises."""
+        ...
+
+
+class InboxConnector(Protocol):
+    """Opens inbox sessions: connect (TLS or STARTTLS as configured), log in, read the capabilities."""
+
+    async def connect(self, server: MailServer, password: str) -> InboxSession:
+        """A logged-in session; raises `InboxError` (`login=True` when the credentials were refused)."""
+        ...
+
+
 @dataclass(frozen=True)
 class ChatAnswer:
     """What an AI chat completion gave: the assistant's message text, or why there is none (`error`: a short
@@ -168,4 +250,5 @@ class Ports:
     mail: MailLogin | None = None
     smtp: MailSender | None = None
     imap: MailReader | None = None
+    inbox: InboxConnector | None = None
     ai: AiChat | None = None

@@ -64,6 +64,18 @@ class Settings(BaseSettings):
     webhook_retry_schedule: str = "30,120,600,1800,3600,7200,14400,28800,43200"
     webhook_concurrency_per_endpoint: int = Field(default=4, ge=1, le=64)
 
+    # The inbox worker (docs/inbox.md, "The inbox worker"): seconds between polls (mailboxes with inboxPoll on
+    # or servers without IDLE) and the longest IDLE before the junk folder is looked at and IDLE renewed; one
+    # IMAP step; how much of one message is fetched; messages per batch (one transaction each); how long a
+    # worker process holds a mailbox without renewing (another process takes it over after that); at most
+    # this many mailboxes per worker process.
+    inbox_poll_s: float = Field(default=60.0, gt=0, le=1500)
+    inbox_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    inbox_fetch_max_bytes: int = Field(default=2 * 1024 * 1024, ge=64 * 1024, le=64 * 1024 * 1024)
+    inbox_batch_size: int = Field(default=25, ge=1, le=1000)
+    inbox_lease_s: float = Field(default=60.0, ge=1, le=3600)
+    inbox_max_mailboxes: int = Field(default=1000, ge=1, le=100_000)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

@@ -217,6 +217,10 @@ default_internal_user = {internal}
 default_login_user = {login_user}
 first_valid_uid = 1
 first_valid_gid = 1
+# IDLE learns of new mail through inotify, but every imap process runs as `nobody` and Linux gives one user
+# 128 inotify instances (shared with any other Dovecot on the machine): past that, a process checks the
+# folder every `mailbox_idle_check_interval` (30 s by default), too slow for the inbox worker's tests.
+mailbox_idle_check_interval = 1 secs
 mail_location = maildir:{root}/mail/%u
 passdb {{
   driver = passwd-file

@@ -57,6 +57,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "webhooks/attempts.py",
     "webhooks/delivery.py",
     "inbox/folders.py",
+    "inbox/leases.py",
+    "inbox/sync.py",
 }
 
 

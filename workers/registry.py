@@ -86,6 +86,14 @@ def _webhooks() -> Worker:
     )
 
 
+def _inbox() -> Worker:
+    from workers import inbox
+
+    # The tick only renews leases and starts or stops the per-mailbox tasks (IDLE or poll, docs/inbox.md);
+    # stopping ends the tasks and gives the leases back.
+    return Worker("inbox", inbox.tick, interval_s=inbox.TICK_S, max_backoff_s=30.0, on_stop=inbox.stop)
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
@@ -97,6 +105,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "campaigns": _campaigns,
     "sender": _sender,
     "webhooks": _webhooks,
+    "inbox": _inbox,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

@@ -1,0 +1,255 @@
+"""Helpers for the inbox worker tests: mailboxes on the test Dovecot, the other side of the mailbox (a plain
+stdlib IMAP client that APPENDs mail with a chosen arrival time), supervisors run like the worker loop runs
+them, and a recorder of the batches `ingest_batch` committed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import imaplib
+import ssl
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+
+from outreach_core.context import SystemContext
+from outreach_core.db.tables import inbox_folders, inbox_leases, mailboxes
+from outreach_core.inbox.pipeline import FolderBatch, ingest_batch
+from outreach_core.runtime import Runtime
+from tests.conftest import WorkspaceHandle
+from tests.mail_servers import MailServers, Security
+from tests.mailboxes.helpers import API, seed_mailbox
+from workers.inbox import Supervisor
+
+
+@dataclass(frozen=True)
+class Seen:
+    mailbox_id: str
+    folder: str
+    role: str
+    uidvalidity: int
+    uid: int
+    arrived_at: datetime
+    raw: bytes
+
+
+@dataclass
+class Recorder:
+    """An `ingest` for supervisors: `before(batch)` may raise or wait (a crash, a slow batch), then the real
+    `ingest_batch` runs; what it committed is kept in `seen`."""
+
+    seen: list[Seen] = field(default_factory=list)
+    batches: list[FolderBatch] = field(default_factory=list)
+    before: Callable[[FolderBatch], Awaitable[None]] | None = None
+
+    async def __call__(self, runtime: Runtime, batch: FolderBatch) -> int:
+        if self.before is not None:
+            await self.before(batch)
+        handled = await ingest_batch(runtime, batch)
+        self.batches.append(batch)
+        self.seen.extend(
+            Seen(batch.mailbox_id, batch.folder, batch.role, batch.uidvalidity, m.uid, m.arrived_at, m.raw)
+            for m in batch.messages
+        )
+        return handled
+
+    def of(self, mailbox_id: str, folder: str | None = None) -> list[Seen]:
+        return [s for s in self.seen if s.mailbox_id == mailbox_id and (folder is None or s.folder == folder)]
+
+    def subjects(self, mailbox_id: str, folder: str | None = None) -> list[str]:
+        return [subject_of(s.raw) for s in self.of(mailbox_id, folder)]
+
+
+def subject_of(raw: bytes) -> str:
+    for line in raw.split(b"\r\n"):
+        if line.lower().startswith(b"subject: "):
+            return line[9:].decode()
+    return ""
+
+
+@dataclass
+class Workers:
+    """Supervisors ticking in the background like `run_workers` runs them (every `every` seconds)."""
+
+    running: dict[Supervisor, tuple[asyncio.Task[None], asyncio.Event]] = field(default_factory=dict)
+
+    def start(
+        self,
+        runtime: Runtime,
+        ingest: Recorder,
+        workspaces: list[str],
+        *,
+        holder: str | None = None,
+        every: float = 0.2,
+    ) -> Supervisor:
+        sup = Supervisor(runtime, holder=holder, ingest=ingest, workspace_ids=workspaces)
+        sup.backoff_base_s = 0.05
+        sup.backoff_max_s = 0.5
+
+        stop = asyncio.Event()
+
+        async def loop() -> None:  # a tick is never cancelled halfway (as in `run_workers`)
+            while not stop.is_set():
+                await sup.tick()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), every)
+
+        self.running[sup] = (asyncio.create_task(loop()), stop)
+        return sup
+
+    async def halt(self, sup: Supervisor) -> None:
+        """The loop ends after its current tick; the mailbox tasks keep running."""
+        task, stop = self.running.pop(sup)
+        stop.set()
+        await task
+
+    async def stop(self, sup: Supervisor) -> None:
+        await self.halt(sup)
+        await sup.stop()
+
+    async def stop_all(self) -> None:
+        for sup in list(self.running):
+            await self.stop(sup)
+
+
+async def until(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> None:
+    """Wait until `check()` (sync or async) is truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def imap_mailbox(
+    ws: WorkspaceHandle,
+    servers: MailServers,
+    *,
+    security: Security = "tls",
+    password: str | None = None,
+    port: int | None = None,
+    **columns: Any,
+) -> tuple[str, str, str]:
+    """A mailbox row whose IMAP settings point at the test Dovecot (a new user); (id, user, password)."""
+    user, secret = servers.add_user()
+    settings = servers.imap_settings(user, security)
+    mailbox_id = await seed_mailbox(
+        ws,
+        user,
+        password=password or secret,
+        imap_host=settings["host"],
+        imap_port=port or settings["port"],
+        imap_security=security,
+        imap_user=user,
+        **columns,
+    )
+    return mailbox_id, user, secret
+
+
+def message(
+    subject: str, *, sender: str = "lead@example.com", date: datetime | None = None, size: int = 0
+) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = sender
+    msg["To"] = "box@mail.test"
+    msg["Subject"] = subject
+    msg["Message-ID"] = make_msgid(domain="example.com")
+    msg["Date"] = format_datetime(date or datetime.now(UTC))
+    msg.set_content(f"Body of {subject}\n" + ("x" * 76 + "\n") * (size // 77))
+    return msg.as_bytes().replace(b"\n", b"\r\n")
+
+
+class Maildrop:
+    """The mailbox as its owner's mail client sees it: stdlib imaplib over implicit TLS, in a thread."""
+
+    def __init__(self, servers: MailServers, user: str, password: str) -> None:
+        self.servers = servers
+        self.user = user
+        self.password = password
+
+    def _do(self, work: Callable[[imaplib.IMAP4_SSL], Any]) -> Any:
+        context = ssl.create_default_context(cafile=str(self.servers.ca.ca_file))
+        client = imaplib.IMAP4_SSL(self.servers.imap.host, self.servers.imap.tls_port, ssl_context=context)
+        try:
+            client.login(self.user, self.password)
+            return work(client)
+        finally:
+            client.logout()
+
+    async def append(self, *messages: bytes, folder: str = "INBOX", when: datetime | None = None) -> None:
+        at = when or datetime.now(UTC)
+
+        def work(client: imaplib.IMAP4_SSL) -> None:
+            for raw in messages:
+                status, _ = client.append(_q(folder), "", imaplib.Time2Internaldate(at.timestamp()), raw)
+                assert status == "OK"
+
+        await asyncio.to_thread(self._do, work)
+
+    async def command(self, name: str, folder: str) -> None:
+        def work(client: imaplib.IMAP4_SSL) -> None:
+            status, data = getattr(client, name)(_q(folder))
+            assert status == "OK", data
+
+        await asyncio.to_thread(self._do, work)
+
+    async def uidvalidity(self, folder: str = "INBOX") -> int:
+        def work(client: imaplib.IMAP4_SSL) -> int:
+            status, data = client.status(_q(folder), "(UIDVALIDITY)")
+            assert status == "OK"
+            return int(data[0].split(b"UIDVALIDITY ")[1].rstrip(b")"))
+
+        return int(await asyncio.to_thread(self._do, work))
+
+    async def unseen(self, folder: str = "INBOX") -> int:
+        def work(client: imaplib.IMAP4_SSL) -> int:
+            status, data = client.status(_q(folder), "(UNSEEN)")
+            assert status == "OK"
+            return int(data[0].split(b"UNSEEN ")[1].rstrip(b")"))
+
+        return int(await asyncio.to_thread(self._do, work))
+
+
+def _q(folder: str) -> str:
+    return '"' + folder + '"'
+
+
+async def checkpoints_of(runtime: Runtime, mailbox_id: str) -> dict[str, tuple[int, int]]:
+    async def read(ctx: SystemContext) -> dict[str, tuple[int, int]]:
+        rows = await ctx.conn.execute(select(inbox_folders).where(inbox_folders.c.mailbox_id == mailbox_id))
+        return {r.folder: (r.uidvalidity, r.last_uid) for r in rows}
+
+    return await runtime.system_read(read)
+
+
+async def mailbox_row(runtime: Runtime, mailbox_id: str) -> Any:
+    async def read(ctx: SystemContext) -> Any:
+        return (await ctx.conn.execute(select(mailboxes).where(mailboxes.c.id == mailbox_id))).one()
+
+    return await runtime.system_read(read)
+
+
+async def lease_of(runtime: Runtime, mailbox_id: str) -> str | None:
+    async def read(ctx: SystemContext) -> str | None:
+        stmt = select(inbox_leases.c.holder).where(inbox_leases.c.mailbox_id == mailbox_id)
+        return (await ctx.conn.execute(stmt)).scalar_one_or_none()
+
+    return await runtime.system_read(read)
+
+
+async def mailbox_json(http: httpx.AsyncClient, ws: WorkspaceHandle, mailbox_id: str) -> dict[str, Any]:
+    response = await http.get(f"{API}/mailboxes/{mailbox_id}", headers=ws.headers)
+    assert response.status_code == 200, response.text
+    return response.json()  # type: ignore[no-any-return]

@@ -1,0 +1,238 @@
+"""The `inbox` worker: one asyncio task per mailbox this process holds, reading its INBOX and junk folder.
+
+Each tick (every few seconds) renews this process's leases and takes free mailboxes
+(`outreach_core.inbox.leases.hold`), starts a task for each new one, and stops the tasks of mailboxes it no
+longer holds (paused, quarantined, deleted, taken over) or whose settings changed (they start again). A task:
+
+1. connects and logs in (`ports.inbox`); a failure sets `syncError` (three refused logins in a row make the
+   mailbox `error`) and the task tries again after a bounded exponential back-off with jitter;
+2. finds INBOX and the junk folder, syncs both from their checkpoints (junk first, so INBOX stays open);
+3. waits for new mail: IDLE on INBOX for at most `OUTREACH_INBOX_POLL_S` (then the junk folder is looked at
+   and IDLE starts again, which also renews it long before the 29 minutes of RFC 2177), or, when `inboxPoll`
+   is on or the server has no IDLE, a sleep of `OUTREACH_INBOX_POLL_S`; then back to 2.
+
+A lost connection or a timeout ends the session (`syncError` set) and the task reconnects after the back-off;
+the next sync starts from the checkpoints, so nothing is missed or read twice. If this process cannot renew
+its leases for most of a lease's span, it stops its tasks itself before another process may take them over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import socket
+import time
+import weakref
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import structlog
+
+from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.inbox.leases import InboxMailbox, hold, release
+from outreach_core.inbox.pipeline import FolderBatch, ingest_batch
+from outreach_core.inbox.sync import Ingest, login_failed, login_worked, sync_failed, sync_mailbox
+from outreach_core.ports import InboxError, InboxSession
+
+if TYPE_CHECKING:
+    from outreach_core.runtime import Runtime
+
+T = TypeVar("T")
+TICK_S = 5.0
+"""How often leases are renewed and mailboxes started or stopped (at most a quarter of the lease span)."""
+BACKOFF_BASE_S = 2.0
+BACKOFF_MAX_S = 300.0
+
+_log = structlog.get_logger()
+
+
+@dataclass
+class _Running:
+    mailbox: InboxMailbox
+    task: asyncio.Task[None]
+
+
+class Supervisor:
+    """The mailbox tasks of one process (a process runs one runtime); see the module docstring."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        holder: str | None = None,
+        ingest: Ingest = ingest_batch,
+        workspace_ids: list[str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.workspace_ids = workspace_ids
+        self.holder = holder or f"{socket.gethostname()[:40]}:{os.getpid()}:{random.randrange(16**6):06x}"
+        self.ingest = ingest
+        self.running: dict[str, _Running] = {}
+        self.backoff_base_s = BACKOFF_BASE_S
+        self.backoff_max_s = BACKOFF_MAX_S
+        self.last_held = time.monotonic()
+        self.rng = random.Random()
+        self.synced = asyncio.Event()  # set after every sync (tests wait on it)
+        self.db_calls: set[asyncio.Future[Any]] = set()
+
+    @property
+    def tick_s(self) -> float:
+        return min(TICK_S, self.runtime.settings.inbox_lease_s / 4)
+
+    async def tick(self) -> int:
+        """Renew and take leases, start and stop tasks; returns 0 (the loop then sleeps `tick_s`)."""
+        settings = self.runtime.settings
+        try:
+            held = await self.runtime.system(
+                hold,
+                self.holder,
+                span_s=settings.inbox_lease_s,
+                limit=settings.inbox_max_mailboxes,
+                workspace_ids=self.workspace_ids,
+            )
+        except Exception:
+            if time.monotonic() - self.last_held > 0.75 * settings.inbox_lease_s:
+                await self.stop_tasks(list(self.running))  # another process may take them over soon
+            raise
+        self.last_held = time.monotonic()
+        wanted = {m.id: m for m in held}
+        stale = [
+            mailbox_id
+            for mailbox_id, run in self.running.items()
+            if mailbox_id not in wanted
+            or run.task.done()
+            or run.mailbox.fingerprint != wanted[mailbox_id].fingerprint
+        ]
+        await self.stop_tasks(stale)
+        for mailbox_id, mailbox in wanted.items():
+            if mailbox_id not in self.running:
+                task = asyncio.create_task(self.run_mailbox(mailbox), name=f"inbox:{mailbox_id}")
+                self.running[mailbox_id] = _Running(mailbox, task)
+            else:
+                self.running[mailbox_id].mailbox = mailbox  # a new inbox_since, same settings
+        return 0
+
+    async def stop_tasks(self, mailbox_ids: list[str]) -> None:
+        tasks = [self.running.pop(i).task for i in mailbox_ids if i in self.running]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        if self.db_calls:  # transactions of stopped tasks finish (commit or roll back) before anyone goes on
+            await asyncio.wait(set(self.db_calls))
+
+    async def _db(self, work: Awaitable[T]) -> T:
+        """A transaction of a mailbox task, shielded from the task's cancellation: a stopped task never
+        leaves a transaction half done (nor, on SQLite, the write lock held); `stop_tasks` waits for it."""
+        call = asyncio.ensure_future(work)
+        self.db_calls.add(call)
+        call.add_done_callback(self._db_done)
+        return await asyncio.shield(call)
+
+    def _db_done(self, call: asyncio.Future[Any]) -> None:
+        self.db_calls.discard(call)
+        if not call.cancelled() and call.exception() is not None:
+            # also raised to the task, unless it was stopped meanwhile: then this is the only trace
+            _log.info("inbox_transaction_failed", exc_info=call.exception())
+
+    async def _ingest(self, runtime: Runtime, batch: FolderBatch) -> int:
+        return await self._db(self.ingest(runtime, batch))
+
+    async def stop(self) -> None:
+        """Stop every task and give the leases back (another process takes the mailboxes over at once)."""
+        await self.stop_tasks(list(self.running))
+        await self.runtime.system(release, self.holder)
+
+    def backoff(self, failures: int) -> float:
+        delay = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** min(failures - 1, 20))
+        return delay * (0.5 + 0.5 * self.rng.random())
+
+    # --- one mailbox ----------------------------------------------------------------------------------------
+
+    async def run_mailbox(self, mailbox: InboxMailbox) -> None:
+        failures = 0
+        while True:
+            try:
+                failures = 0 if await self._session(mailbox) else failures + 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a database error, a bug: logged, retried, never the other mailboxes
+                failures += 1
+                _log.error("inbox_mailbox_error", mailbox=mailbox.id, exc_info=exc)
+            await asyncio.sleep(self.backoff(max(failures, 1)))
+
+    async def _session(self, mailbox: InboxMailbox) -> bool:
+        """One connection, synced until it fails; True when at least one sync completed."""
+        connector = self.runtime.ports.inbox
+        if connector is None:
+            raise RuntimeError("no inbox connector is configured (ports.inbox)")
+        try:
+            password = decrypt(self.runtime.settings, mailbox.password_encrypted)
+        except UndecryptableSecret:
+            reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
+            await self._db(self.runtime.system(login_failed, mailbox.id, reason, refused=True))
+            return False
+        try:
+            session = await connector.connect(mailbox.server, password)
+        except InboxError as exc:
+            _log.info("inbox_login_failed", mailbox=mailbox.id, reason=exc.reason, refused=exc.login)
+            if await self._db(self.runtime.system(login_failed, mailbox.id, exc.reason, refused=exc.login)):
+                _log.warning("inbox_mailbox_error_status", mailbox=mailbox.id, reason=exc.reason)
+            return False
+        progress = _Progress()
+        try:
+            if await self._db(self.runtime.system(login_worked, mailbox.id)):
+                _log.info("inbox_mailbox_recovered", mailbox=mailbox.id)
+            await self._serve(session, mailbox, progress)
+        except InboxError as exc:
+            _log.info("inbox_session_ended", mailbox=mailbox.id, reason=exc.reason)
+            await self._db(self.runtime.system(sync_failed, mailbox.id, exc.reason))
+        finally:
+            await session.close()
+        return progress.synced
+
+    async def _serve(self, session: InboxSession, mailbox: InboxMailbox, progress: _Progress) -> None:
+        folders = await session.folders()
+        ordered = sorted(folders, key=lambda f: f.role == "inbox")  # junk first: INBOX stays open for IDLE
+        use_idle = session.can_idle and not mailbox.inbox_poll
+        poll_s = self.runtime.settings.inbox_poll_s
+        while True:
+            current = self.running.get(mailbox.id)
+            await sync_mailbox(
+                self.runtime, session, current.mailbox if current else mailbox, ordered, ingest=self._ingest
+            )
+            progress.synced = True
+            self.synced.set()
+            if use_idle:
+                await session.idle(poll_s)
+            else:
+                await asyncio.sleep(poll_s)
+
+
+@dataclass
+class _Progress:
+    synced: bool = False
+
+
+_supervisors: weakref.WeakKeyDictionary[Runtime, Supervisor] = weakref.WeakKeyDictionary()
+
+
+def supervisor(runtime: Runtime) -> Supervisor:
+    found = _supervisors.get(runtime)
+    if found is None:
+        found = _supervisors[runtime] = Supervisor(runtime)
+    return found
+
+
+async def tick(runtime: Runtime) -> int:
+    """Renew leases and start or stop mailbox tasks."""
+    return await supervisor(runtime).tick()
+
+
+async def stop(runtime: Runtime) -> None:
+    """When the worker stops: end every mailbox task and give the leases back."""
+    with contextlib.suppress(KeyError):
+        await _supervisors[runtime].stop()
