@@ -1,5 +1,5 @@
-"""A real `outreach serve` for the benchmarks (`--no-workers` unless asked for them), with one workspace and its
-API key."""
+"""A real `outreach serve` for the benchmarks (`--no-workers` unless asked for them), with one workspace
+and its API key."""
 
 from __future__ import annotations
 

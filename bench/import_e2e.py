@@ -9,7 +9,8 @@ meets every address again), while a second thread polls from outside. Reports:
 - chunks accepted: rows / seconds from the first request to the last response;
 - stored and listable: rows / seconds until the import has nothing `queued` and the list shows every row
   (`GET /leads?listId=`);
-- done: seconds from "stored and listable" until `status` is `done` (ESP and country set by the enrich worker);
+- done: seconds from "stored and listable" until `status` is `done` (ESP and country set by the enrich
+  worker);
 - `GET /leads?listId=` page 1 latency (p50/p95) while the import runs (from the first chunk to `done`).
 
 PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import touches
@@ -42,7 +43,16 @@ from _server import free_port, served
 CHUNK = 5_000
 WORDS = ["acme", "globex", "initech", "umbrella", "hooli", "vandelay", "stark", "wayne", "wonka", "tyrell"]
 CONSUMER = ["gmail.com", "outlook.com", "yahoo.com", "proton.me", "icloud.com", "zoho.com"]
-TOUCHED = ["leads", "list_leads", "lead_counters", "lead_imports", "import_queue", "import_seen", "domain_cache"]
+TOUCHED = [
+    "leads",
+    "list_leads",
+    "lead_counters",
+    "lead_counter_deltas",
+    "lead_imports",
+    "import_queue",
+    "import_seen",
+    "domain_cache",
+]
 
 
 def row(i: int, rng: random.Random) -> dict[str, Any]:
@@ -187,7 +197,9 @@ def main() -> None:
     extra = {"OUTREACH_DNS_NAMESERVERS": f"127.0.0.1:{dns_port}"}
     with (
         served(plan="agency", workers=True, env_extra=extra) as server,
-        httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {server.key}"}, timeout=600) as http,
+        httpx.Client(
+            base_url=server.base, headers={"Authorization": f"Bearer {server.key}"}, timeout=600
+        ) as http,
     ):
         url = server.env["OUTREACH_DATABASE_URL"]
         note = ""
@@ -197,7 +209,11 @@ def main() -> None:
         print(f"{server.engine}{note}, {args.rows:,} rows per import, `outreach serve` with all workers")
         modes = args.existing.split(",")
         for n, mode in enumerate(modes):
-            print(one_import(http, server.base, server.key, args.rows, mode, args.stop_during and n == len(modes) - 1))
+            print(
+                one_import(
+                    http, server.base, server.key, args.rows, mode, args.stop_during and n == len(modes) - 1
+                )
+            )
         if args.stop_during:
             assert server.process is not None
             started = time.perf_counter()
