@@ -33,7 +33,7 @@ from outreach_core.ids import new_ids
 from outreach_core.imports.schemas import stored_row
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
-from outreach_core.targets.list_members import add_new_leads_to_list, add_to_list
+from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
     ENRICHMENT_INPUTS,
     derived_columns,
@@ -237,11 +237,9 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
         await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
-    if imp.list_id is not None and new:
-        await add_new_leads_to_list(ctx, imp.list_id, ids)
-    if imp.list_id is not None and existing:
-        members = lead_table.select(leads.c.id).where(one_of(ctx, leads.c.id, list(existing.values())))
-        await add_to_list(ctx, imp.list_id, members)
+    if imp.list_id is not None:
+        await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
+        await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
     return counts
 
 

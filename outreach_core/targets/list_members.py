@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, literal
+from sqlalchemy import ARRAY, Select, bindparam, func, literal, select
 
-from outreach_core.bulk import insert_from_select, insert_rows
+from outreach_core.bulk import insert_from_select, insert_rows, insert_skipping_duplicates
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads, list_leads, lists
 from outreach_core.db.types import UtcDateTime
@@ -44,12 +44,33 @@ async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]
     return int(result.rowcount)
 
 
-async def add_new_leads_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Sequence[str]) -> None:
-    """Put leads created in this same transaction on the list `list_id` (which the caller has checked): none
-    of them can be on a list yet, so the rows are written as they are (`insert_rows`: a COPY on
-    PostgreSQL), with no lookup at all."""
-    await insert_rows(
-        ctx,
-        list_leads,
-        [{"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now} for lead_id in lead_ids],
+async def add_known_leads_to_list(
+    ctx: WorkspaceContext, list_id: str, lead_ids: Sequence[str], *, created_now: bool = False
+) -> None:
+    """Put leads the caller has just read or created in this workspace (their ids) on the list `list_id`
+    (which the caller has checked), reading no other table, so no plan depends on statistics.
+
+    `created_now`: the leads were created in this same transaction and cannot be on a list yet; the rows
+    are written as they are (`insert_rows`: a COPY on PostgreSQL). Otherwise a lead already on the list is
+    skipped by `ON CONFLICT DO NOTHING` against the primary key: one index probe per lead."""
+    rows = [{"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now} for lead_id in lead_ids]
+    if not rows:
+        return
+    if created_now:
+        await insert_rows(ctx, list_leads, rows)
+        return
+    if ctx.conn.dialect.name == "postgresql":
+        ids = func.unnest(bindparam("ids", list(lead_ids), type_=ARRAY(list_leads.c.lead_id.type)))
+        source = select(
+            literal(list_id, list_leads.c.list_id.type), ids.column_valued(), literal(ctx.now, UtcDateTime)
+        )
+        await ctx.conn.execute(
+            insert_from_select(
+                ctx, list_leads, ["list_id", "lead_id", "added_at"], source, skip_duplicates=True
+            )
+        )
+        return
+    await ctx.conn.execute(
+        insert_skipping_duplicates(ctx, list_leads),
+        [{**row, "workspace_id": ctx.workspace_id} for row in rows],
     )
