@@ -29,6 +29,7 @@ from outreach_core.targets.mail_domains import (
     cached_domains,
     clean_domain,
     domain_infos,
+    known_domains,
     resolve_domains,
     store_domains,
 )
@@ -106,6 +107,44 @@ def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
         "country_source": source,
         "timezone": tz,
     }
+
+
+async def enrich_new_leads(ctx: SystemContext, rows: list[dict[str, Any]]) -> int:
+    """Enrich leads about to be inserted (`leads` rows as dicts, with `domain`, `country`, `timezone`,
+    `phone`, `website`) whose domain is known without DNS: a consumer provider, or an unexpired entry of the
+    domain cache. Their enrichment columns and `enriched_at` are set in place, so the import writes each such
+    lead once instead of inserting it and updating it again (on PostgreSQL an update of every index of the
+    row, both trigram indexes included). The others get the same keys, left for the `enrich` worker
+    (`enriched_at` None). Returns how many were enriched."""
+    if not rows:
+        return 0
+    infos = await known_domains(ctx, sorted({str(row["domain"] or "") for row in rows}))
+    enriched = 0
+    for row in rows:
+        info = infos.get(clean_domain(row["domain"] or ""))
+        if info is None:
+            row.update(esp="unknown", mx_host=None, country_source=None, enriched_at=None)
+            continue
+        values = _lead_values(_Pending(row), info)
+        del values["id"]
+        row.update(values, enriched_at=ctx.now)
+        enriched += 1
+    return enriched
+
+
+class _Pending:
+    """A new lead's dict seen as the pending row `_lead_values` reads (nothing enriched yet)."""
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        self.id = row["id"]
+        self.domain = row["domain"]
+        self.country = row["country"]
+        self.country_source = None
+        self.timezone = row["timezone"]
+        self.phone = row["phone"]
+        self.website = row["website"]
+        self.esp = "unknown"
+        self.mx_host = None
 
 
 async def enrich_pending(

@@ -28,6 +28,7 @@ from outreach_core.context import (
 )
 from outreach_core.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
 from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
+from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_ids
 from outreach_core.imports.schemas import stored_row
@@ -235,6 +236,8 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
     if new:
         ids = new_ids("lead", len(new))
         created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
+        # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
+        await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
     if imp.list_id is not None:
