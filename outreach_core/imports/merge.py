@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, null
+from sqlalchemy import Boolean, Text, case, cast, func, null
+from sqlalchemy.dialects.postgresql import JSONB
 
-from outreach_core.bulk import insert_rows, one_of, try_lock
+from outreach_core.bulk import Values, insert_rows, one_of, try_lock, update_each
 from outreach_core.context import (
     Principal,
     SystemContext,
@@ -28,6 +29,7 @@ from outreach_core.context import (
 )
 from outreach_core.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
 from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
+from outreach_core.db.types import json_text
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_ids
@@ -189,9 +191,11 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         r.email: r
         for r in (
             await ctx.conn.execute(
-                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id).where(
-                    one_of(ctx, leads.c.email, list(unique))
-                )
+                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id)
+                .where(one_of(ctx, leads.c.email, list(unique)))
+                # PostgreSQL: a lead met here cannot be deleted before this merge commits (it is counted,
+                # updated and put on the list below); SQLite runs one writer at a time anyway
+                .with_for_update(read=True)
             )
         ).all()
     }
@@ -281,50 +285,57 @@ async def _update_existing(
 ) -> int:
     """`existing: update`: fill in the values the file has (empty cells leave a field as it is).
 
-    One executemany UPDATE with uniform parameters: each field is `COALESCE(:new, current)`."""
+    One statement for the part (`bulk.update_each`: `UPDATE ... FROM unnest(...)` on PostgreSQL, an
+    executemany on SQLite): each field is `COALESCE(new, current)`."""
     lead_table = scoped(ctx, leads)
     current = {
         r.id: r
         for r in (
-            await ctx.conn.execute(lead_table.select().where(leads.c.id.in_(list(existing.values()))))
+            await ctx.conn.execute(
+                lead_table.select().where(one_of(ctx, leads.c.id, list(existing.values())))
+            )
         ).all()
     }
-    params = []
+    rows = []
     for email, lead_id in existing.items():
         row, now = unique[email][1], current[lead_id]
         new = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
         new["country"] = normalize_country(new["country"])
         merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in LEAD_FIELDS}
         derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
-        params.append(
+        rows.append(
             {
-                "lead_id": lead_id,
+                "id": lead_id,
                 **{f"new_{name}": value for name, value in new.items()},
-                "new_custom": {**(now.custom or {}), **(row.get("custom") or {})},
+                "new_custom": json_text({**(now.custom or {}), **(row.get("custom") or {})}),
                 **{f"new_{name}": value for name, value in derived.items()},
                 "new_search_index": search_index_value(derived["search_text"]),
                 "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
             }
         )
-    stmt = (
-        lead_table.update()
-        .where(leads.c.id == bindparam("lead_id"))
-        .values(
-            **{name: func.coalesce(bindparam(f"new_{name}"), getattr(leads.c, name)) for name in LEAD_FIELDS},
-            custom=bindparam("new_custom", type_=leads.c.custom.type),
-            sort_name=bindparam("new_sort_name"),
-            search_text=bindparam("new_search_text"),
+    types: dict[str, Any] = {f"new_{name}": leads.c[name].type for name in (*LEAD_FIELDS, *derived)}
+    types |= {
+        "new_custom": Text(),
+        "new_search_index": leads.c.search_index.type,
+        "reset_enrichment": Boolean(),
+    }
+    postgresql = ctx.conn.dialect.name == "postgresql"
+
+    def values(v: Values) -> dict[str, Any]:
+        return {
+            **{name: func.coalesce(v[f"new_{name}"], getattr(leads.c, name)) for name in LEAD_FIELDS},
+            "custom": cast(v["new_custom"], JSONB) if postgresql else v["new_custom"],
+            "sort_name": v["new_sort_name"],
+            "search_text": v["new_search_text"],
             # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_index")),
-            enriched_at=case((bindparam("reset_enrichment"), null()), else_=leads.c.enriched_at),
-            country_source=case(
-                (bindparam("new_country").is_not(None), null()), else_=leads.c.country_source
-            ),
-            updated_at=ctx.now,
-        )
-    )
-    await ctx.conn.execute(stmt, params)
-    return len(params)
+            "search_index": case((leads.c.search_index.is_(None), null()), else_=v["new_search_index"]),
+            "enriched_at": case((v["reset_enrichment"], null()), else_=leads.c.enriched_at),
+            "country_source": case((v["new_country"].is_not(None), null()), else_=leads.c.country_source),
+            "updated_at": ctx.now,
+        }
+
+    await update_each(ctx, lead_table.update(), rows, values=values, types=types)
+    return len(rows)
 
 
 def _clean(value: str | None) -> str | None:
