@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -36,9 +36,7 @@ async def _analyse_lock(conn: AsyncConnection, table: str) -> bool:
     table another transaction is analysing is left to it. The advisory lock is held until the transaction
     ends, like ANALYZE's own."""
     key = f"analyze:{table}"
-    free = await conn.execute(
-        text("SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))"), {"key": key}
-    )
+    free = await conn.exec_driver_sql("SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))", (key,))
     return bool(free.scalar())
 
 
@@ -60,19 +58,16 @@ async def refresh_grown_statistics(conn: AsyncConnection, tables: Sequence[str])
     caller's transaction."""
     if conn.dialect.name != "postgresql":
         return []
-    rows = (
-        await conn.execute(
-            text(
-                "SELECT s.relname, c.reltuples, s.n_mod_since_analyze FROM pg_stat_user_tables s "
-                "JOIN pg_class c ON c.oid = s.relid WHERE s.schemaname = current_schema() "
-                "AND s.relname = ANY(:tables)"
-            ),
-            {"tables": list(tables)},
+    rows: list[Any] = list(
+        await conn.exec_driver_sql(
+            "SELECT s.relname, c.reltuples, s.n_mod_since_analyze FROM pg_stat_user_tables s "
+            "JOIN pg_class c ON c.oid = s.relid WHERE s.schemaname = current_schema() "
+            "AND s.relname = ANY($1)",
+            (list(tables),),
         )
-    ).all()
-    stale = sorted(
-        name for name, size, changed in rows if changed >= max(GROWN_FROM, GROWN_BY * max(size, 0))
     )
+    # (name, rows at the last ANALYZE or -1 when never, rows changed since)
+    stale = sorted(str(r[0]) for r in rows if r[2] >= max(GROWN_FROM, GROWN_BY * max(r[1], 0)))
     analysed = []
     for name in stale:
         if await _analyse_lock(conn, name):

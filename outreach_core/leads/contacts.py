@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from sqlalchemy import func, select
+from sqlalchemy import func
 
 from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.context import WorkspaceContext, scoped
@@ -18,7 +18,7 @@ from outreach_core.targets.lead_counts import lead_counts
 async def counted_leads(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
     """Leads of the workspace matching status/verify/esp filters, from the trigger-kept counters (no scan)."""
     counts = lead_counts(ctx)
-    stmt = select(func.coalesce(func.sum(counts.c.n), 0))
+    stmt = counts.select().with_only_columns(func.coalesce(func.sum(counts.c.n), 0))
     if query is not None:
         if query.status:
             stmt = stmt.where(counts.c.status.in_(query.status))

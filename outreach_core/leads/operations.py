@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func
 
 from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
@@ -163,7 +163,7 @@ async def get_lead_stats(ctx: WorkspaceContext, query: LeadStatsQuery) -> LeadSt
             await ctx.conn.execute(stmt.group_by(leads.c.status, leads.c.verify_status, leads.c.esp))
         ).all()
     else:
-        grouped = (await ctx.conn.execute(select(lead_counts(ctx)))).all()
+        grouped = (await ctx.conn.execute(lead_counts(ctx).select())).all()
     status = dict.fromkeys(LEAD_STATUSES, 0)
     verify = dict.fromkeys(VERIFY_STATUSES, 0)
     esp = dict.fromkeys(ESPS, 0)

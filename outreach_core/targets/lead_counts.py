@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, literal_column, select, union_all
+from sqlalchemy import func, union_all
 
 from outreach_core.context import SystemContext, WorkspaceContext, scoped
 from outreach_core.db.tables import lead_counter_deltas, lead_counters
@@ -39,7 +39,8 @@ def lead_counts(ctx: WorkspaceContext) -> Any:
     both = union_all(*parts).subquery("counted")
     n = func.sum(both.c.n)
     return (
-        select(both.c.status, both.c.verify_status, both.c.esp, n.label("n"))
+        both.select()
+        .with_only_columns(both.c.status, both.c.verify_status, both.c.esp, n.label("n"))
         .group_by(both.c.status, both.c.verify_status, both.c.esp)
         .having(n > 0)
         .subquery("lead_counts")
@@ -52,7 +53,7 @@ async def fold_lead_counters(ctx: SystemContext) -> int:
     tried, never waited for)."""
     if ctx.conn.dialect.name != "postgresql":
         return 0
-    lock = func.pg_try_advisory_xact_lock(func.hashtextextended(literal_column("'fold lead counters'"), 0))
-    if not (await ctx.conn.execute(select(lock))).scalar():
+    lock = "SELECT pg_try_advisory_xact_lock(hashtextextended('fold lead counters', 0))"
+    if not (await ctx.conn.exec_driver_sql(lock)).scalar():
         return 0
     return int((await ctx.conn.exec_driver_sql(_FOLD)).rowcount or 0)

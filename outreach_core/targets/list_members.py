@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ARRAY, Select, bindparam, func, literal, select
+from sqlalchemy import ARRAY, Select, bindparam, func, literal
 
 from outreach_core.bulk import insert_from_select, insert_rows, insert_skipping_duplicates
 from outreach_core.context import WorkspaceContext, scoped
@@ -61,8 +61,9 @@ async def add_known_leads_to_list(
         return
     if ctx.conn.dialect.name == "postgresql":
         ids = func.unnest(bindparam("ids", list(lead_ids), type_=ARRAY(list_leads.c.lead_id.type)))
-        source = select(
-            literal(list_id, list_leads.c.list_id.type), ids.column_valued(), literal(ctx.now, UtcDateTime)
+        given = ids.table_valued("id").render_derived(name="given")
+        source = given.select().with_only_columns(
+            literal(list_id, list_leads.c.list_id.type), given.c.id, literal(ctx.now, UtcDateTime)
         )
         await ctx.conn.execute(
             insert_from_select(
