@@ -1,4 +1,5 @@
-"""A real `outreach serve --no-workers` for the benchmarks, with one workspace and its API key."""
+"""A real `outreach serve` for the benchmarks (`--no-workers` unless asked for them), with one workspace
+and its API key."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class Served:
     base: str
     key: str
     env: dict[str, str]
+    process: subprocess.Popen[bytes] | None = None
 
     @property
     def engine(self) -> str:
@@ -37,10 +39,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(*, plan: str) -> Iterator[Served]:
+def served(*, plan: str, workers: bool = False, env_extra: dict[str, str] | None = None) -> Iterator[Served]:
     """Start the server on a free port against OUTREACH_DATABASE_URL (default: a fresh SQLite file), create a
-    workspace on `plan`, and stop the server (its whole process group) afterwards."""
-    env = {**os.environ}
+    workspace on `plan`, and stop the server (its whole process group) afterwards. `workers` runs every
+    worker in the server process, as `outreach serve` does by default."""
+    env = {**os.environ, **(env_extra or {})}
     env.setdefault(
         "OUTREACH_DATABASE_URL", f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='outreach-bench-')}/b.db"
     )
@@ -62,7 +65,8 @@ def served(*, plan: str) -> Iterator[Served]:
     )  # fmt: skip
     key = json.loads(init.stdout)["apiKey"]
     server = subprocess.Popen(
-        [sys.executable, "-m", "outreach_app.cli", "serve", "--port", str(port), "--no-workers"],
+        [sys.executable, "-m", "outreach_app.cli", "serve", "--port", str(port)]
+        + ([] if workers else ["--no-workers"]),
         env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
@@ -75,7 +79,8 @@ def served(*, plan: str) -> Iterator[Served]:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise
                 time.sleep(0.1)
-        yield Served(base, key, env)
+        yield Served(base, key, env, server)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=30)

@@ -4,8 +4,9 @@ search index, and moving finished imports on.
 System work (no caller): the `enrich` and `search-index` workers run it across every workspace. The domain
 facts come from the cache every lead domain shares (`outreach_core.targets.mail_domains`); the rules are in
 `rules.py`; docs/enrichment.md describes the behaviour for users and operators. Leads are written in one
-`executemany` per batch, never one statement per lead in a loop, and a value the user gave (country,
-timezone) is never replaced by an inferred one.
+statement per batch (`bulk.update_each`: `UPDATE ... FROM unnest(...)` on PostgreSQL, so the lead
+counters' trigger runs once per batch; an executemany on SQLite), never one statement per lead, and a value
+the user gave (country, timezone) is never replaced by an inferred one.
 """
 
 from __future__ import annotations
@@ -14,20 +15,21 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from sqlalchemy import bindparam
 
-from outreach_core.bulk import byte_length
+from outreach_core.bulk import byte_length, update_each
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import leads
 from outreach_core.enrichment.rules import infer_country, infer_timezone
 from outreach_core.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports
+from outreach_core.targets.lead_counts import fold_lead_counters
 from outreach_core.targets.mail_domains import (
     DomainInfo,
     cached_domains,
     clean_domain,
     domain_infos,
+    known_domains,
     resolve_domains,
     store_domains,
 )
@@ -76,7 +78,7 @@ async def domains_to_resolve(
 
 
 def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
-    """The enrichment columns for one lead, as bind values of the batch update.
+    """The enrichment columns for one lead (by column name, with its `id`), a row of the batch update.
 
     Country: a country with no `country_source` was given by the user and is only re-spelled (`de` ->
     `DE`); otherwise (empty, or inferred earlier) it is inferred afresh. Timezone: a given one is only
@@ -98,13 +100,51 @@ def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
         tz = normalize_timezone(row.timezone) or row.timezone
     esp, mx_host = (row.esp, row.mx_host) if info.lookup_failed else (info.esp, info.mx_host)
     return {
-        "b_id": row.id,
-        "b_esp": esp,
-        "b_mx_host": mx_host,
-        "b_country": country,
-        "b_country_source": source,
-        "b_timezone": tz,
+        "id": row.id,
+        "esp": esp,
+        "mx_host": mx_host,
+        "country": country,
+        "country_source": source,
+        "timezone": tz,
     }
+
+
+async def enrich_new_leads(ctx: SystemContext, rows: list[dict[str, Any]]) -> int:
+    """Enrich leads about to be inserted (`leads` rows as dicts, with `domain`, `country`, `timezone`,
+    `phone`, `website`) whose domain is known without DNS: a consumer provider, or an unexpired entry of the
+    domain cache. Their enrichment columns and `enriched_at` are set in place, so the import writes each such
+    lead once instead of inserting it and updating it again (on PostgreSQL an update of every index of the
+    row, both trigram indexes included). The others get the same keys, left for the `enrich` worker
+    (`enriched_at` None). Returns how many were enriched."""
+    if not rows:
+        return 0
+    infos = await known_domains(ctx, sorted({str(row["domain"] or "") for row in rows}))
+    enriched = 0
+    for row in rows:
+        info = infos.get(clean_domain(row["domain"] or ""))
+        if info is None:
+            row.update(esp="unknown", mx_host=None, country_source=None, enriched_at=None)
+            continue
+        values = _lead_values(_Pending(row), info)
+        del values["id"]
+        row.update(values, enriched_at=ctx.now)
+        enriched += 1
+    return enriched
+
+
+class _Pending:
+    """A new lead's dict seen as the pending row `_lead_values` reads (nothing enriched yet)."""
+
+    def __init__(self, row: Mapping[str, Any]) -> None:
+        self.id = row["id"]
+        self.domain = row["domain"]
+        self.country = row["country"]
+        self.country_source = None
+        self.timezone = row["timezone"]
+        self.phone = row["phone"]
+        self.website = row["website"]
+        self.esp = "unknown"
+        self.mx_host = None
 
 
 async def enrich_pending(
@@ -126,20 +166,13 @@ async def enrich_pending(
     rows = (await ctx.conn.execute(stmt)).all()
     if rows:
         infos = await domain_infos(ctx, (r.domain for r in rows), resolved)
-        table = system_scope(leads)
-        update = (
-            table.update()
-            .where(leads.c.id == bindparam("b_id"), leads.c.enriched_at.is_(None))
-            .values(
-                esp=bindparam("b_esp"),
-                mx_host=bindparam("b_mx_host"),
-                country=bindparam("b_country"),
-                country_source=bindparam("b_country_source"),
-                timezone=bindparam("b_timezone"),
-                enriched_at=ctx.now,
-            )
+        update = system_scope(leads).update().values(enriched_at=ctx.now)
+        await update_each(
+            ctx,
+            update,
+            [_lead_values(r, infos[clean_domain(r.domain)]) for r in rows],
+            where=lambda _: [leads.c.enriched_at.is_(None)],
         )
-        await ctx.conn.execute(update, [_lead_values(r, infos[clean_domain(r.domain)]) for r in rows])
     finished = await finish_imports(ctx, workspace_id=workspace_id)
     return len(rows) + finished
 
@@ -187,4 +220,8 @@ async def enrich_batch(runtime: Runtime) -> int:
         if domains:
             resolved = await resolve_domains(runtime.ports.dns, domains)
             await runtime.system(store_domains, resolved)
-    return await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
+    handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
+    # The lead counters' deltas of this batch and of everything since the last fold (PostgreSQL; a fold is
+    # one short statement, an empty one an index probe).
+    await runtime.system(fold_lead_counters)
+    return handled

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, null
+from sqlalchemy import Boolean, Text, case, cast, func, null
+from sqlalchemy.dialects.postgresql import JSONB
 
-from outreach_core.bulk import insert_rows, one_of, try_lock
+from outreach_core.bulk import Values, insert_rows, one_of, try_lock, update_each
 from outreach_core.context import (
     Principal,
     SystemContext,
@@ -26,14 +27,16 @@ from outreach_core.context import (
     system_scope,
     workspace_itself,
 )
-from outreach_core.db.maintenance import refresh_lead_statistics
+from outreach_core.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
 from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
+from outreach_core.db.types import json_text
+from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.geo import normalize_country
 from outreach_core.ids import new_ids
 from outreach_core.imports.schemas import stored_row
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
-from outreach_core.targets.list_members import add_to_list
+from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
     ENRICHMENT_INPUTS,
     derived_columns,
@@ -49,6 +52,8 @@ Row = dict[str, Any]
 STATISTICS_FROM = 5_000
 """The planner statistics of `leads` are refreshed whenever an import has doubled the leads it created,
 from this many on (5,000, 10,000, 20,000 ...; nine times for a million)."""
+GROWN_TABLES = ("list_leads", "import_seen", "import_queue")
+"""The other tables a merge grows, whose statistics it keeps (`refresh_grown_statistics`)."""
 
 
 def import_principal(workspace_id: str) -> Principal:
@@ -98,6 +103,8 @@ async def merge_queued_rows(ctx: WorkspaceContext) -> int:
         # and looked up a part's 5,000 addresses by filtering every lead: 138 ms at 350,000 leads and
         # growing, instead of 20 ms through the address index (measured).
         await refresh_lead_statistics(ctx.conn)
+    # The other tables an import grows, analysed as they grow by half (PostgreSQL; see the function).
+    await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
     # The import's row is written last: from here to the commit, a chunk of this import waits for it.
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
     values["queued"] = lead_imports.c.queued - len(rows)
@@ -184,9 +191,11 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         r.email: r
         for r in (
             await ctx.conn.execute(
-                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id).where(
-                    one_of(ctx, leads.c.email, list(unique))
-                )
+                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id)
+                .where(one_of(ctx, leads.c.email, list(unique)))
+                # PostgreSQL: a lead met here cannot be deleted before this merge commits (it is counted,
+                # updated and put on the list below); SQLite runs one writer at a time anyway
+                .with_for_update(read=True)
             )
         ).all()
     }
@@ -227,14 +236,17 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
             counts["updated"] = await _update_existing(ctx, existing, unique)
         else:
             counts["skipped"] = len(existing)
+    ids: list[str] = []
     if new:
         ids = new_ids("lead", len(new))
         created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
+        # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
+        await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
-    if imp.list_id is not None and (new or existing):
-        members = lead_table.select(leads.c.id).where(one_of(ctx, leads.c.email, new + list(existing)))
-        await add_to_list(ctx, imp.list_id, members)
+    if imp.list_id is not None:
+        await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
+        await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
     return counts
 
 
@@ -273,50 +285,57 @@ async def _update_existing(
 ) -> int:
     """`existing: update`: fill in the values the file has (empty cells leave a field as it is).
 
-    One executemany UPDATE with uniform parameters: each field is `COALESCE(:new, current)`."""
+    One statement for the part (`bulk.update_each`: `UPDATE ... FROM unnest(...)` on PostgreSQL, an
+    executemany on SQLite): each field is `COALESCE(new, current)`."""
     lead_table = scoped(ctx, leads)
     current = {
         r.id: r
         for r in (
-            await ctx.conn.execute(lead_table.select().where(leads.c.id.in_(list(existing.values()))))
+            await ctx.conn.execute(
+                lead_table.select().where(one_of(ctx, leads.c.id, list(existing.values())))
+            )
         ).all()
     }
-    params = []
+    rows = []
     for email, lead_id in existing.items():
         row, now = unique[email][1], current[lead_id]
         new = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
         new["country"] = normalize_country(new["country"])
         merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in LEAD_FIELDS}
         derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
-        params.append(
+        rows.append(
             {
-                "lead_id": lead_id,
+                "id": lead_id,
                 **{f"new_{name}": value for name, value in new.items()},
-                "new_custom": {**(now.custom or {}), **(row.get("custom") or {})},
+                "new_custom": json_text({**(now.custom or {}), **(row.get("custom") or {})}),
                 **{f"new_{name}": value for name, value in derived.items()},
                 "new_search_index": search_index_value(derived["search_text"]),
                 "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
             }
         )
-    stmt = (
-        lead_table.update()
-        .where(leads.c.id == bindparam("lead_id"))
-        .values(
-            **{name: func.coalesce(bindparam(f"new_{name}"), getattr(leads.c, name)) for name in LEAD_FIELDS},
-            custom=bindparam("new_custom", type_=leads.c.custom.type),
-            sort_name=bindparam("new_sort_name"),
-            search_text=bindparam("new_search_text"),
+    types: dict[str, Any] = {f"new_{name}": leads.c[name].type for name in (*LEAD_FIELDS, *derived)}
+    types |= {
+        "new_custom": Text(),
+        "new_search_index": leads.c.search_index.type,
+        "reset_enrichment": Boolean(),
+    }
+    postgresql = ctx.conn.dialect.name == "postgresql"
+
+    def values(v: Values) -> dict[str, Any]:
+        return {
+            **{name: func.coalesce(v[f"new_{name}"], getattr(leads.c, name)) for name in LEAD_FIELDS},
+            "custom": cast(v["new_custom"], JSONB) if postgresql else v["new_custom"],
+            "sort_name": v["new_sort_name"],
+            "search_text": v["new_search_text"],
             # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-            search_index=case((leads.c.search_index.is_(None), null()), else_=bindparam("new_search_index")),
-            enriched_at=case((bindparam("reset_enrichment"), null()), else_=leads.c.enriched_at),
-            country_source=case(
-                (bindparam("new_country").is_not(None), null()), else_=leads.c.country_source
-            ),
-            updated_at=ctx.now,
-        )
-    )
-    await ctx.conn.execute(stmt, params)
-    return len(params)
+            "search_index": case((leads.c.search_index.is_(None), null()), else_=v["new_search_index"]),
+            "enriched_at": case((v["reset_enrichment"], null()), else_=leads.c.enriched_at),
+            "country_source": case((v["new_country"].is_not(None), null()), else_=leads.c.country_source),
+            "updated_at": ctx.now,
+        }
+
+    await update_each(ctx, lead_table.update(), rows, values=values, types=types)
+    return len(rows)
 
 
 def _clean(value: str | None) -> str | None:

@@ -1,5 +1,5 @@
-"""How many leads the workspace has, from the trigger-kept `lead_counters` (no scan), and the plan's contacts
-limit that creating and importing leads respect."""
+"""How many leads the workspace has, from the trigger-kept counters (`targets.lead_counts`, no scan), and
+the plan's contacts limit that creating and importing leads respect."""
 
 from __future__ import annotations
 
@@ -9,22 +9,23 @@ from sqlalchemy import func
 
 from outreach_core.billing.rules import PLANS, is_active
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import lead_counters, workspaces
+from outreach_core.db.tables import workspaces
 from outreach_core.errors import QuotaExceeded
 from outreach_core.leads.schemas import ListLeadsQuery
+from outreach_core.targets.lead_counts import lead_counts
 
 
 async def counted_leads(ctx: WorkspaceContext, query: ListLeadsQuery | None) -> int:
-    """Leads of the workspace matching status/verify/esp filters, from `lead_counters` (no scan)."""
-    counters = scoped(ctx, lead_counters)
-    stmt = counters.select(func.coalesce(func.sum(lead_counters.c.n), 0))
+    """Leads of the workspace matching status/verify/esp filters, from the trigger-kept counters (no scan)."""
+    counts = lead_counts(ctx)
+    stmt = counts.select().with_only_columns(func.coalesce(func.sum(counts.c.n), 0))
     if query is not None:
         if query.status:
-            stmt = stmt.where(lead_counters.c.status.in_(query.status))
+            stmt = stmt.where(counts.c.status.in_(query.status))
         if query.verify:
-            stmt = stmt.where(lead_counters.c.verify_status.in_(query.verify))
+            stmt = stmt.where(counts.c.verify_status.in_(query.verify))
         if query.esp:
-            stmt = stmt.where(lead_counters.c.esp.in_(query.esp))
+            stmt = stmt.where(counts.c.esp.in_(query.esp))
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 

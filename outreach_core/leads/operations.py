@@ -13,7 +13,6 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import (
     campaigns,
     labels,
-    lead_counters,
     lead_imports,
     lead_labels,
     leads,
@@ -39,6 +38,7 @@ from outreach_core.leads.schemas import (
     UpdateLeadIn,
 )
 from outreach_core.outbox import record_event
+from outreach_core.targets.lead_counts import lead_counts
 from outreach_core.targets.list_members import add_to_list, list_name
 from outreach_core.targets.rules import (
     ENRICHMENT_INPUTS,
@@ -152,8 +152,8 @@ async def get_lead_stats(ctx: WorkspaceContext, query: LeadStatsQuery) -> LeadSt
     """Counts of the workspace's leads (or of one list) by status, verification result and email provider,
     and whether an import is still being processed.
 
-    The whole workspace is read from the trigger-kept `lead_counters` (no scan); a list is one grouped scan
-    of its members."""
+    The whole workspace is read from the trigger-kept counters (`targets.lead_counts`, no scan); a list is
+    one grouped scan of its members."""
     grouped: Sequence[Any]
     if query.list_id:
         lead_table = scoped(ctx, leads)
@@ -163,14 +163,7 @@ async def get_lead_stats(ctx: WorkspaceContext, query: LeadStatsQuery) -> LeadSt
             await ctx.conn.execute(stmt.group_by(leads.c.status, leads.c.verify_status, leads.c.esp))
         ).all()
     else:
-        counters = scoped(ctx, lead_counters)
-        columns = (
-            lead_counters.c.status,
-            lead_counters.c.verify_status,
-            lead_counters.c.esp,
-            lead_counters.c.n,
-        )
-        grouped = (await ctx.conn.execute(counters.select(*columns).where(lead_counters.c.n > 0))).all()
+        grouped = (await ctx.conn.execute(lead_counts(ctx).select())).all()
     status = dict.fromkeys(LEAD_STATUSES, 0)
     verify = dict.fromkeys(VERIFY_STATUSES, 0)
     esp = dict.fromkeys(ESPS, 0)

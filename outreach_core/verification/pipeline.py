@@ -6,9 +6,10 @@ workspaces at a time, in three short transactions with the network I/O between t
 2. mail-server lookups (one per domain, through the shared cache `outreach_core.targets.mail_domains`:
    cached mail servers are trusted, a cached "no mail servers" is looked up again) and verifier API calls
    (`ask_verifier`) run outside any transaction;
-3. `record_verification` writes every result with one `executemany`, only where the lead still carries
-   this worker's marker (a lead re-queued or re-claimed meanwhile is left to its new owner), adds the
-   newly undeliverable leads to their import's counter and moves finished imports on.
+3. `record_verification` writes every result with one statement per kind (`bulk.update_each`), only
+   where the lead still carries this worker's marker (a lead re-queued or re-claimed meanwhile is left to
+   its new owner), adds the newly undeliverable leads to their import's counter and moves finished imports
+   on.
 
 Safe with any number of workers against one database; see `docs/verification.md`.
 """
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, func, literal, not_, or_
+from sqlalchemy import ColumnElement, and_, func, literal, not_, or_
 
+from outreach_core.bulk import Values, update_each
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import lead_imports, leads, workspaces
 from outreach_core.ports import HttpClient
@@ -156,12 +158,7 @@ async def claim_leads_to_verify(ctx: SystemContext, limit: int) -> list[ClaimedL
                 marker=claim_marker(until, attempt),
             )
         )
-    await ctx.conn.execute(
-        lead_table.update()
-        .where(leads.c.id == bindparam("b_id"))
-        .values(verify_reason=bindparam("b_marker")),
-        [{"b_id": c.id, "b_marker": c.marker} for c in claimed],
-    )
+    await update_each(ctx, lead_table.update(), [{"id": c.id, "verify_reason": c.marker} for c in claimed])
     return claimed
 
 
@@ -187,37 +184,41 @@ async def record_verification(ctx: SystemContext, outcomes: list[Outcome]) -> No
     actually written, and imports whose last lead was verified become `done` (`finish_imports`).
     """
     lead_table = system_scope(leads)
-    still_ours = and_(
-        leads.c.id == bindparam("b_id"),
-        leads.c.verify_status == "verifying",
-        leads.c.verify_reason == bindparam("b_marker"),
-    )
+
+    def still_ours(v: Values) -> list[ColumnElement[bool]]:
+        return [leads.c.verify_status == "verifying", leads.c.verify_reason == v["marker"]]
+
     finals = [(o.lead, o.result) for o in outcomes if isinstance(o.result, Verdict)]
     retries = [(o.lead, o.result) for o in outcomes if isinstance(o.result, Retry)]
+    marker_type = {"marker": leads.c.verify_reason.type}
     if finals:
-        await ctx.conn.execute(
-            lead_table.update()
-            .where(still_ours)
-            .values(
-                verify_status=bindparam("b_status"),
-                verify_reason=bindparam("b_reason"),
-                verified_at=bindparam("b_at"),
-            ),
+        await update_each(
+            ctx,
+            lead_table.update().values(verified_at=ctx.now),
             [
                 {
-                    "b_id": lead.id,
-                    "b_marker": lead.marker,
-                    "b_status": verdict.status,
-                    "b_reason": verdict.reason,
-                    "b_at": ctx.now,
+                    "id": lead.id,
+                    "marker": lead.marker,
+                    "verify_status": verdict.status,
+                    "verify_reason": verdict.reason,
                 }
                 for lead, verdict in finals
             ],
+            where=still_ours,
+            values=lambda v: {"verify_status": v["verify_status"], "verify_reason": v["verify_reason"]},
+            types=marker_type,
         )
     if retries:
-        await ctx.conn.execute(
-            lead_table.update().where(still_ours).values(verify_reason=bindparam("b_reason")),
-            [{"b_id": lead.id, "b_marker": lead.marker, "b_reason": retry.reason} for lead, retry in retries],
+        await update_each(
+            ctx,
+            lead_table.update(),
+            [
+                {"id": lead.id, "marker": lead.marker, "verify_reason": retry.reason}
+                for lead, retry in retries
+            ],
+            where=still_ours,
+            values=lambda v: {"verify_reason": v["verify_reason"]},
+            types=marker_type,
         )
     undeliverable = [
         lead

@@ -94,6 +94,21 @@ lead_counters = Table(
     Column("n", BigInteger, nullable=False),
 )
 
+lead_counter_deltas = Table(
+    "lead_counter_deltas",
+    metadata,
+    # PostgreSQL: what each statement on `leads` changed in `lead_counters`, appended by the statement
+    # triggers (migration 0013) instead of updating the one hot counter row; folded into `lead_counters` by
+    # the workers (`targets.lead_counts.fold_lead_counters`) and added to it wherever counters are read.
+    # SQLite (one writer at a time) keeps updating `lead_counters` directly and leaves this empty.
+    ws_fk(),
+    Column("status", String(16), nullable=False),
+    Column("verify_status", String(12), nullable=False),
+    Column("esp", String(12), nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Index("ix_lead_counter_deltas_workspace", "workspace_id"),
+)
+
 lists = Table(
     "lists",
     metadata,

@@ -1,0 +1,234 @@
+"""A lead import end to end, as users run it: the real `outreach serve` with all its workers.
+
+Starts `outreach serve` (every worker in the server process) on a free port against OUTREACH_DATABASE_URL
+(default a fresh SQLite file), with a local DNS server answering every MX query at once (so enrichment does
+real lookups without the network), and a workspace on the agency plan. Then, for each `--existing` mode, one
+import of `--rows` rows in 5,000-row chunks into a new list (`skip` creates the leads; `update`, run after it,
+meets every address again), while a second thread polls from outside. Reports:
+
+- chunks accepted: rows / seconds from the first request to the last response;
+- stored and listable: rows / seconds until the import has nothing `queued` and the list shows every row
+  (`GET /leads?listId=`);
+- done: seconds from "stored and listable" until `status` is `done` (ESP and country set by the enrich
+  worker);
+- `GET /leads?listId=` page 1 latency (p50/p95) while the import runs (from the first chunk to `done`).
+
+PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import touches
+(`ALTER TABLE ... SET (autovacuum_enabled = off)`), as on a server without it. `--stop-during` sends SIGTERM
+to the server right after the last chunk of the last import and reports how long it takes to exit.
+
+    .venv/bin/python bench/import_e2e.py [--rows 200000] [--existing skip,update] [--autovacuum off]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import signal
+import socket
+import statistics
+import threading
+import time
+from typing import Any
+
+import dns.flags
+import dns.message
+import dns.rcode
+import dns.rdatatype
+import dns.rrset
+import httpx
+from _server import free_port, served
+
+CHUNK = 5_000
+WORDS = ["acme", "globex", "initech", "umbrella", "hooli", "vandelay", "stark", "wayne", "wonka", "tyrell"]
+CONSUMER = ["gmail.com", "outlook.com", "yahoo.com", "proton.me", "icloud.com", "zoho.com"]
+TOUCHED = [
+    "leads",
+    "list_leads",
+    "lead_counters",
+    "lead_counter_deltas",
+    "lead_imports",
+    "import_queue",
+    "import_seen",
+    "domain_cache",
+]
+
+
+def row(i: int, rng: random.Random) -> dict[str, Any]:
+    """Row `i`: two in three at a consumer provider, the rest at one of 5,000 company domains."""
+    company = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i % 5000}"
+    domain = rng.choice(CONSUMER) if i % 3 else f"{company.replace(' ', '')}.example"
+    return {
+        "email": f"person{i}@{domain}",
+        "firstName": f"First{i % 100}",
+        "lastName": f"Last{i % 997}",
+        "company": company.title(),
+        "phone": "+49 30 1234567" if i % 4 == 0 else None,
+    }
+
+
+# --- a DNS server answering every MX query with one mail server -------------------------------------------
+
+
+def start_dns() -> int:
+    """A UDP DNS server on a free port, in a daemon thread: MX `10 mx.<name>` for every MX query."""
+    port = free_port()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", port))
+
+    def serve() -> None:
+        while True:
+            data, peer = sock.recvfrom(4096)
+            query = dns.message.from_wire(data)
+            reply = dns.message.make_response(query)
+            question = query.question[0]
+            if question.rdtype == dns.rdatatype.MX:
+                name = question.name.to_text()
+                reply.answer.append(dns.rrset.from_text(name, 3600, "IN", "MX", f"10 mx.{name}"))
+            reply.flags |= dns.flags.RA
+            sock.sendto(reply.to_wire(), peer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return port
+
+
+# --- PostgreSQL autovacuum --------------------------------------------------------------------------------
+
+
+async def set_autovacuum(url: str, enabled: bool) -> None:
+    from outreach_core.db.engine import create_engine
+
+    engine = create_engine(url)
+    async with engine.begin() as conn:
+        for table in TOUCHED:
+            await conn.exec_driver_sql(
+                f"ALTER TABLE {table} SET (autovacuum_enabled = {'on' if enabled else 'off'})"
+            )
+    await engine.dispose()
+
+
+# --- the measurement ---------------------------------------------------------------------------------------
+
+
+def percentile(samples: list[float], q: int) -> float:
+    if not samples:
+        return float("nan")
+    return statistics.quantiles(samples, n=100)[q - 1] if len(samples) > 1 else samples[0]
+
+
+class Poller(threading.Thread):
+    """Polls `GET /leads` page 1 back to back from outside, the workspace's (default sort) and the import's
+    list's in turn, timing each answer, until stopped."""
+
+    def __init__(self, base: str, key: str, list_id: str) -> None:
+        super().__init__(daemon=True)
+        self.http = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+        self.list_id = list_id
+        self.latencies: dict[str, list[float]] = {"workspace": [], "list": []}
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            for name, params in (("workspace", {}), ("list", {"listId": self.list_id})):
+                started = time.perf_counter()
+                response = self.http.get("/api/v1/leads", params=params)
+                self.latencies[name].append((time.perf_counter() - started) * 1000)
+                response.raise_for_status()
+            self.stopping.wait(0.05)
+
+    def report(self) -> str:
+        return "; ".join(
+            f"GET /leads page 1 ({name}) during the import p50 {percentile(lat, 50):.0f} ms, "
+            f"p95 {percentile(lat, 95):.0f} ms, max {max(lat):.0f} ms ({len(lat)} polls)"
+            for name, lat in self.latencies.items()
+            if lat
+        )
+
+
+def one_import(http: httpx.Client, base: str, key: str, rows: int, existing: str, stop_after: bool) -> str:
+    list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
+    poller = Poller(base, key, list_id)
+    rng = random.Random(7)
+    import_id: str | None = None
+    started = time.perf_counter()
+    poller.start()
+    for first in range(0, rows, CHUNK):
+        body: dict[str, Any] = {
+            "rows": [row(i, rng) for i in range(first, min(first + CHUNK, rows))],
+            "final": first + CHUNK >= rows,
+            "existing": existing,
+        }
+        if import_id is None:
+            body["list"] = {"id": list_id}
+        else:
+            body["importId"] = import_id
+        response = http.post("/api/v1/leads/import", json=body)
+        response.raise_for_status()
+        import_id = response.json()["id"]
+    accepted = time.perf_counter() - started
+    line = f"existing={existing}: {rows:,} rows accepted in {accepted:.1f} s = {rows / accepted:,.0f} rows/s"
+    if stop_after:
+        poller.stopping.set()
+        return line
+    stored_at = done_at = None
+    while done_at is None:
+        imp = http.get(f"/api/v1/leads/imports/{import_id}").json()
+        now = time.perf_counter()
+        if stored_at is None and imp["queued"] == 0:
+            listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
+            if listed["total"] >= rows or not listed.get("totalExact", True):
+                stored_at = now
+        if stored_at is not None and imp["status"] == "done":
+            done_at = now
+        else:
+            time.sleep(0.2)
+    poller.stopping.set()
+    poller.join()
+    assert stored_at is not None
+    return (
+        f"{line}; stored and listable after {stored_at - started:.1f} s = "
+        f"{rows / (stored_at - started):,.0f} rows/s; done {done_at - stored_at:.1f} s after that; "
+        f"{poller.report()}; "
+        f"created {imp['created']:,}, updated {imp['updated']:,}, skipped {imp['skipped']:,}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--existing", default="skip,update", help="imports to run, in order")
+    parser.add_argument("--autovacuum", choices=["on", "off"], default="on", help="PostgreSQL only")
+    parser.add_argument("--stop-during", action="store_true", help="SIGTERM the server after the last chunk")
+    args = parser.parse_args()
+    dns_port = start_dns()
+    extra = {"OUTREACH_DNS_NAMESERVERS": f"127.0.0.1:{dns_port}"}
+    with (
+        served(plan="agency", workers=True, env_extra=extra) as server,
+        httpx.Client(
+            base_url=server.base, headers={"Authorization": f"Bearer {server.key}"}, timeout=600
+        ) as http,
+    ):
+        url = server.env["OUTREACH_DATABASE_URL"]
+        note = ""
+        if url.startswith("postgresql"):
+            asyncio.run(set_autovacuum(url, args.autovacuum == "on"))
+            note = f", autovacuum {args.autovacuum}"
+        print(f"{server.engine}{note}, {args.rows:,} rows per import, `outreach serve` with all workers")
+        modes = args.existing.split(",")
+        for n, mode in enumerate(modes):
+            print(
+                one_import(
+                    http, server.base, server.key, args.rows, mode, args.stop_during and n == len(modes) - 1
+                )
+            )
+        if args.stop_during:
+            assert server.process is not None
+            started = time.perf_counter()
+            server.process.send_signal(signal.SIGTERM)
+            server.process.wait(timeout=120)
+            print(f"SIGTERM during the merge: the server exited after {time.perf_counter() - started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
