@@ -1,10 +1,7 @@
 """lead counters on PostgreSQL: statements append deltas instead of updating one hot row
 
 Revision ID: 0013
-Revises: 0011
-
-(0012 is the inbox's migration of the same round; whichever merges second points its `down_revision` at the
-other.)
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
