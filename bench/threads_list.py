@@ -32,16 +32,7 @@ BATCH = 20_000
 KINDS = ["reply"] * 14 + ["out_of_office"] * 2 + ["auto_reply"] * 2 + ["bounce", "unsubscribe_request"]
 
 
-EXTRA_INDEXES = (
-    "CREATE INDEX ix_bench_threads_ws_kind ON threads (workspace_id, kind, last_message_at, id)",
-    "CREATE INDEX ix_bench_threads_ws_unread ON threads (workspace_id, unread, last_message_at, id)",
-)
-"""What `--extra-indexes` adds (not in the schema): the figures with and without them for the decision."""
-
-
-async def _write_rows(
-    url: str, workspace_id: str, n: int, campaign_id: str, labels: list[str], extra: bool
-) -> str:
+async def _write_rows(url: str, workspace_id: str, n: int, campaign_id: str, labels: list[str]) -> str:
     from outreach_core.db.engine import create_engine
     from outreach_core.db.tables import leads, mailboxes, threads
     from outreach_core.ids import new_ids
@@ -107,10 +98,6 @@ async def _write_rows(
             )
         async with engine.begin() as conn:
             await conn.execute(threads.insert(), rows)
-    if extra:
-        async with engine.begin() as conn:
-            for statement in EXTRA_INDEXES:
-                await conn.exec_driver_sql(statement)
     async with engine.connect() as conn:
         conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
         if conn.dialect.name == "sqlite":
@@ -126,7 +113,6 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=30)
-    parser.add_argument("--extra-indexes", action="store_true", help="add EXTRA_INDEXES before measuring")
     args = parser.parse_args()
     with (
         served(plan="agency") as server,
@@ -139,10 +125,9 @@ def main() -> None:
         labels = [http.post("/api/v1/labels", json={"name": f"Label {i}"}).json()["id"] for i in range(5)]
         started = time.perf_counter()
         url = server.env["OUTREACH_DATABASE_URL"]
-        lead = asyncio.run(_write_rows(url, workspace_id, args.threads, cid, labels, args.extra_indexes))
-        extra = " (with EXTRA_INDEXES)" if args.extra_indexes else ""
+        lead = asyncio.run(_write_rows(url, workspace_id, args.threads, cid, labels))
         took = time.perf_counter() - started
-        print(f"\n{server.engine}{extra}: wrote {args.threads:,} threads in {took:.1f} s\n")
+        print(f"\n{server.engine}: wrote {args.threads:,} threads in {took:.1f} s\n")
         some_thread = http.get("/api/v1/threads").json()["threads"][0]["id"]
         cases: list[tuple[str, str, dict[str, Any]]] = [
             ("no filter", Q, {}),

@@ -68,6 +68,8 @@ threads = Table(
     Index("ix_threads_ws_label", "workspace_id", "label_id", "last_message_at", "id"),
     Index("ix_threads_ws_campaign", "workspace_id", "campaign_id", "last_message_at", "id"),
     Index("ix_threads_ws_mailbox", "workspace_id", "mailbox_id", "last_message_at", "id"),
+    Index("ix_threads_ws_kind", "workspace_id", "kind", "last_message_at", "id"),
+    Index("ix_threads_ws_unread", "workspace_id", "unread", "last_message_at", "id"),
     Index("ix_threads_lead", "lead_id"),
 )
 
