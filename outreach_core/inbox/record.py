@@ -12,7 +12,7 @@ from outreach_core.context import SystemContext, WorkspaceContext, as_workspace,
 from outreach_core.db.tables import inbox_messages, mailboxes
 from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
-from outreach_core.inbox.effects import Received, apply_effects
+from outreach_core.inbox.effects import Received, apply_effects, put_labels
 from outreach_core.inbox.known import Known, Pending, ThreadState, load_known, load_threads
 from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
@@ -133,9 +133,11 @@ async def record_messages(
         [m.send_id for _, m in matched if m.send_id],
     )
     pending = Pending(await load_threads(wctx, [conversation_of(m, batch.mailbox_id) for _, m in matched]))
+    received: list[Received] = []
     for p, m in matched:
         verdict = _label_verdict(p, builtin, (ai or {}).get(p.fetched.uid))
-        await _record_one(wctx, batch, p, m, verdict, known, pending)
+        received.append(await _record_one(wctx, batch, p, m, verdict, known, pending))
+    await put_labels(wctx, received)
     await pending.flush(wctx)
     return len(matched)
 
@@ -172,7 +174,7 @@ async def _record_one(
     label: LabelVerdict,
     known: Known,
     pending: Pending,
-) -> None:
+) -> Received:
     parsed, verdict, arrived = p.parsed, p.verdict, p.fetched.arrived_at
     kind = THREAD_KIND[verdict.kind]
     forwarded = m.by == "thread" and kind in REPLY_KINDS and parsed.from_address != m.lead_email
@@ -218,6 +220,7 @@ async def _record_one(
             **labelled,
         )
         thread.dirty = True
+        thread.added += 1
     message_row_id = new_id("msg")
     pending.messages.append(
         {
@@ -264,6 +267,7 @@ async def _record_one(
         pending=pending,
     )
     await apply_effects(ctx, received)
+    return received
 
 
 def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:

@@ -1,0 +1,86 @@
+"""A batch's writes: a label's triggers run once per lead however many leads of the batch get that label, and
+a thread changed by someone else after the batch read it keeps that change (the count grows, a label set by
+a person stays)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import httpx
+import pytest
+from sqlalchemy import update
+
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import label_timers, labels, threads
+from outreach_core.inbox.known import Pending, load_threads
+from outreach_core.inbox.record import inbox_context
+from outreach_core.labels.schemas import LabelTriggers
+from tests.conftest import MakeWorkspace
+from tests.inbox.ingest import builtin_id, fetched, ingest, read, reply_to, sent_campaign, threads_of
+from tests.mail_servers import SmtpServer, Users
+
+
+@pytest.fixture
+def smtp(smtp_servers: dict[str, SmtpServer]) -> SmtpServer:
+    return smtp_servers["starttls"]
+
+
+async def test_one_timer_per_lead_when_a_batch_labels_several_leads_alike(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
+) -> None:
+    ws = await make_workspace()
+    emails = [f"p{n}@p{n}-corp.example" for n in range(4)]
+    sent = await sent_campaign(http, ws, smtp, mail_users, emails)
+    ooo = await builtin_id(ws, "auto_reply")
+
+    async def with_timer(ctx: WorkspaceContext) -> None:
+        triggers = LabelTriggers.model_validate({"removeAfterDays": 3}).model_dump(mode="json")
+        await ctx.conn.execute(
+            update(labels)
+            .where(labels.c.id == ooo, labels.c.workspace_id == ctx.workspace_id)
+            .values(triggers=triggers)
+        )
+
+    await ws.runtime.execute(await ws.principal(), with_timer)
+    auto = {"Auto-Submitted": "auto-replied"}
+    replies = [fetched(reply_to(sent.received[e], "Thanks, we got your message.", headers=auto)) for e in emails]
+    assert await ingest(sent, *replies) == 4
+    assert {t.label_id for t in await threads_of(ws)} == {ooo}
+    timers = await read(ws, lambda ctx: scoped(ctx, label_timers).select())
+    assert Counter(t.lead_id for t in timers) == {sent.leads[e]: 1 for e in emails}
+
+
+async def test_a_flush_keeps_a_manual_label_and_a_count_changed_since_the_batch_read_the_thread(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
+) -> None:
+    ws = await make_workspace()
+    email = "ola@ola-corp.example"
+    sent = await sent_campaign(http, ws, smtp, mail_users, [email])
+    await ingest(sent, fetched(reply_to(sent.received[email], "Interesting, tell me more.")))
+    [thread] = await threads_of(ws)
+    meeting = await builtin_id(ws, "meeting_booked")
+    auto_reply = await builtin_id(ws, "auto_reply")
+
+    async def race(ctx: WorkspaceContext) -> None:
+        wctx = inbox_context(ctx, ws.workspace_id)
+        pending = Pending(await load_threads(wctx, [thread.conversation]))
+        state = pending.threads[thread.conversation]
+        # meanwhile, a person labels the thread and another batch adds two messages
+        await ctx.conn.execute(
+            update(threads)
+            .where(threads.c.id == thread.id)
+            .values(label_id=meeting, label_source="manual", label_reason="by hand", message_count=3)
+        )
+        state.values.update(
+            label_id=auto_reply,
+            label_source="rules",
+            label_reason="auto-reply",
+            message_count=state.values["message_count"] + 1,
+        )
+        state.dirty, state.added = True, 1
+        await pending.flush(wctx)
+
+    await ws.runtime.system(race)
+    [after] = await threads_of(ws)
+    assert (after.label_id, after.label_source, after.label_reason) == (meeting, "manual", "by hand")
+    assert after.message_count == 4
