@@ -9,18 +9,21 @@ In order (docs/inbox.md, "Matching"):
    reply, as a lead of the workspace; the campaign is then that of the latest email the mailbox sent the
    lead (none: the thread has no campaign).
 
+Never matched: our own mail (its Message-ID is in `sends`: a self-CC, a copy delivered to a read folder) and
+anything whose From is the mailbox's own address.
+
 Every look-up is scoped to the workspace, so a forged `In-Reply-To` naming another workspace's email never
 matches. A message matching nothing is ignored by the caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_messages, leads, sends, threads
+from outreach_core.db.tables import inbox_messages, leads, mailboxes, sends, threads
 from outreach_core.inbox.rules import Classification, ParsedMessage
 
 LOOKUP_CHUNK = 500
@@ -65,14 +68,20 @@ def addresses(parsed: ParsedMessage, verdict: Classification) -> list[str]:
 async def match_messages(
     ctx: WorkspaceContext, mailbox_id: str, items: Sequence[tuple[ParsedMessage, Classification]]
 ) -> list[Match | None]:
-    """A match (or None) for each message, with a handful of queries for the whole batch."""
+    """A match (or None) for each message, with a handful of queries for the whole batch. Our own mail is
+    never a lead's message (`ours`)."""
     wanted_ids = {i for p, v in items for i in thread_ids(p, v)}
-    by_send = await _sends_by_message_id(ctx, wanted_ids)
+    own_ids = {p.message_id for p, _ in items if p.message_id}
+    by_send = await _sends_by_message_id(ctx, wanted_ids | own_ids)
     by_thread = await _threads_by_message_id(ctx, mailbox_id, wanted_ids - by_send.keys())
+    own_address = await _mailbox_address(ctx, mailbox_id)
     results: list[Match | None] = []
     pending: list[tuple[int, list[str]]] = []
     for n, (parsed, verdict) in enumerate(items):
         found: Match | None = None
+        if ours(parsed, own_address, by_send.keys()):
+            results.append(None)
+            continue
         for mid in thread_ids(parsed, verdict):
             found = by_send.get(mid) or by_thread.get(mid)
             if found is not None:
@@ -92,6 +101,24 @@ async def match_messages(
                     results[n] = Match(lead_id, email, campaign_id, send_id, cl_id, "address")
                     break
     return results
+
+
+def ours(parsed: ParsedMessage, own_address: str | None, sent_ids: Container[str]) -> bool:
+    """A copy of our own email (its Message-ID is in the send ledger: a self-CC, a copy delivered to the
+    inbox) or anything written from the mailbox's own address: not a lead's message, never recorded."""
+    if parsed.message_id and parsed.message_id in sent_ids:
+        return True
+    sender = (parsed.from_address or "").lower()
+    return bool(sender) and sender == own_address
+
+
+async def _mailbox_address(ctx: WorkspaceContext, mailbox_id: str) -> str | None:
+    found = (
+        await ctx.conn.execute(
+            scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == mailbox_id)
+        )
+    ).scalar_one_or_none()
+    return None if found is None else str(found).lower()
 
 
 async def _sends_by_message_id(ctx: WorkspaceContext, ids: Iterable[str]) -> dict[str, Match]:

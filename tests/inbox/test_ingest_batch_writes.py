@@ -5,6 +5,7 @@ a person stays)."""
 from __future__ import annotations
 
 from collections import Counter
+from email.message import EmailMessage
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from outreach_core.labels.schemas import LabelTriggers
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import builtin_id, fetched, ingest, read, reply_to, sent_campaign, threads_of
 from tests.mail_servers import SmtpServer, Users
+from tests.sending.helpers import rows
 
 
 @pytest.fixture
@@ -84,3 +86,25 @@ async def test_a_flush_keeps_a_manual_label_and_a_count_changed_since_the_batch_
     [after] = await threads_of(ws)
     assert (after.label_id, after.label_source, after.label_reason) == (meeting, "manual", "by hand")
     assert after.message_count == 4
+
+
+async def test_our_own_mail_read_back_from_a_folder_is_not_a_reply(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
+) -> None:
+    ws = await make_workspace()
+    a, b = "rae@rae-corp.example", "sol@sol-corp.example"
+    sent = await sent_campaign(http, ws, smtp, mail_users, [a, b])
+    # written from the mailbox's own address in a mail client, threaded on our email to `a`
+    from_us = reply_to(sent.received[a], "Following up by hand.", sender=f"Sam <{sent.mailbox_email}>")
+    # a copy of our email to `b` (its Message-ID is in the ledger) sent from an alias, threaded on `a`'s
+    copy = EmailMessage()
+    for name, value in sent.received[b].items():
+        if name.lower() in ("to", "subject", "date", "message-id"):
+            copy[name] = value
+    copy["From"] = "Sam <sam@alias.example>"
+    copy["In-Reply-To"] = copy["References"] = str(sent.received[a]["Message-ID"])
+    copy.set_content("Hello again")
+    assert await ingest(sent, fetched(from_us), fetched(copy.as_bytes())) == 0
+    assert await threads_of(ws) == []
+    statuses = {cl.status for cl in await rows(ws, "campaign_leads", campaign_id=sent.campaign_id)}
+    assert statuses == {"contacted"}
