@@ -4,9 +4,12 @@ thread, insert the message, apply its effects (docs/inbox.md, "Recording and eff
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import nh3
 
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
 from outreach_core.db.tables import inbox_messages, mailboxes
@@ -238,7 +241,7 @@ async def _record_one(
             "to_emails": list(parsed.to),
             "subject": parsed.subject,
             "text": parsed.text,
-            "html": parsed.html,
+            "html": received_html(parsed.html),
             "bounce": _bounce(p, m),
             "send_id": m.send_id,
             "forwarded": forwarded,
@@ -268,6 +271,17 @@ async def _record_one(
     )
     await apply_effects(ctx, received)
     return received
+
+
+def received_html(markup: str | None) -> str | None:
+    """A received HTML body as stored and shown (DESIGN section 7): through nh3's default allow-list (tables
+    and inline formatting kept; scripts, styles, event handlers, `javascript:` links removed)."""
+    if markup is None:
+        return None
+    return nh3.clean(_SURROGATES.sub("\ufffd", markup), clean_content_tags={"script", "style"})
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:
