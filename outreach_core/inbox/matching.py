@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from sqlalchemy import Select
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import inbox_messages, leads, mailboxes, sends, threads
@@ -38,7 +40,6 @@ class Match:
     lead_email: str
     campaign_id: str | None
     send_id: str | None
-    campaign_lead_id: str | None
     by: Literal["thread", "address"]
 
 
@@ -97,8 +98,8 @@ async def match_messages(
             for address in named:
                 if address in people:
                     lead_id, email = people[address]
-                    campaign_id, send_id, cl_id = latest.get(lead_id, (None, None, None))
-                    results[n] = Match(lead_id, email, campaign_id, send_id, cl_id, "address")
+                    campaign_id, send_id = latest.get(lead_id, (None, None))
+                    results[n] = Match(lead_id, email, campaign_id, send_id, "address")
                     break
     return results
 
@@ -131,14 +132,13 @@ async def _sends_by_message_id(ctx: WorkspaceContext, ids: Iterable[str]) -> dic
                 sends.c.id,
                 sends.c.lead_id,
                 sends.c.campaign_id,
-                sends.c.campaign_lead_id,
                 leads.c.email,
             )
             .join(leads, leads.c.id == sends.c.lead_id)
             .where(sends.c.message_id.in_(chunk))
         )
         for r in rows:
-            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.id, r.campaign_lead_id, "thread")
+            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.id, "thread")
     return out
 
 
@@ -162,7 +162,7 @@ async def _threads_by_message_id(
             .where(inbox_messages.c.mailbox_id == mailbox_id, inbox_messages.c.message_id.in_(chunk))
         )
         for r in rows:
-            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.send_id, None, "thread")
+            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.send_id, "thread")
     return out
 
 
@@ -179,23 +179,27 @@ async def _leads_by_email(ctx: WorkspaceContext, emails: Iterable[str]) -> dict[
 
 async def _latest_sends(
     ctx: WorkspaceContext, mailbox_id: str, lead_ids: Iterable[str]
-) -> dict[str, tuple[str, str, str | None]]:
-    """Per lead, the latest email this mailbox sent it: (campaign, send, campaign lead)."""
-    out: dict[str, tuple[str, str, str | None]] = {}
+) -> dict[str, tuple[str, str]]:
+    """Per lead, the latest email this mailbox sent it: (campaign, send)."""
+    out: dict[str, tuple[str, str]] = {}
     for chunk in _chunks(lead_ids):
-        rows = await ctx.conn.execute(
-            scoped(ctx, sends)
-            .select(sends.c.lead_id, sends.c.campaign_id, sends.c.id, sends.c.campaign_lead_id)
-            .where(
-                sends.c.lead_id.in_(chunk),
-                sends.c.mailbox_id == mailbox_id,
-                sends.c.sent_at.is_not(None),
-            )
-            .order_by(sends.c.created_at.desc(), sends.c.id.desc())
-        )
-        for r in rows:
-            out.setdefault(r.lead_id, (r.campaign_id, r.id, r.campaign_lead_id))
+        for r in await ctx.conn.execute(latest_sends_query(ctx, mailbox_id, chunk)):
+            out.setdefault(r.lead_id, (r.campaign_id, r.id))
     return out
+
+
+def latest_sends_query(ctx: WorkspaceContext, mailbox_id: str, lead_ids: Sequence[str]) -> Select[Any]:
+    """The emails the mailbox sent these leads, newest first (walks `ix_sends_lead_mailbox`)."""
+    return (
+        scoped(ctx, sends)
+        .select(sends.c.lead_id, sends.c.campaign_id, sends.c.id)
+        .where(
+            sends.c.lead_id.in_(lead_ids),
+            sends.c.mailbox_id == mailbox_id,
+            sends.c.sent_at.is_not(None),
+        )
+        .order_by(sends.c.created_at.desc(), sends.c.id.desc())
+    )
 
 
 def _chunks(values: Iterable[str]) -> Iterable[list[str]]:

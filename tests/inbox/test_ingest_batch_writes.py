@@ -9,11 +9,12 @@ from email.message import EmailMessage
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import label_timers, labels, threads
 from outreach_core.inbox.known import Pending, load_threads
+from outreach_core.inbox.matching import latest_sends_query
 from outreach_core.inbox.record import inbox_context
 from outreach_core.labels.schemas import LabelTriggers
 from tests.conftest import MakeWorkspace
@@ -108,3 +109,23 @@ async def test_our_own_mail_read_back_from_a_folder_is_not_a_reply(
     assert await threads_of(ws) == []
     statuses = {cl.status for cl in await rows(ws, "campaign_leads", campaign_id=sent.campaign_id)}
     assert statuses == {"contacted"}
+
+
+async def test_the_match_by_address_walks_the_sends_of_the_leads_only(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
+) -> None:
+    ws = await make_workspace()
+    email = "uma@uma-corp.example"
+    sent = await sent_campaign(http, ws, smtp, mail_users, [email])
+    sqlite = ws.runtime.is_sqlite
+
+    async def plan(ctx: WorkspaceContext) -> str:
+        stmt = latest_sends_query(ctx, sent.mailbox_id, [sent.leads[email], "lead_other"])
+        sql = str(stmt.compile(dialect=ctx.conn.dialect, compile_kwargs={"literal_binds": True}))
+        if sqlite:
+            return "\n".join(str(r[-1]) for r in await ctx.conn.execute(text("EXPLAIN QUERY PLAN " + sql)))
+        await ctx.conn.execute(text("SET LOCAL enable_seqscan = off"))
+        return "\n".join(str(r[0]) for r in await ctx.conn.execute(text("EXPLAIN " + sql)))
+
+    steps = await ws.runtime.read(await ws.principal(), plan)
+    assert "ix_sends_lead_mailbox" in steps, steps
