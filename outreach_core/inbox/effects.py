@@ -26,7 +26,7 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, inbox_messages, lead_labels, leads, sends
 from outreach_core.event_data import iso_z
 from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
-from outreach_core.inbox.rules import Classification
+from outreach_core.inbox.rules import BounceRecipient, Classification
 from outreach_core.labels.apply import put_label_on
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
@@ -53,7 +53,7 @@ class Received:
     subject: str
     text: str
     arrived_at: dt.datetime
-    label_id: str | None  # the thread's label when this message set it (None: manual label kept or none)
+    label_id: str | None  # the label this message set on its thread (None: the thread kept its own, or none)
     label_source: Literal["rules", "ai"]
     thread_subject: str
     known: Known
@@ -190,15 +190,22 @@ async def _away(ctx: WorkspaceContext, m: Received, return_date: dt.date) -> Non
 
 
 async def _bounced(ctx: WorkspaceContext, m: Received) -> None:
-    failed = m.verdict.bounces
-    if not failed or all(b.action == "delayed" for b in failed):
+    first = failed_recipient(m.verdict, m.lead_email)
+    if first is None or all(b.action == "delayed" for b in m.verdict.bounces):
         return  # a delay warning: the MTA is still trying; recorded, nothing else
-    first = next((b for b in failed if b.recipient == m.lead_email), failed[0])
     send = await _send(ctx, m.send_id)
     if first.hard:
         await _hard_bounce(ctx, m, first, send)
     elif send is not None:
         await _soft_bounce(ctx, m, send)
+
+
+def failed_recipient(verdict: Classification, lead_email: str) -> BounceRecipient | None:
+    """The failed recipient a bounce is about: the lead's address when the report names it, else the first."""
+    failed = verdict.bounces
+    if verdict.kind != "bounce" or not failed:
+        return None
+    return next((b for b in failed if b.recipient == lead_email), failed[0])
 
 
 async def _send(ctx: WorkspaceContext, send_id: str | None) -> Any:

@@ -18,7 +18,7 @@ from outreach_core.inbox.matching import latest_sends_query
 from outreach_core.inbox.record import inbox_context
 from outreach_core.labels.schemas import LabelTriggers
 from tests.conftest import MakeWorkspace
-from tests.inbox.ingest import builtin_id, fetched, ingest, read, reply_to, sent_campaign, threads_of
+from tests.inbox.ingest import builtin_id, dsn, fetched, ingest, read, reply_to, sent_campaign, threads_of
 from tests.mail_servers import SmtpServer, Users
 from tests.sending.helpers import rows
 
@@ -46,7 +46,9 @@ async def test_one_timer_per_lead_when_a_batch_labels_several_leads_alike(
 
     await ws.runtime.execute(await ws.principal(), with_timer)
     auto = {"Auto-Submitted": "auto-replied"}
-    replies = [fetched(reply_to(sent.received[e], "Thanks, we got your message.", headers=auto)) for e in emails]
+    replies = [
+        fetched(reply_to(sent.received[e], "Thanks, we got your message.", headers=auto)) for e in emails
+    ]
     assert await ingest(sent, *replies) == 4
     assert {t.label_id for t in await threads_of(ws)} == {ooo}
     timers = await read(ws, lambda ctx: scoped(ctx, label_timers).select())
@@ -129,3 +131,34 @@ async def test_the_match_by_address_walks_the_sends_of_the_leads_only(
 
     steps = await ws.runtime.read(await ws.principal(), plan)
     assert "ix_sends_lead_mailbox" in steps, steps
+
+
+async def test_an_auto_reply_or_an_unlabelled_reply_keeps_an_interested_label_a_bounce_replaces_it(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
+) -> None:
+    ws = await make_workspace()
+    email = "vic@vic-corp.example"
+    sent = await sent_campaign(http, ws, smtp, mail_users, [email])
+    original = sent.received[email]
+    await ingest(sent, fetched(reply_to(original, "Yes, interested. Call me.")))
+    [thread] = await threads_of(ws)
+    interested = await builtin_id(ws, "interested")
+
+    async def labelled_by_ai(ctx: WorkspaceContext) -> None:
+        await ctx.conn.execute(
+            update(threads)
+            .where(threads.c.id == thread.id)
+            .values(label_id=interested, label_source="ai", label_reason="AI: wants a call")
+        )
+
+    await ws.runtime.execute(await ws.principal(), labelled_by_ai)
+    auto = reply_to(
+        original, "Thank you, your message was received.", headers={"Auto-Submitted": "auto-replied"}
+    )
+    await ingest(sent, fetched(auto), fetched(reply_to(original, "One more thing: Tuesday works.")))
+    [after] = await threads_of(ws)
+    assert (after.label_id, after.label_source, after.label_reason) == (interested, "ai", "AI: wants a call")
+    assert after.message_count == 3
+    await ingest(sent, fetched(dsn(original, "5.1.1", "550 5.1.1 mailbox unknown")))
+    [bounced] = await threads_of(ws)
+    assert (bounced.kind, bounced.label_id) == ("bounce", await builtin_id(ws, "bounce"))

@@ -1,5 +1,5 @@
-"""sends: an index on (workspace_id, lead_id, mailbox_id, sent_at), for the inbox's match by address (the latest email a
-mailbox sent a lead read the mailbox's whole send history without it) and the lead's own emails
+"""sends: an index on (workspace_id, lead_id, mailbox_id, sent_at), for the inbox's match by address (the
+latest email a mailbox sent a lead read the mailbox's whole send history without it)
 
 Revision ID: 0015
 Revises: 0014
