@@ -32,7 +32,7 @@ async def test_one_timer_per_lead_when_a_batch_labels_several_leads_alike(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
 ) -> None:
     ws = await make_workspace()
-    emails = [f"p{n}@p{n}-corp.example" for n in range(4)]
+    emails = [f"timer{n}@timer{n}-corp.example" for n in range(4)]
     sent = await sent_campaign(http, ws, smtp, mail_users, emails)
     ooo = await builtin_id(ws, "auto_reply")
 
@@ -59,7 +59,7 @@ async def test_a_flush_keeps_a_manual_label_and_a_count_changed_since_the_batch_
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
 ) -> None:
     ws = await make_workspace()
-    email = "ola@ola-corp.example"
+    email = "race.ola@race-corp.example"
     sent = await sent_campaign(http, ws, smtp, mail_users, [email])
     await ingest(sent, fetched(reply_to(sent.received[email], "Interesting, tell me more.")))
     [thread] = await threads_of(ws)
@@ -95,7 +95,7 @@ async def test_our_own_mail_read_back_from_a_folder_is_not_a_reply(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
 ) -> None:
     ws = await make_workspace()
-    a, b = "rae@rae-corp.example", "sol@sol-corp.example"
+    a, b = "own.rae@own-corp.example", "own.sol@own-corp.example"
     sent = await sent_campaign(http, ws, smtp, mail_users, [a, b])
     # written from the mailbox's own address in a mail client, threaded on our email to `a`
     from_us = reply_to(sent.received[a], "Following up by hand.", sender=f"Sam <{sent.mailbox_email}>")
@@ -117,7 +117,7 @@ async def test_the_match_by_address_walks_the_sends_of_the_leads_only(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
 ) -> None:
     ws = await make_workspace()
-    email = "uma@uma-corp.example"
+    email = "plan.uma@plan-corp.example"
     sent = await sent_campaign(http, ws, smtp, mail_users, [email])
     sqlite = ws.runtime.is_sqlite
 
@@ -137,7 +137,7 @@ async def test_an_auto_reply_or_an_unlabelled_reply_keeps_an_interested_label_a_
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, smtp: SmtpServer, mail_users: Users
 ) -> None:
     ws = await make_workspace()
-    email = "vic@vic-corp.example"
+    email = "keep.vic@keep-corp.example"
     sent = await sent_campaign(http, ws, smtp, mail_users, [email])
     original = sent.received[email]
     await ingest(sent, fetched(reply_to(original, "Yes, interested. Call me.")))
