@@ -9,24 +9,25 @@
 - hard bounce: lead and campaign lead `bounced`, the address suppressed, the ledger row `bounced` (so it
   counts toward the campaign's bounce threshold, checked here as by the sender), `lead.bounced`.
 - soft bounce (not a delay warning): the step is sent again once, 12 hours later.
-- the thread's label (not manual) is put on the lead with its triggers, `lead.labeled`.
+- the thread's label (not manual) is put on the lead with its triggers, `lead.labeled`: once per label for
+  the whole batch (`put_labels`, called by the recorder at the end).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from outreach_core.campaigns.schedule import zone
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
+from outreach_core.db.tables import campaign_leads, inbox_messages, lead_labels, leads, sends
 from outreach_core.event_data import iso_z
 from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
-from outreach_core.inbox.rules import Classification
+from outreach_core.inbox.rules import BounceRecipient, Classification
 from outreach_core.labels.apply import put_label_on
-from outreach_core.labels.store import LabelRow
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
 from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids
@@ -52,7 +53,7 @@ class Received:
     subject: str
     text: str
     arrived_at: dt.datetime
-    label_id: str | None  # the thread's label when this message set it (None: manual label kept or none)
+    label_id: str | None  # the label this message set on its thread (None: the thread kept its own, or none)
     label_source: Literal["rules", "ai"]
     thread_subject: str
     known: Known
@@ -91,8 +92,6 @@ async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
                 cl.status, cl.next_at = "unsubscribed", None
     elif kind == "bounce":
         await _bounced(ctx, m)
-    if label is not None:
-        await _put_label(ctx, m, label)
 
 
 def _campaign_lead(m: Received) -> CampaignLead | None:
@@ -191,15 +190,22 @@ async def _away(ctx: WorkspaceContext, m: Received, return_date: dt.date) -> Non
 
 
 async def _bounced(ctx: WorkspaceContext, m: Received) -> None:
-    failed = m.verdict.bounces
-    if not failed or all(b.action == "delayed" for b in failed):
+    first = failed_recipient(m.verdict, m.lead_email)
+    if first is None or all(b.action == "delayed" for b in m.verdict.bounces):
         return  # a delay warning: the MTA is still trying; recorded, nothing else
-    first = next((b for b in failed if b.recipient == m.lead_email), failed[0])
     send = await _send(ctx, m.send_id)
     if first.hard:
         await _hard_bounce(ctx, m, first, send)
     elif send is not None:
         await _soft_bounce(ctx, m, send)
+
+
+def failed_recipient(verdict: Classification, lead_email: str) -> BounceRecipient | None:
+    """The failed recipient a bounce is about: the lead's address when the report names it, else the first."""
+    failed = verdict.bounces
+    if verdict.kind != "bounce" or not failed:
+        return None
+    return next((b for b in failed if b.recipient == lead_email), failed[0])
 
 
 async def _send(ctx: WorkspaceContext, send_id: str | None) -> Any:
@@ -299,12 +305,35 @@ async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
     )
 
 
-async def _put_label(ctx: WorkspaceContext, m: Received, label: tuple[LabelRow, str]) -> None:
-    row, _ = label
-    lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == m.lead_id)
-    if await put_label_on(ctx, row, lead_ids, m.label_source, record_events=False):
-        person = m.known.people[m.lead_id]
-        if row.triggers.suppress and person.status in SUPPRESSIBLE_STATUSES:
-            person.status = "suppressed"  # what the trigger did to the row
-        data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
-        m.pending.events.append(("lead.labeled", data))
+async def put_labels(ctx: WorkspaceContext, received: Sequence[Received]) -> None:
+    """Put the labels the batch's messages set on their leads, once per label for the whole batch (the
+    label's triggers run on the leads stamped with the transaction's time: a second call for the same label
+    would run them again for the first call's leads); `lead.labeled` for each lead newly labelled."""
+    by_label: dict[str, list[Received]] = {}
+    for m in received:
+        if m.label_id is not None and m.label_id in m.known.labels:
+            by_label.setdefault(m.label_id, []).append(m)
+    for label_id, group in by_label.items():
+        row, _ = group[0].known.labels[label_id]
+        ids = sorted({m.lead_id for m in group})
+        lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id.in_(ids))
+        if not await put_label_on(ctx, row, lead_ids, group[0].label_source, record_events=False):
+            continue
+        newly = set(
+            (
+                await ctx.conn.execute(
+                    scoped(ctx, lead_labels)
+                    .select(lead_labels.c.lead_id)
+                    .where(lead_labels.c.label_id == label_id, lead_labels.c.labeled_at == ctx.now)
+                )
+            ).scalars()
+        )
+        for m in group:
+            if m.lead_id not in newly:
+                continue
+            newly.discard(m.lead_id)  # one event per lead, for the first message that labelled it
+            person = m.known.people[m.lead_id]
+            if row.triggers.suppress and person.status in SUPPRESSIBLE_STATUSES:
+                person.status = "suppressed"  # what the trigger did to the row
+            data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
+            m.pending.events.append(("lead.labeled", data))

@@ -7,9 +7,11 @@ Only facts a batch does not change are kept here; statuses are always read where
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy import Integer, case
 
 from outreach_core.bulk import update_each
 from outreach_core.context import WorkspaceContext, scoped
@@ -191,6 +193,7 @@ class ThreadState:
     stored: bool  # a row exists already (read at the start, or inserted by an earlier flush)
     values: dict[str, Any]  # the columns to insert, or to set on the existing row
     dirty: bool = False
+    added: int = 0  # messages added to a stored thread since it was read: `message_count` grows by this
 
 
 @dataclass
@@ -210,9 +213,15 @@ class Pending:
             await ctx.conn.execute(*scoped(ctx, threads).insert_many([{"id": t.id, **t.values} for t in new]))
         changed = [t for t in self.threads.values() if t.stored and t.dirty]
         if changed:
-            await update_each(ctx, scoped(ctx, threads).update(), [{"id": t.id, **t.values} for t in changed])
+            await update_each(
+                ctx,
+                scoped(ctx, threads).update(),
+                [{"id": t.id, **t.values, "added": t.added} for t in changed],
+                values=_thread_changes,
+                types={"added": Integer()},
+            )
         for t in self.threads.values():
-            t.stored, t.dirty = True, False
+            t.stored, t.dirty, t.added = True, False, 0
             t.values = {k: t.values[k] for k in THREAD_CHANGES}
         if self.messages:
             await ctx.conn.execute(*scoped(ctx, inbox_messages).insert_many(self.messages))
@@ -231,6 +240,20 @@ THREAD_CHANGES = (
     "label_reason",
 )
 """The columns a new message changes on its thread (all of them each time: one statement for all rows)."""
+
+
+def _thread_changes(v: Mapping[str, Any]) -> dict[str, Any]:
+    """What a stored thread's row gets, safe against a change made since the batch read it: the count grows
+    by the messages added (never set back), and a label a person set (`manual`) is never replaced."""
+    manual = threads.c.label_source == "manual"
+    kept = {k: case((manual, threads.c[k]), else_=v[k]) for k in ("label_id", "label_source", "label_reason")}
+    return {
+        "kind": v["kind"],
+        "last_message_at": v["last_message_at"],
+        "unread": v["unread"],
+        "message_count": threads.c.message_count + v["added"],
+        **kept,
+    }
 
 
 async def load_threads(ctx: WorkspaceContext, conversations: Iterable[str]) -> dict[str, ThreadState]:

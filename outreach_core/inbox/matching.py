@@ -9,18 +9,23 @@ In order (docs/inbox.md, "Matching"):
    reply, as a lead of the workspace; the campaign is then that of the latest email the mailbox sent the
    lead (none: the thread has no campaign).
 
+Never matched: our own mail (its Message-ID is in `sends`: a self-CC, a copy delivered to a read folder) and
+anything whose From is the mailbox's own address.
+
 Every look-up is scoped to the workspace, so a forged `In-Reply-To` naming another workspace's email never
 matches. A message matching nothing is ignored by the caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+from sqlalchemy import Select
 
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_messages, leads, sends, threads
+from outreach_core.db.tables import inbox_messages, leads, mailboxes, sends, threads
 from outreach_core.inbox.rules import Classification, ParsedMessage
 
 LOOKUP_CHUNK = 500
@@ -35,7 +40,6 @@ class Match:
     lead_email: str
     campaign_id: str | None
     send_id: str | None
-    campaign_lead_id: str | None
     by: Literal["thread", "address"]
 
 
@@ -65,14 +69,20 @@ def addresses(parsed: ParsedMessage, verdict: Classification) -> list[str]:
 async def match_messages(
     ctx: WorkspaceContext, mailbox_id: str, items: Sequence[tuple[ParsedMessage, Classification]]
 ) -> list[Match | None]:
-    """A match (or None) for each message, with a handful of queries for the whole batch."""
+    """A match (or None) for each message, with a handful of queries for the whole batch. Our own mail is
+    never a lead's message (`ours`)."""
     wanted_ids = {i for p, v in items for i in thread_ids(p, v)}
-    by_send = await _sends_by_message_id(ctx, wanted_ids)
+    own_ids = {p.message_id for p, _ in items if p.message_id}
+    by_send = await _sends_by_message_id(ctx, wanted_ids | own_ids)
     by_thread = await _threads_by_message_id(ctx, mailbox_id, wanted_ids - by_send.keys())
+    own_address = await _mailbox_address(ctx, mailbox_id)
     results: list[Match | None] = []
     pending: list[tuple[int, list[str]]] = []
     for n, (parsed, verdict) in enumerate(items):
         found: Match | None = None
+        if ours(parsed, own_address, by_send.keys()):
+            results.append(None)
+            continue
         for mid in thread_ids(parsed, verdict):
             found = by_send.get(mid) or by_thread.get(mid)
             if found is not None:
@@ -88,10 +98,28 @@ async def match_messages(
             for address in named:
                 if address in people:
                     lead_id, email = people[address]
-                    campaign_id, send_id, cl_id = latest.get(lead_id, (None, None, None))
-                    results[n] = Match(lead_id, email, campaign_id, send_id, cl_id, "address")
+                    campaign_id, send_id = latest.get(lead_id, (None, None))
+                    results[n] = Match(lead_id, email, campaign_id, send_id, "address")
                     break
     return results
+
+
+def ours(parsed: ParsedMessage, own_address: str | None, sent_ids: Container[str]) -> bool:
+    """A copy of our own email (its Message-ID is in the send ledger: a self-CC, a copy delivered to the
+    inbox) or anything written from the mailbox's own address: not a lead's message, never recorded."""
+    if parsed.message_id and parsed.message_id in sent_ids:
+        return True
+    sender = (parsed.from_address or "").lower()
+    return bool(sender) and sender == own_address
+
+
+async def _mailbox_address(ctx: WorkspaceContext, mailbox_id: str) -> str | None:
+    found = (
+        await ctx.conn.execute(
+            scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == mailbox_id)
+        )
+    ).scalar_one_or_none()
+    return None if found is None else str(found).lower()
 
 
 async def _sends_by_message_id(ctx: WorkspaceContext, ids: Iterable[str]) -> dict[str, Match]:
@@ -104,14 +132,13 @@ async def _sends_by_message_id(ctx: WorkspaceContext, ids: Iterable[str]) -> dic
                 sends.c.id,
                 sends.c.lead_id,
                 sends.c.campaign_id,
-                sends.c.campaign_lead_id,
                 leads.c.email,
             )
             .join(leads, leads.c.id == sends.c.lead_id)
             .where(sends.c.message_id.in_(chunk))
         )
         for r in rows:
-            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.id, r.campaign_lead_id, "thread")
+            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.id, "thread")
     return out
 
 
@@ -135,7 +162,7 @@ async def _threads_by_message_id(
             .where(inbox_messages.c.mailbox_id == mailbox_id, inbox_messages.c.message_id.in_(chunk))
         )
         for r in rows:
-            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.send_id, None, "thread")
+            out[r.message_id] = Match(r.lead_id, r.email, r.campaign_id, r.send_id, "thread")
     return out
 
 
@@ -152,23 +179,27 @@ async def _leads_by_email(ctx: WorkspaceContext, emails: Iterable[str]) -> dict[
 
 async def _latest_sends(
     ctx: WorkspaceContext, mailbox_id: str, lead_ids: Iterable[str]
-) -> dict[str, tuple[str, str, str | None]]:
-    """Per lead, the latest email this mailbox sent it: (campaign, send, campaign lead)."""
-    out: dict[str, tuple[str, str, str | None]] = {}
+) -> dict[str, tuple[str, str]]:
+    """Per lead, the latest email this mailbox sent it: (campaign, send)."""
+    out: dict[str, tuple[str, str]] = {}
     for chunk in _chunks(lead_ids):
-        rows = await ctx.conn.execute(
-            scoped(ctx, sends)
-            .select(sends.c.lead_id, sends.c.campaign_id, sends.c.id, sends.c.campaign_lead_id)
-            .where(
-                sends.c.lead_id.in_(chunk),
-                sends.c.mailbox_id == mailbox_id,
-                sends.c.sent_at.is_not(None),
-            )
-            .order_by(sends.c.created_at.desc(), sends.c.id.desc())
-        )
-        for r in rows:
-            out.setdefault(r.lead_id, (r.campaign_id, r.id, r.campaign_lead_id))
+        for r in await ctx.conn.execute(latest_sends_query(ctx, mailbox_id, chunk)):
+            out.setdefault(r.lead_id, (r.campaign_id, r.id))
     return out
+
+
+def latest_sends_query(ctx: WorkspaceContext, mailbox_id: str, lead_ids: Sequence[str]) -> Select[Any]:
+    """The emails the mailbox sent these leads, newest first (walks `ix_sends_lead_mailbox`)."""
+    return (
+        scoped(ctx, sends)
+        .select(sends.c.lead_id, sends.c.campaign_id, sends.c.id)
+        .where(
+            sends.c.lead_id.in_(lead_ids),
+            sends.c.mailbox_id == mailbox_id,
+            sends.c.sent_at.is_not(None),
+        )
+        .order_by(sends.c.created_at.desc(), sends.c.id.desc())
+    )
 
 
 def _chunks(values: Iterable[str]) -> Iterable[list[str]]:

@@ -4,15 +4,18 @@ thread, insert the message, apply its effects (docs/inbox.md, "Recording and eff
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+import nh3
 
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
 from outreach_core.db.tables import inbox_messages, mailboxes
 from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
-from outreach_core.inbox.effects import Received, apply_effects
+from outreach_core.inbox.effects import Received, apply_effects, failed_recipient, put_labels
 from outreach_core.inbox.known import Known, Pending, ThreadState, load_known, load_threads
 from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
@@ -23,8 +26,9 @@ INBOX_TASK = "inbox"
 REPLY_KINDS = ("reply", "auto_reply", "out_of_office", "unsubscribe_request")
 
 
-class Fetched(Protocol):
-    """What recording needs of `pipeline.Fetched` (declared here: pipeline imports this module)."""
+class FetchedFacts(Protocol):
+    """What recording needs of a fetched message (`pipeline.Fetched`; a protocol, since pipeline imports
+    this module)."""
 
     @property
     def uid(self) -> int: ...
@@ -32,8 +36,8 @@ class Fetched(Protocol):
     def arrived_at(self) -> dt.datetime: ...
 
 
-class FolderBatch(Protocol):
-    """What recording needs of `pipeline.FolderBatch`."""
+class BatchFacts(Protocol):
+    """What recording needs of a folder batch (`pipeline.FolderBatch`)."""
 
     @property
     def workspace_id(self) -> str: ...
@@ -49,7 +53,7 @@ class FolderBatch(Protocol):
 class Prepared:
     """One fetched message, parsed and classified (outside the transaction)."""
 
-    fetched: Fetched
+    fetched: FetchedFacts
     parsed: ParsedMessage
     verdict: Classification
 
@@ -59,9 +63,7 @@ def inbox_context(ctx: SystemContext, workspace_id: str) -> WorkspaceContext:
     return as_workspace(ctx, workspace_itself(workspace_id, INBOX_TASK))
 
 
-async def to_record(
-    ctx: WorkspaceContext, batch: FolderBatch, prepared: Sequence[Prepared]
-) -> list[Prepared]:
+async def to_record(ctx: WorkspaceContext, batch: BatchFacts, prepared: Sequence[Prepared]) -> list[Prepared]:
     """The messages of the batch that are new, stored kinds, and arrived after the mailbox's `inbox_since`;
     one per Message-ID (a changed UIDVALIDITY re-reads a folder: what is recorded is recognised by it)."""
     since = (
@@ -112,7 +114,7 @@ async def to_record(
 
 async def record_messages(
     ctx: SystemContext,
-    batch: FolderBatch,
+    batch: BatchFacts,
     prepared: Sequence[Prepared],
     ai: Mapping[int, AiLabel] | None = None,
 ) -> int:
@@ -133,9 +135,11 @@ async def record_messages(
         [m.send_id for _, m in matched if m.send_id],
     )
     pending = Pending(await load_threads(wctx, [conversation_of(m, batch.mailbox_id) for _, m in matched]))
+    received: list[Received] = []
     for p, m in matched:
         verdict = _label_verdict(p, builtin, (ai or {}).get(p.fetched.uid))
-        await _record_one(wctx, batch, p, m, verdict, known, pending)
+        received.append(await _record_one(wctx, batch, p, m, verdict, known, pending))
+    await put_labels(wctx, received)
     await pending.flush(wctx)
     return len(matched)
 
@@ -147,16 +151,34 @@ def _label_verdict(p: Prepared, builtin: dict[str, str], ai: AiLabel | None) -> 
 
 
 def _bounce(p: Prepared, m: Match) -> dict[str, Any] | None:
-    failed = p.verdict.bounces
-    if p.verdict.kind != "bounce" or not failed:
+    first = failed_recipient(p.verdict, m.lead_email)
+    if first is None:
         return None
-    first = next((b for b in failed if b.recipient == m.lead_email), failed[0])
     return {
         "status": first.status or first.reply_code,
         "hard": first.hard,
         "reason": first.reason,
         "recipient": first.recipient,
     }
+
+
+def keeps_label(thread: Mapping[str, Any], label: LabelVerdict, known: Known) -> bool:
+    """Whether the thread keeps its label over the new message's (docs/inbox.md, "Labels"): a manual label
+    always; a positive or negative one against a message with no label, or a neutral one (auto-reply,
+    out of office): a later auto-reply must not hide that the lead said yes (or no)."""
+    if thread["label_source"] == "manual":
+        return True
+    held = known.labels.get(thread["label_id"] or "")
+    if held is None or held[1] not in ("positive", "negative"):
+        return False
+    new = known.labels.get(label.label_id or "")
+    return new is None or new[1] == "neutral"
+
+
+def message_kind(classified: str) -> str:
+    """A received message's own kind: its thread kind, except a spam complaint (ARF), kept as `complaint` so
+    complaints can be counted (its thread is an `unsubscribe_request`: the thread kinds are fixed)."""
+    return "complaint" if classified == "complaint" else THREAD_KIND[classified]
 
 
 def conversation_of(m: Match, mailbox_id: str) -> str:
@@ -166,20 +188,20 @@ def conversation_of(m: Match, mailbox_id: str) -> str:
 
 async def _record_one(
     ctx: WorkspaceContext,
-    batch: FolderBatch,
+    batch: BatchFacts,
     p: Prepared,
     m: Match,
     label: LabelVerdict,
     known: Known,
     pending: Pending,
-) -> None:
+) -> Received:
     parsed, verdict, arrived = p.parsed, p.verdict, p.fetched.arrived_at
     kind = THREAD_KIND[verdict.kind]
     forwarded = m.by == "thread" and kind in REPLY_KINDS and parsed.from_address != m.lead_email
     conversation = conversation_of(m, batch.mailbox_id)
     thread = pending.threads.get(conversation)
-    manual = thread is not None and thread.values["label_source"] == "manual"
-    labelled = {} if manual else {
+    kept = thread is not None and keeps_label(thread.values, label, known)
+    labelled = {} if kept else {
         "label_id": label.label_id, "label_source": label.source, "label_reason": label.reason
     }  # fmt: skip
     if thread is None:
@@ -218,6 +240,7 @@ async def _record_one(
             **labelled,
         )
         thread.dirty = True
+        thread.added += 1
     message_row_id = new_id("msg")
     pending.messages.append(
         {
@@ -229,13 +252,13 @@ async def _record_one(
             "uidvalidity": batch.uidvalidity,
             "uid": p.fetched.uid,
             "message_id": parsed.message_id,
-            "kind": kind,
+            "kind": message_kind(verdict.kind),
             "from_email": (parsed.from_address or "")[:320],
             "from_name": parsed.from_name[:200] or None,
             "to_emails": list(parsed.to),
             "subject": parsed.subject,
             "text": parsed.text,
-            "html": parsed.html,
+            "html": received_html(parsed.html),
             "bounce": _bounce(p, m),
             "send_id": m.send_id,
             "forwarded": forwarded,
@@ -257,13 +280,25 @@ async def _record_one(
         subject=parsed.subject,
         text=parsed.text,
         arrived_at=arrived,
-        label_id=None if manual else label.label_id,
+        label_id=None if kept else label.label_id,
         label_source=label.source,
         thread_subject=thread.subject,
         known=known,
         pending=pending,
     )
     await apply_effects(ctx, received)
+    return received
+
+
+def received_html(markup: str | None) -> str | None:
+    """A received HTML body as stored and shown (DESIGN section 7): through nh3's default allow-list (tables
+    and inline formatting kept; scripts, styles, event handlers, `javascript:` links removed)."""
+    if markup is None:
+        return None
+    return nh3.clean(_SURROGATES.sub("\ufffd", markup), clean_content_tags={"script", "style"})
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:

@@ -80,9 +80,9 @@ class ThreadMessage(WireModel):
     id: str = Field(description="The message's id; for an email of the campaign, its send id.")
     direction: Direction
     kind: str = Field(
-        description="Received: reply, auto_reply, out_of_office, bounce, unsubscribe_request (or another "
-        "kind the classifier gives). Sent: `campaign` (an email of the sequence) or `manual` (a reply "
-        "sent from the thread)."
+        description="Received: reply, auto_reply, out_of_office, bounce, unsubscribe_request, or complaint "
+        "(a spam complaint report; its thread's kind is unsubscribe_request). Sent: `campaign` (an email "
+        "of the sequence) or `manual` (a reply sent from the thread)."
     )
     from_: str = Field(alias="from", description="The sender's address.")
     to: list[str]

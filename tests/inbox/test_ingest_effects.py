@@ -208,6 +208,8 @@ async def test_a_complaint_report_unsubscribes_and_suppresses(
     [thread] = await threads_of(ws)
     assert thread.kind == "unsubscribe_request" and thread.label_name == "Unsubscribe request"
     assert "abuse" in thread.label_reason
+    [message] = await messages_of(ws, thread.id)
+    assert message.kind == "complaint"  # counted as a complaint; the thread kinds are fixed
     assert (await lead_row(ws, sent.leads[email])).status == "unsubscribed"
     assert await suppressed(ws) == {email: "unsubscribed"}
     [event] = await events(ws, "lead.unsubscribed")

@@ -100,3 +100,27 @@ async def test_an_ingested_reply_is_a_thread_to_read_label_and_answer(
         ("out", "manual"),
         ("in", "reply"),
     ]
+
+
+async def test_a_received_html_body_is_sanitized_before_it_is_shown(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    ws = await make_workspace()
+    lead = "eve.html@html-corp.example"
+    sent = await sent_campaign(http, ws, smtp_servers["starttls"], mail_users, [lead])
+    raw = email.message_from_bytes(reply_to(sent.received[lead], "Hi there"), policy=email.policy.SMTP)
+    assert isinstance(raw, EmailMessage)
+    raw.add_alternative(
+        '<p>Hi <b>there</b></p><script>alert("x")</script><img src="https://x.example/a.png" '
+        'onerror="alert(1)"><a href="javascript:alert(2)">click</a><table><tr><td>cell</td></tr></table>',
+        subtype="html",
+    )
+    assert await ingest(sent, fetched(raw.as_bytes())) == 1
+    [listed] = (await http.get(f"{API}/threads", headers=ws.headers)).json()["threads"]
+    thread = (await http.get(f"{API}/threads/{listed['id']}", headers=ws.headers)).json()
+    html = thread["messages"][-1]["html"]
+    assert "<p>Hi <b>there</b></p>" in html and "<td>cell</td>" in html
+    assert "script" not in html and "alert" not in html and "onerror" not in html

@@ -86,7 +86,7 @@ inbox_messages = Table(
     Column("uidvalidity", BigInteger, nullable=True),
     Column("uid", BigInteger, nullable=True),
     Column("message_id", String(998), nullable=True),  # the Message-ID header as given
-    Column("kind", String(20), nullable=False),
+    Column("kind", String(20), nullable=False),  # the thread kinds, complaint (in); campaign, manual (out)
     Column("from_email", String(320), nullable=False, server_default=""),
     Column("from_name", String(200), nullable=True),
     Column("to_emails", JsonType, nullable=False),

@@ -215,4 +215,6 @@ sends = Table(
     # the sender: first emails a day per campaign (dailyCap) and the bounce rate (migration 0006)
     Index("ix_sends_campaign_step", "campaign_id", "step", "created_at"),
     Index("ix_sends_campaign_status", "campaign_id", "status"),
+    # the inbox's match by address: the latest email a mailbox sent a lead (migration 0015)
+    Index("ix_sends_lead_mailbox", "workspace_id", "lead_id", "mailbox_id", "sent_at"),
 )
