@@ -7,7 +7,8 @@
   after that date (midnight in the lead's zone), never earlier than planned.
 - unsubscribe request, complaint report: exactly the one-click link's unsubscribe (`campaigns/unsubscribe`).
 - hard bounce: lead and campaign lead `bounced`, the address suppressed, the ledger row `bounced` (so it
-  counts toward the campaign's bounce threshold, checked here as by the sender), `lead.bounced`.
+  counts toward the campaign's bounce threshold, checked once per campaign after the batch, as by the
+  sender), `lead.bounced`.
 - soft bounce (not a delay warning): the step is sent again once, 12 hours later.
 - the thread's label (not manual) is put on the lead with its triggers, `lead.labeled`: once per label for
   the whole batch (`put_labels`, called by the recorder at the end).
@@ -262,8 +263,7 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
     }
     m.pending.events.append(("lead.bounced", await m.data(ctx, bounce=bounce)))
     if m.campaign_id is not None:
-        await m.pending.flush(ctx)  # `campaign.paused`, if any, comes after the bounce that caused it
-        await check_bounce_rate(ctx, m.campaign_id)
+        m.pending.bounced_campaigns.add(m.campaign_id)
 
 
 async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
@@ -303,6 +303,14 @@ async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
         finished_at=None,
         reason=f"Email {send.step + 1} bounced (soft); sent again once later."[:200],
     )
+
+
+async def check_bounce_rates(ctx: WorkspaceContext, pending: Pending) -> None:
+    """The bounce threshold of each campaign that had a hard bounce in the batch, once per campaign (one count
+    of its ledger each), after the batch's writes: `campaign.paused`, if any, follows the bounces."""
+    for campaign_id in sorted(pending.bounced_campaigns):
+        await check_bounce_rate(ctx, campaign_id)
+    pending.bounced_campaigns.clear()
 
 
 async def put_labels(ctx: WorkspaceContext, received: Sequence[Received]) -> None:

@@ -206,6 +206,8 @@ class Pending:
     threads: dict[str, ThreadState] = field(default_factory=dict)  # by conversation
     messages: list[dict[str, Any]] = field(default_factory=list)
     events: list[tuple[EventKind, dict[str, Any]]] = field(default_factory=list)
+    # campaigns with a hard bounce in the batch: their bounce rate is checked once, after the last flush
+    bounced_campaigns: set[str] = field(default_factory=set)
 
     async def flush(self, ctx: WorkspaceContext) -> None:
         new = [t for t in self.threads.values() if not t.stored]

@@ -15,7 +15,13 @@ from outreach_core.context import SystemContext, WorkspaceContext, as_workspace,
 from outreach_core.db.tables import inbox_messages, mailboxes
 from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
-from outreach_core.inbox.effects import Received, apply_effects, failed_recipient, put_labels
+from outreach_core.inbox.effects import (
+    Received,
+    apply_effects,
+    check_bounce_rates,
+    failed_recipient,
+    put_labels,
+)
 from outreach_core.inbox.known import Known, Pending, ThreadState, load_known, load_threads
 from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
@@ -141,6 +147,7 @@ async def record_messages(
         received.append(await _record_one(wctx, batch, p, m, verdict, known, pending))
     await put_labels(wctx, received)
     await pending.flush(wctx)
+    await check_bounce_rates(wctx, pending)
     return len(matched)
 
 
