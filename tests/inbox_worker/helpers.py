@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from outreach_core.context import SystemContext
 from outreach_core.db.tables import inbox_folders, inbox_leases, mailboxes
-from outreach_core.inbox.pipeline import FolderBatch, ingest_batch
+from outreach_core.inbox.pipeline import FolderBatch, Guard, ingest_batch
 from outreach_core.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import MailServers, Security
@@ -42,17 +42,32 @@ class Seen:
 
 @dataclass
 class Recorder:
-    """An `ingest` for supervisors: `before(batch)` may raise or wait (a crash, a slow batch), then the real
-    `ingest_batch` runs; what it committed is kept in `seen`."""
+    """An `ingest` for supervisors: the real `ingest_batch`, with `before(batch)` run at the start of the
+    recording transaction's guard (so it may raise or wait like a crash or a slow transaction); what it
+    committed is kept in `seen`."""
 
     seen: list[Seen] = field(default_factory=list)
     batches: list[FolderBatch] = field(default_factory=list)
     before: Callable[[FolderBatch], Awaitable[None]] | None = None
 
-    async def __call__(self, runtime: Runtime, batch: FolderBatch) -> int:
-        if self.before is not None:
-            await self.before(batch)
-        handled = await ingest_batch(runtime, batch)
+    async def __call__(
+        self, runtime: Runtime, batch: FolderBatch, *, holder: str | None = None, guard: Guard | None = None
+    ) -> int:
+        before = self.before
+
+        async def recording(work: Awaitable[int]) -> int:
+            if before is not None:
+                try:
+                    await before(batch)
+                except BaseException:
+                    work.close()  # type: ignore[attr-defined]  # the transaction never starts
+                    raise
+            return await work
+
+        def guarded(work: Awaitable[int]) -> Awaitable[int]:
+            return recording(work) if guard is None else guard(recording(work))
+
+        handled = await ingest_batch(runtime, batch, holder=holder, guard=guarded)
         self.batches.append(batch)
         self.seen.extend(
             Seen(batch.mailbox_id, batch.folder, batch.role, batch.uidvalidity, m.uid, m.arrived_at, m.raw)
