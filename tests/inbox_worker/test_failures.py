@@ -239,3 +239,45 @@ async def test_paused_mailboxes_and_errors_the_inbox_did_not_set_are_not_read(
     response = await http.patch(url, headers=ws.headers, json={"status": "active"})
     assert response.status_code == 200, response.text
     await until(lambda: recorder.subjects(mailbox_id)[-1] == "while paused", what="reading again")
+
+
+async def test_a_quiet_mailbox_shows_its_syncs_and_clears_the_error_of_a_dropped_connection(
+    make_runtime: Callable[..., Runtime],
+    make_workspace: MakeWorkspace,
+    mail_servers: MailServers,
+    workers: Workers,
+    recorder: Recorder,
+    http: httpx.AsyncClient,
+) -> None:
+    proxy = CuttingProxy(mail_servers.imap.host, mail_servers.imap.tls_port, cut_after=0, cuts=0)
+    await proxy.start()
+    try:
+        rt = make_runtime(inbox_poll_s=0.3)
+        ws = await make_workspace()
+        mailbox_id, _, _ = await imap_mailbox(ws, mail_servers, port=proxy.port, inbox_poll=True)
+        workers.start(rt, recorder, [ws.workspace_id])
+
+        async def shown() -> dict[str, object]:
+            return await mailbox_json(http, ws, mailbox_id)
+
+        async def synced_once() -> bool:
+            return (await shown())["lastSyncedAt"] is not None
+
+        await until(synced_once, what="the first sync")
+        first = (await shown())["lastSyncedAt"]
+        proxy.block()  # the connection drops; reconnecting fails while blocked
+
+        async def has_error() -> bool:
+            return (await shown())["syncError"] is not None
+
+        await until(has_error, what="the error of the dropped connection")
+        proxy.unblock()
+
+        async def recovered() -> bool:
+            now = await shown()
+            return now["syncError"] is None and str(now["lastSyncedAt"]) > str(first)
+
+        await until(recovered, what="a sync clearing the error with no new mail")
+        assert recorder.seen == []  # nothing arrived: no batch recorded anything
+    finally:
+        await proxy.stop()
