@@ -1,5 +1,5 @@
-"""Leases and the recording transaction: a worker that lost a mailbox's lease records nothing of it, and
-stopping one mailbox's task never waits for another mailbox's transaction."""
+"""Leases and the recording transaction: a worker that lost a mailbox's lease records nothing of it;
+stopping one mailbox's task never waits for another mailbox's transaction, nor for its own AI calls."""
 
 from __future__ import annotations
 
@@ -13,10 +13,20 @@ import pytest
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import inbox_folders, inbox_leases
 from outreach_core.inbox.pipeline import FolderBatch, LeaseLost, ingest_batch
+from outreach_core.ports import ChatAnswer, Ports
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import batch, fetched, messages_of, reply_to, sent_campaign, threads_of
-from tests.inbox_worker.helpers import Maildrop, Recorder, Workers, imap_mailbox, message, until
+from tests.inbox_worker.helpers import (
+    Maildrop,
+    Recorder,
+    Replies,
+    Workers,
+    checkpoints_of,
+    imap_mailbox,
+    message,
+    until,
+)
 from tests.mail_servers import MailServers, SmtpServer, Users
 
 LEAD = "ada@lead.example"
@@ -95,3 +105,37 @@ async def test_stopping_a_mailbox_does_not_wait_for_another_mailboxs_transaction
     release_slow.set()
     await until(lambda: recorder.subjects(slow_id) == ["slow"], what="the slow batch recorded")
     await sup.stop()
+
+
+class StuckAi:
+    """An AI provider that never answers (a slow paid API; the only fake here)."""
+
+    def __init__(self) -> None:
+        self.called = asyncio.Event()
+
+    async def complete(self, messages: list[dict[str, str]], *, json_answer: bool = True) -> ChatAnswer:
+        self.called.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answers")
+
+
+async def test_stopping_a_mailbox_does_not_wait_for_its_ai_calls(
+    make_runtime: Callable[..., Runtime],
+    make_workspace: MakeWorkspace,
+    mail_servers: MailServers,
+    workers: Workers,
+) -> None:
+    base = make_runtime(inbox_poll_s=0.3)
+    ai = StuckAi()
+    rt = Runtime(base.settings, engine=base.engine, ports=Ports(inbox=base.ports.inbox, ai=ai))
+    ws = await make_workspace()  # aiLabels is on by default
+    mailbox_id, user, password = await imap_mailbox(ws, mail_servers)
+    replies = Replies(ws)
+    await Maildrop(mail_servers, user, password).append(await replies.make("a question"))
+    recorder = Recorder()
+    sup = workers.start(rt, recorder, [ws.workspace_id])
+    await asyncio.wait_for(ai.called.wait(), 10)
+
+    await workers.halt(sup)
+    await asyncio.wait_for(sup.stop_tasks([mailbox_id]), 2)  # the AI call is not shielded
+    assert recorder.seen == [] and "INBOX" not in await checkpoints_of(rt, mailbox_id)
