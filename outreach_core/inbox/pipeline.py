@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import structlog
 from sqlalchemy import func
 
-from outreach_core.context import SystemContext, scoped, system_scope
-from outreach_core.db.tables import inbox_leases, labels, workspaces
+from outreach_core.context import SystemContext, scoped
+from outreach_core.db.tables import labels, workspaces
 from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
 from outreach_core.inbox.folders import advance_checkpoint
+from outreach_core.inbox.leases import holds
 from outreach_core.inbox.matching import match_messages
 from outreach_core.inbox.record import Prepared, inbox_context, record_messages, to_record
 from outreach_core.inbox.rules import classify, parse_message
@@ -77,28 +78,15 @@ async def record_batch(
     without them the messages are parsed here and labelled by the rules only. With `holder` (a worker's
     lease holder) it first checks, locking the lease row, that the holder still holds the mailbox's lease,
     and raises `LeaseLost` (nothing recorded) when not."""
-    if holder is not None:
-        await _check_lease(ctx, batch.mailbox_id, holder)
+    if holder is not None and not await holds(ctx, batch.mailbox_id, holder):
+        _log.warning("inbox_lease_lost", mailbox_id=batch.mailbox_id, holder=holder)
+        raise LeaseLost(f"{holder} no longer holds the lease of mailbox {batch.mailbox_id}")
     items = prepare(batch) if prepared is None else prepared
     recorded = await record_messages(ctx, batch, items, ai)
     await advance_checkpoint(
         ctx, batch.workspace_id, batch.mailbox_id, batch.folder, batch.role, batch.uidvalidity, batch.last_uid
     )
     return recorded
-
-
-async def _check_lease(ctx: SystemContext, mailbox_id: str, holder: str) -> None:
-    held = (
-        await ctx.conn.execute(
-            system_scope(inbox_leases)
-            .select(inbox_leases.c.holder)
-            .where(inbox_leases.c.mailbox_id == mailbox_id, inbox_leases.c.holder == holder)
-            .with_for_update()
-        )
-    ).first()
-    if held is None:
-        _log.warning("inbox_lease_lost", mailbox_id=mailbox_id, holder=holder)
-        raise LeaseLost(f"{holder} no longer holds the lease of mailbox {mailbox_id}")
 
 
 def prepare(batch: FolderBatch) -> list[Prepared]:
