@@ -33,8 +33,15 @@ import structlog
 
 from outreach_core.crypto import UndecryptableSecret, decrypt
 from outreach_core.inbox.leases import InboxMailbox, hold, release
-from outreach_core.inbox.pipeline import FolderBatch, ingest_batch
-from outreach_core.inbox.sync import Ingest, login_failed, login_worked, sync_failed, sync_mailbox
+from outreach_core.inbox.pipeline import FolderBatch, IngestBatch, LeaseLost, ingest_batch
+from outreach_core.inbox.sync import (
+    SYNCED_MARK_S,
+    login_failed,
+    login_worked,
+    mailbox_synced,
+    sync_failed,
+    sync_mailbox,
+)
 from outreach_core.ports import InboxError, InboxSession
 
 if TYPE_CHECKING:
@@ -63,7 +70,7 @@ class Supervisor:
         runtime: Runtime,
         *,
         holder: str | None = None,
-        ingest: Ingest = ingest_batch,
+        ingest: IngestBatch = ingest_batch,
         workspace_ids: list[str] | None = None,
     ) -> None:
         self.runtime = runtime
@@ -76,7 +83,7 @@ class Supervisor:
         self.last_held = time.monotonic()
         self.rng = random.Random()
         self.synced = asyncio.Event()  # set after every sync (tests wait on it)
-        self.db_calls: set[asyncio.Future[Any]] = set()
+        self.db_calls: dict[str, set[asyncio.Future[Any]]] = {}  # per mailbox
 
     @property
     def tick_s(self) -> float:
@@ -121,25 +128,38 @@ class Supervisor:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        if self.db_calls:  # transactions of stopped tasks finish (commit or roll back) before anyone goes on
-            await asyncio.wait(set(self.db_calls))
+        # transactions of the stopped tasks finish (commit or roll back) before anyone goes on; those of
+        # other mailboxes are not waited for
+        calls = {call for i in mailbox_ids for call in self.db_calls.get(i, ())}
+        if calls:
+            await asyncio.wait(calls)
 
-    async def _db(self, work: Awaitable[T]) -> T:
+    async def _db(self, mailbox_id: str, work: Awaitable[T]) -> T:
         """A transaction of a mailbox task, shielded from the task's cancellation: a stopped task never
         leaves a transaction half done (nor, on SQLite, the write lock held); `stop_tasks` waits for it."""
         call = asyncio.ensure_future(work)
-        self.db_calls.add(call)
-        call.add_done_callback(self._db_done)
+        self.db_calls.setdefault(mailbox_id, set()).add(call)
+        call.add_done_callback(lambda done: self._db_done(mailbox_id, done))
         return await asyncio.shield(call)
 
-    def _db_done(self, call: asyncio.Future[Any]) -> None:
-        self.db_calls.discard(call)
+    def _db_done(self, mailbox_id: str, call: asyncio.Future[Any]) -> None:
+        calls = self.db_calls.get(mailbox_id)
+        if calls is not None:
+            calls.discard(call)
+            if not calls:
+                del self.db_calls[mailbox_id]
         if not call.cancelled() and call.exception() is not None:
             # also raised to the task, unless it was stopped meanwhile: then this is the only trace
             _log.info("inbox_transaction_failed", exc_info=call.exception())
 
     async def _ingest(self, runtime: Runtime, batch: FolderBatch) -> int:
-        return await self._db(self.ingest(runtime, batch))
+        """Only the recording transaction is shielded (not the parsing nor the AI calls before it); it
+        records nothing unless this process still holds the mailbox's lease."""
+
+        def guard(work: Awaitable[int]) -> Awaitable[int]:
+            return self._db(batch.mailbox_id, work)
+
+        return await self.ingest(runtime, batch, holder=self.holder, guard=guard)
 
     async def stop(self) -> None:
         """Stop every task and give the leases back (another process takes the mailboxes over at once)."""
@@ -159,6 +179,8 @@ class Supervisor:
                 failures = 0 if await self._session(mailbox) else failures + 1
             except asyncio.CancelledError:
                 raise
+            except LeaseLost:  # another process reads it now; the next tick stops this task
+                failures += 1
             except Exception as exc:  # a database error, a bug: logged, retried, never the other mailboxes
                 failures += 1
                 _log.error("inbox_mailbox_error", mailbox=mailbox.id, exc_info=exc)
@@ -173,23 +195,24 @@ class Supervisor:
             password = decrypt(self.runtime.settings, mailbox.password_encrypted)
         except UndecryptableSecret:
             reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
-            await self._db(self.runtime.system(login_failed, mailbox.id, reason, refused=True))
+            await self._db(mailbox.id, self.runtime.system(login_failed, mailbox.id, reason, refused=True))
             return False
         try:
             session = await connector.connect(mailbox.server, password)
         except InboxError as exc:
             _log.info("inbox_login_failed", mailbox=mailbox.id, reason=exc.reason, refused=exc.login)
-            if await self._db(self.runtime.system(login_failed, mailbox.id, exc.reason, refused=exc.login)):
+            failed = self.runtime.system(login_failed, mailbox.id, exc.reason, refused=exc.login)
+            if await self._db(mailbox.id, failed):
                 _log.warning("inbox_mailbox_error_status", mailbox=mailbox.id, reason=exc.reason)
             return False
         progress = _Progress()
         try:
-            if await self._db(self.runtime.system(login_worked, mailbox.id)):
+            if await self._db(mailbox.id, self.runtime.system(login_worked, mailbox.id)):
                 _log.info("inbox_mailbox_recovered", mailbox=mailbox.id)
             await self._serve(session, mailbox, progress)
         except InboxError as exc:
             _log.info("inbox_session_ended", mailbox=mailbox.id, reason=exc.reason)
-            await self._db(self.runtime.system(sync_failed, mailbox.id, exc.reason))
+            await self._db(mailbox.id, self.runtime.system(sync_failed, mailbox.id, exc.reason))
         finally:
             await session.close()
         return progress.synced
@@ -205,6 +228,10 @@ class Supervisor:
                 self.runtime, session, current.mailbox if current else mailbox, ordered, ingest=self._ingest
             )
             progress.synced = True
+            now = time.monotonic()
+            if progress.marked_at is None or now - progress.marked_at >= SYNCED_MARK_S:
+                await self._db(mailbox.id, self.runtime.system(mailbox_synced, mailbox.id))
+                progress.marked_at = now
             self.synced.set()
             if use_idle:
                 await session.idle(poll_s)
@@ -215,6 +242,7 @@ class Supervisor:
 @dataclass
 class _Progress:
     synced: bool = False
+    marked_at: float | None = None  # when `mailbox_synced` was last written (monotonic)
 
 
 _supervisors: weakref.WeakKeyDictionary[Runtime, Supervisor] = weakref.WeakKeyDictionary()

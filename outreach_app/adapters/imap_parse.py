@@ -24,6 +24,8 @@ _LIST = re.compile(rb'^\((?P<flags>[^)]*)\) (?P<delim>NIL|"(?:\\.|[^"\\])*") (?P
 _LITERAL_END = re.compile(rb"\{(\d+)\}$")
 _EXISTS = re.compile(rb"^(\d+) EXISTS\b", re.IGNORECASE)
 
+SENT_NAMES = ("Sent", "Sent Items", "Sent Messages", "INBOX.Sent")
+"""The Sent folder by name (any case, in this order) when none is marked `\\Sent`."""
 JUNK_NAMES = ("junk", "spam", "junk e-mail", "inbox.junk", "inbox.spam", "[gmail]/spam")
 """Junk folder names tried, in order, when no folder carries the SPECIAL-USE `\\Junk` flag."""
 
@@ -154,6 +156,19 @@ def junk_folder(folders: Sequence[ListedFolder]) -> str | None:
     for name in JUNK_NAMES:
         if name in by_name:
             return by_name[name]
+    return None
+
+
+def sent_folder(folders: Sequence[ListedFolder]) -> str | None:
+    """The Sent folder: the first with the `\\Sent` flag (RFC 6154), else the first of `SENT_NAMES`."""
+    usable = [f for f in folders if not f.flags & {"\\noselect", "\\nonexistent"}]
+    for folder in usable:
+        if "\\sent" in folder.flags:
+            return folder.name
+    by_name = {f.name.lower(): f.name for f in usable}
+    for name in SENT_NAMES:
+        if name.lower() in by_name:
+            return by_name[name.lower()]
     return None
 
 

@@ -7,7 +7,7 @@ the service would be missing from the person's own mail client. The copy is APPE
   STARTTLS, certificates verified, the whole exchange bounded by `timeout_s`;
 - the folder: the one LIST marks `\\Sent` (RFC 6154 SPECIAL-USE, asked with `RETURN (SPECIAL-USE)` where
   the server offers it), else the first of "Sent", "Sent Items", "Sent Messages", "INBOX.Sent" that exists
-  (any case); none is created;
+  (any case); none is created (the LIST answer is read by `imap_parse.list_folders`, shared with the inbox);
 - `APPEND` with the flag `\\Seen` and the send time as INTERNALDATE. Gmail stores the message it relayed in
   its Sent folder by itself: the append then makes a duplicate that Gmail merges by Message-ID.
 
@@ -18,50 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from datetime import datetime
 
 import structlog
 
+from outreach_app.adapters import imap_parse as parse
 from outreach_app.adapters.dns import configured_dns
-from outreach_app.adapters.mail_login import _imap_starttls
+from outreach_app.adapters.mail_login import imap_starttls
 from outreach_app.adapters.smtp import connection_problem
 from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
 from outreach_core.ports import DnsResolver, MailServer
 from outreach_core.settings import Settings
 
 _log = structlog.get_logger()
-
-FALLBACK_NAMES = ("Sent", "Sent Items", "Sent Messages", "INBOX.Sent")
-_LIST_LINE = re.compile(rb'^\((?P<flags>[^)]*)\)\s+(?:NIL|"(?:[^"\\]|\\.)*")\s+(?P<name>.+)$', re.IGNORECASE)
-
-
-def parse_list_line(line: bytes) -> tuple[set[str], str] | None:
-    """(attributes lower-cased, mailbox name) of one untagged LIST answer, or None."""
-    found = _LIST_LINE.match(line.strip())
-    if found is None:
-        return None
-    flags = {f.decode("ascii", "replace").lower() for f in found.group("flags").split()}
-    raw = found.group("name").strip()
-    if raw.startswith(b'"') and raw.endswith(b'"') and len(raw) >= 2:
-        raw = re.sub(rb"\\(.)", rb"\1", raw[1:-1])
-    return flags, raw.decode("utf-8", "replace")
-
-
-def choose_sent(listed: list[tuple[set[str], str]]) -> str | None:
-    """The Sent folder among the listed mailboxes: `\\Sent` first, then the usual names in order."""
-    for flags, name in listed:
-        if "\\sent" in flags and "\\noselect" not in flags:
-            return name
-    names = {name.lower(): name for flags, name in listed if "\\noselect" not in flags}
-    for wanted in FALLBACK_NAMES:
-        if wanted.lower() in names:
-            return names[wanted.lower()]
-    return None
-
-
-def quoted(name: str) -> str:
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class ImapSentAppender:
@@ -113,7 +82,7 @@ class ImapSentAppender:
         try:
             await client.wait_hello_from_server()
             if server.security == "starttls":
-                problem = await _imap_starttls(client, self._tls, server.host, self._timeout_s)
+                problem = await imap_starttls(client, self._tls, server.host, self._timeout_s)
                 if problem is not None:
                     return problem
             if (await client.login(server.user, password)).result != "OK":
@@ -123,10 +92,10 @@ class ImapSentAppender:
             if folder is None:
                 return (
                     "the mailbox has no Sent folder (none marked \\Sent, none named "
-                    + ", ".join(f'"{n}"' for n in FALLBACK_NAMES)
+                    + ", ".join(f'"{n}"' for n in parse.SENT_NAMES)
                     + ")"
                 )
-            response = await client.append(message, mailbox=quoted(folder), flags="(\\Seen)", date=when)
+            response = await client.append(message, mailbox=parse.quote(folder), flags="(\\Seen)", date=when)
             if response.result != "OK":
                 return f"the IMAP server refused to store the copy in {folder}"
             with contextlib.suppress(Exception):
@@ -143,5 +112,4 @@ class ImapSentAppender:
         response = await client.list('""', pattern)
         if response.result != "OK":
             return None
-        listed = [p for line in response.lines if isinstance(line, bytes) if (p := parse_list_line(line))]
-        return choose_sent(listed)
+        return parse.sent_folder(parse.list_folders(response.lines))

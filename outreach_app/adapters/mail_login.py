@@ -111,7 +111,7 @@ class MailLoginClient:
         try:
             await client.wait_hello_from_server()
             if server.security == "starttls":
-                problem = await _imap_starttls(client, self._tls, server.host, self._timeout_s)
+                problem = await imap_starttls(client, self._tls, server.host, self._timeout_s)
                 if problem is not None:
                     return problem
             response = await client.login(server.user, password)
@@ -126,7 +126,7 @@ class MailLoginClient:
                 transport.close()
 
 
-async def _imap_starttls(
+async def imap_starttls(
     client: aioimaplib.IMAP4, tls: ssl.SSLContext, host: str, timeout_s: float
 ) -> str | None:
     """STARTTLS for aioimaplib, which has no method for it: send the command on the plain connection, then

@@ -132,3 +132,15 @@ async def release(ctx: SystemContext, holder: str, mailbox_ids: list[str] | None
         where.append(inbox_leases.c.mailbox_id.in_(mailbox_ids))
     result = await ctx.conn.execute(system_scope(inbox_leases).delete().where(*where))
     return int(result.rowcount or 0)
+
+
+async def holds(ctx: SystemContext, mailbox_id: str, holder: str) -> bool:
+    """Whether `holder` holds the mailbox's lease now; the lease row stays locked (`FOR UPDATE` on
+    PostgreSQL) until the caller's transaction ends, so no other process takes it over meanwhile."""
+    found = await ctx.conn.execute(
+        system_scope(inbox_leases)
+        .select(inbox_leases.c.holder)
+        .where(inbox_leases.c.mailbox_id == mailbox_id, inbox_leases.c.holder == holder)
+        .with_for_update()
+    )
+    return found.first() is not None

@@ -9,10 +9,10 @@ call); see docs/inbox.md, "Recording and effects".
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import structlog
 from sqlalchemy import func
@@ -21,6 +21,7 @@ from outreach_core.context import SystemContext, scoped
 from outreach_core.db.tables import labels, workspaces
 from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
 from outreach_core.inbox.folders import advance_checkpoint
+from outreach_core.inbox.leases import holds
 from outreach_core.inbox.matching import match_messages
 from outreach_core.inbox.record import Prepared, inbox_context, record_messages, to_record
 from outreach_core.inbox.rules import classify, parse_message
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
 FolderRole = Literal["inbox", "junk"]
 AI_CONCURRENCY = 8  # AI calls of one batch in flight at once (a batch of replies waits for the slowest)
 _log = structlog.get_logger(__name__)
+Guard = Callable[[Awaitable[int]], Awaitable[int]]
+"""Wraps the recording transaction of a batch (the worker shields it from its task's cancellation)."""
+
+
+class LeaseLost(Exception):
+    """The worker no longer holds the mailbox's lease: the batch was not recorded (another reads it)."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +70,17 @@ async def record_batch(
     batch: FolderBatch,
     prepared: Sequence[Prepared] | None = None,
     ai: Mapping[int, AiLabel] | None = None,
+    *,
+    holder: str | None = None,
 ) -> int:
     """Record the batch and advance its checkpoint; returns how many messages were recorded. `prepared`
     (the parsed and classified messages) and `ai` (AI labels of replies by UID) come from `ingest_batch`;
-    without them the messages are parsed here and labelled by the rules only."""
+    without them the messages are parsed here and labelled by the rules only. With `holder` (a worker's
+    lease holder) it first checks, locking the lease row, that the holder still holds the mailbox's lease,
+    and raises `LeaseLost` (nothing recorded) when not."""
+    if holder is not None and not await holds(ctx, batch.mailbox_id, holder):
+        _log.warning("inbox_lease_lost", mailbox_id=batch.mailbox_id, holder=holder)
+        raise LeaseLost(f"{holder} no longer holds the lease of mailbox {batch.mailbox_id}")
     items = prepare(batch) if prepared is None else prepared
     recorded = await record_messages(ctx, batch, items, ai)
     await advance_checkpoint(
@@ -93,12 +107,30 @@ def prepare(batch: FolderBatch) -> list[Prepared]:
     return out
 
 
-async def ingest_batch(runtime: Runtime, batch: FolderBatch) -> int:
+class IngestBatch(Protocol):
+    """The signature of `ingest_batch` (the worker's `ingest`; tests wrap it)."""
+
+    def __call__(
+        self, runtime: Runtime, batch: FolderBatch, *, holder: str | None = ..., guard: Guard | None = ...
+    ) -> Awaitable[int]: ...
+
+
+async def ingest_batch(
+    runtime: Runtime, batch: FolderBatch, *, holder: str | None = None, guard: Guard | None = None
+) -> int:
     """Everything one batch causes, then its checkpoint, in one transaction; returns the messages recorded.
 
-    Before it: parse and classify, and with the workspace's `aiLabels` on and an AI port configured, label
-    the replies that belong to a lead (matched in a read transaction first) with one AI call each, up to
-    `AI_CONCURRENCY` at once."""
+    Before it (`label_batch`): parse and classify, and with the workspace's `aiLabels` on and an AI port
+    configured, label the replies that belong to a lead. The recording transaction runs inside `guard` when
+    given, and checks `holder`'s lease when given (`record_batch`)."""
+    prepared, ai = await label_batch(runtime, batch)
+    work = runtime.system(record_batch, batch, prepared, ai, holder=holder)
+    return await (work if guard is None else guard(work))
+
+
+async def label_batch(runtime: Runtime, batch: FolderBatch) -> tuple[list[Prepared], dict[int, AiLabel]]:
+    """Parse and classify the batch, and label by AI the replies that belong to a lead (matched in a read
+    transaction first), one AI call each, up to `AI_CONCURRENCY` at once; no transaction is held open."""
     prepared = prepare(batch)
     ai: dict[int, AiLabel] = {}
     port = runtime.ports.ai
@@ -113,7 +145,7 @@ async def ingest_batch(runtime: Runtime, batch: FolderBatch) -> int:
                 )
 
         await asyncio.gather(*(label(p) for p in replies))
-    return await runtime.system(record_batch, batch, prepared, ai)
+    return prepared, ai
 
 
 async def _ai_work(

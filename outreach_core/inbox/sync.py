@@ -9,6 +9,10 @@ its checkpoint), so a crash or a dropped connection re-reads at most the batch t
 arrived before `inbox_since` (INTERNALDATE, never the `Date` header) is skipped; a message the server does
 not return is logged with the mailbox and UID and skipped (the checkpoint moves past it).
 
+After each completed sync of a mailbox the worker calls `mailbox_synced` (`lastSyncedAt` now, `syncError`
+cleared) for the first sync of every connection and then at most every `SYNCED_MARK_S` seconds, so a quiet
+mailbox shows it is read and an error of a dropped connection does not stay once a sync worked again.
+
 Also here: what a login or a sync failure does to the mailbox (`syncError`, and after
 `LOGIN_FAILURES_FOR_ERROR` refused logins in a row the status `error`, undone by the next working login).
 """
@@ -35,6 +39,8 @@ Ingest = Callable[["Runtime", FolderBatch], Awaitable[int]]
 LOGIN_FAILURES_FOR_ERROR = 3
 """Refused logins in a row after which the mailbox becomes `error`."""
 REASON_LIMIT = 500
+SYNCED_MARK_S = 60.0
+"""`mailbox_synced` is written at most this often per mailbox (besides the first sync of each connection)."""
 
 _log = structlog.get_logger()
 
@@ -172,6 +178,16 @@ async def login_worked(ctx: SystemContext, mailbox_id: str) -> bool:
         system_scope(mailboxes).update().where(mailboxes.c.id == mailbox_id).values(**values)
     )
     return recovered
+
+
+async def mailbox_synced(ctx: SystemContext, mailbox_id: str) -> None:
+    """A sync of the mailbox completed: `lastSyncedAt` is now and `syncError` cleared."""
+    await ctx.conn.execute(
+        system_scope(mailboxes)
+        .update()
+        .where(mailboxes.c.id == mailbox_id)
+        .values(last_synced_at=ctx.now, sync_error=None)
+    )
 
 
 async def sync_failed(ctx: SystemContext, mailbox_id: str, reason: str) -> None:

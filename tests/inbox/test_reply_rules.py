@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from outreach_app.adapters.imap_sent import choose_sent, parse_list_line, quoted
+from outreach_app.adapters.imap_parse import ListedFolder, list_folders, quote, sent_folder
 from outreach_core.errors import InvalidInput
 from outreach_core.inbox.thread_reply import MAX_REFERENCES, reply_body, reply_subject, threading
 
@@ -46,12 +46,14 @@ def test_sent_folder_special_use_first_then_usual_names() -> None:
         b'(\\HasNoChildren) "/" "Sent Items"',
         b'(\\HasNoChildren \\Sent) "/" "[Gmail]/Sent Mail"',
     ]
-    listed = [parsed for line in lines if (parsed := parse_list_line(line))]
-    assert listed[2] == ({"\\hasnochildren", "\\sent"}, "[Gmail]/Sent Mail")
-    assert choose_sent(listed) == "[Gmail]/Sent Mail"
-    assert choose_sent(listed[:2]) == "Sent Items"
-    assert choose_sent([({"\\noselect"}, "Sent"), (set(), "inbox.sent")]) == "inbox.sent"
-    assert choose_sent([(set(), "INBOX"), (set(), "Archive")]) is None
-    assert parse_list_line(b'() NIL "A \\"quoted\\" name"') == (set(), 'A "quoted" name')
-    assert parse_list_line(b"garbage") is None
-    assert quoted('Sent "x"') == '"Sent \\"x\\""'
+    listed = list_folders(lines)
+    assert listed[2] == ListedFolder("[Gmail]/Sent Mail", frozenset({"\\hasnochildren", "\\sent"}))
+    assert sent_folder(listed) == "[Gmail]/Sent Mail"
+    assert sent_folder(listed[:2]) == "Sent Items"
+    none = frozenset[str]()
+    noselect = ListedFolder("Sent", frozenset({"\\noselect"}))
+    assert sent_folder([noselect, ListedFolder("inbox.sent", none)]) == "inbox.sent"
+    assert sent_folder([ListedFolder("INBOX", none), ListedFolder("Archive", none)]) is None
+    assert list_folders([b'() NIL "A \\"quoted\\" name"']) == [ListedFolder('A "quoted" name', none)]
+    assert list_folders([b"garbage"]) == []
+    assert quote('Sent "x"') == '"Sent \\"x\\""'

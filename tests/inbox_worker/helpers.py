@@ -19,10 +19,12 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from outreach_core.context import SystemContext
-from outreach_core.db.tables import inbox_folders, inbox_leases, mailboxes
-from outreach_core.inbox.pipeline import FolderBatch, ingest_batch
+from outreach_core.context import SystemContext, WorkspaceContext, scoped
+from outreach_core.db.tables import inbox_folders, inbox_leases, inbox_messages, mailboxes, outbox, threads
+from outreach_core.ids import new_id
+from outreach_core.inbox.pipeline import FolderBatch, Guard, ingest_batch
 from outreach_core.runtime import Runtime
+from tests.campaigns.helpers import add_lead
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import MailServers, Security
 from tests.mailboxes.helpers import API, seed_mailbox
@@ -42,17 +44,32 @@ class Seen:
 
 @dataclass
 class Recorder:
-    """An `ingest` for supervisors: `before(batch)` may raise or wait (a crash, a slow batch), then the real
-    `ingest_batch` runs; what it committed is kept in `seen`."""
+    """An `ingest` for supervisors: the real `ingest_batch`, with `before(batch)` run at the start of the
+    recording transaction's guard (so it may raise or wait like a crash or a slow transaction); what it
+    committed is kept in `seen`."""
 
     seen: list[Seen] = field(default_factory=list)
     batches: list[FolderBatch] = field(default_factory=list)
     before: Callable[[FolderBatch], Awaitable[None]] | None = None
 
-    async def __call__(self, runtime: Runtime, batch: FolderBatch) -> int:
-        if self.before is not None:
-            await self.before(batch)
-        handled = await ingest_batch(runtime, batch)
+    async def __call__(
+        self, runtime: Runtime, batch: FolderBatch, *, holder: str | None = None, guard: Guard | None = None
+    ) -> int:
+        before = self.before
+
+        async def recording(work: Awaitable[int]) -> int:
+            if before is not None:
+                try:
+                    await before(batch)
+                except BaseException:
+                    work.close()  # type: ignore[attr-defined]  # the transaction never starts
+                    raise
+            return await work
+
+        def guarded(work: Awaitable[int]) -> Awaitable[int]:
+            return recording(work) if guard is None else guard(recording(work))
+
+        handled = await ingest_batch(runtime, batch, holder=holder, guard=guarded)
         self.batches.append(batch)
         self.seen.extend(
             Seen(batch.mailbox_id, batch.folder, batch.role, batch.uidvalidity, m.uid, m.arrived_at, m.raw)
@@ -169,6 +186,39 @@ def message(
     msg["Date"] = format_datetime(date or datetime.now(UTC))
     msg.set_content(f"Body of {subject}\n" + ("x" * 76 + "\n") * (size // 77))
     return msg.as_bytes().replace(b"\n", b"\r\n")
+
+
+@dataclass
+class Replies:
+    """Replies from real leads of the workspace (each from a new lead, matched by its address), and what the
+    workspace must show of them: each stored once, one thread each with one message, one `lead.replied`."""
+
+    ws: WorkspaceHandle
+    message_ids: list[str] = field(default_factory=list)
+
+    async def make(self, subject: str, *, size: int = 0) -> bytes:
+        email = f"lead-{new_id('x')[-10:].lower()}@lead.example"
+        await add_lead(self.ws, email)
+        raw = message(f"Re: {subject}", sender=email, size=size)
+        for line in raw.split(b"\r\n"):
+            if line.lower().startswith(b"message-id: "):
+                self.message_ids.append(line[12:].decode().strip("<>"))
+        return raw
+
+    async def assert_each_recorded_once(self) -> None:
+        async def read(ctx: WorkspaceContext) -> tuple[list[Any], list[Any], list[Any]]:
+            stored = (await ctx.conn.execute(scoped(ctx, inbox_messages).select())).all()
+            found = (await ctx.conn.execute(scoped(ctx, threads).select())).all()
+            events = (await ctx.conn.execute(scoped(ctx, outbox).select())).all()
+            return stored, found, events
+
+        stored, found, events = await self.ws.runtime.read(await self.ws.principal(), read)
+        want = sorted(self.message_ids)
+        assert sorted((m.message_id or "").strip("<>") for m in stored) == want
+        assert {m.kind for m in stored} == {"reply"}
+        assert len(found) == len(want) and all(t.message_count == 1 for t in found)
+        replied = [e.payload["data"]["message"]["id"] for e in events if e.kind == "lead.replied"]
+        assert sorted(replied) == sorted(m.id for m in stored)
 
 
 class Maildrop:

@@ -1,5 +1,6 @@
 """A TCP proxy on loopback that cuts connections: the first `cuts` connections are closed after the server
-has sent `cut_after` bytes to the client (an IMAP server dropping the connection mid-fetch)."""
+has sent `cut_after` bytes to the client (an IMAP server dropping the connection mid-fetch). `block()` cuts
+every open connection and closes new ones at once until `unblock()` (a server gone for a while)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ class CuttingProxy:
         self.cut = 0
         self.port = free_port()
         self._server: asyncio.Server | None = None
+        self.blocked = False
+        self._live: set[asyncio.StreamWriter] = set()
+
+    def block(self) -> None:
+        self.blocked = True
+        for writer in self._live:
+            writer.close()
+
+    def unblock(self) -> None:
+        self.blocked = False
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
@@ -28,7 +39,11 @@ class CuttingProxy:
             await self._server.wait_closed()
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        if self.blocked:
+            client_w.close()
+            return
         self.connections += 1
+        self._live.add(client_w)
         limit = None
         if self.cuts_left > 0:
             self.cuts_left -= 1
@@ -54,6 +69,7 @@ class CuttingProxy:
         await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
         for task in (up, down):
             task.cancel()
+        self._live.discard(client_w)
         for writer in (client_w, server_w):
             writer.close()
             with contextlib.suppress(Exception):

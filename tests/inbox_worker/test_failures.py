@@ -16,6 +16,7 @@ from tests.inbox_worker.conftest import inbox_runtime
 from tests.inbox_worker.helpers import (
     Maildrop,
     Recorder,
+    Replies,
     Workers,
     checkpoints_of,
     imap_mailbox,
@@ -43,7 +44,8 @@ async def test_a_restart_in_the_middle_of_a_batch_reads_it_again_and_nothing_twi
     rt = make_runtime(inbox_batch_size=2, inbox_poll_s=0.5)
     ws = await make_workspace()
     mailbox_id, user, password = await imap_mailbox(ws, mail_servers)
-    await Maildrop(mail_servers, user, password).append(*(message(f"m{i}") for i in range(1, 6)))
+    replies = Replies(ws)
+    await Maildrop(mail_servers, user, password).append(*[await replies.make(f"m{i}") for i in range(1, 6)])
 
     first = Recorder()
     stuck, killed = asyncio.Event(), asyncio.Event()
@@ -70,6 +72,7 @@ async def test_a_restart_in_the_middle_of_a_batch_reads_it_again_and_nothing_twi
     await until(lambda: uids(first, second, mailbox_id=mailbox_id) == [1, 2, 3, 4, 5], what="the rest")
     assert uids(second, mailbox_id=mailbox_id) == [3, 4, 5]
     assert (await checkpoints_of(rt, mailbox_id))["INBOX"][1] == 5
+    await replies.assert_each_recorded_once()
 
 
 async def test_a_worker_that_dies_loses_its_mailboxes_when_the_lease_ends(
@@ -113,7 +116,8 @@ async def test_a_connection_dropped_mid_fetch_is_read_again_after_reconnecting(
         ws = await make_workspace()
         mailbox_id, user, password = await imap_mailbox(ws, mail_servers, port=proxy.port)
         drop = Maildrop(mail_servers, user, password)
-        await drop.append(*(message(f"big {i}", size=100_000) for i in range(1, 5)))
+        replies = Replies(ws)
+        await drop.append(*[await replies.make(f"big {i}", size=100_000) for i in range(1, 5)])
 
         seen_errors: list[str | None] = []
 
@@ -127,6 +131,7 @@ async def test_a_connection_dropped_mid_fetch_is_read_again_after_reconnecting(
         assert seen_errors[0] is not None and "closed the connection" in seen_errors[0]
         assert all(len(s.raw) > 100_000 for s in recorder.of(mailbox_id))
         assert (await mailbox_row(rt, mailbox_id)).sync_error is None  # the next sync cleared it
+        await replies.assert_each_recorded_once()
     finally:
         await proxy.stop()
 
@@ -144,8 +149,11 @@ async def test_two_workers_on_the_same_mailboxes_share_them_without_duplicates(
     try:
         ws = await make_workspace()
         boxes = [await imap_mailbox(ws, mail_servers) for _ in range(6)]
+        replies = Replies(ws)
         for _, user, password in boxes:
-            await Maildrop(mail_servers, user, password).append(message("one"), message("two"))
+            await Maildrop(mail_servers, user, password).append(
+                await replies.make("one"), await replies.make("two")
+            )
         rec_a, rec_b = Recorder(), Recorder()
         sup_a = workers.start(a, rec_a, [ws.workspace_id], holder="worker-a", every=0.05)
         sup_b = workers.start(b, rec_b, [ws.workspace_id], holder="worker-b", every=0.05)
@@ -155,7 +163,7 @@ async def test_two_workers_on_the_same_mailboxes_share_them_without_duplicates(
 
         await until(all_read, what="every mailbox read once")
         for _, user, password in boxes:
-            await Maildrop(mail_servers, user, password).append(message("three"))
+            await Maildrop(mail_servers, user, password).append(await replies.make("three"))
         await until(
             lambda: all(uids(rec_a, rec_b, mailbox_id=m) == [1, 2, 3] for m, _, _ in boxes), what="new mail"
         )
@@ -167,11 +175,12 @@ async def test_two_workers_on_the_same_mailboxes_share_them_without_duplicates(
         await workers.stop(sup_a)  # its mailboxes move to the other worker at once
         await until(lambda: set(sup_b.running) == {m for m, _, _ in boxes}, what="the takeover")
         for _, user, password in boxes:
-            await Maildrop(mail_servers, user, password).append(message("four"))
+            await Maildrop(mail_servers, user, password).append(await replies.make("four"))
         await until(
             lambda: all(uids(rec_a, rec_b, mailbox_id=m) == [1, 2, 3, 4] for m, _, _ in boxes),
             what="mail after the takeover",
         )
+        await replies.assert_each_recorded_once()
     finally:
         await b.engine.dispose()
 
@@ -239,3 +248,45 @@ async def test_paused_mailboxes_and_errors_the_inbox_did_not_set_are_not_read(
     response = await http.patch(url, headers=ws.headers, json={"status": "active"})
     assert response.status_code == 200, response.text
     await until(lambda: recorder.subjects(mailbox_id)[-1] == "while paused", what="reading again")
+
+
+async def test_a_quiet_mailbox_shows_its_syncs_and_clears_the_error_of_a_dropped_connection(
+    make_runtime: Callable[..., Runtime],
+    make_workspace: MakeWorkspace,
+    mail_servers: MailServers,
+    workers: Workers,
+    recorder: Recorder,
+    http: httpx.AsyncClient,
+) -> None:
+    proxy = CuttingProxy(mail_servers.imap.host, mail_servers.imap.tls_port, cut_after=0, cuts=0)
+    await proxy.start()
+    try:
+        rt = make_runtime(inbox_poll_s=0.3)
+        ws = await make_workspace()
+        mailbox_id, _, _ = await imap_mailbox(ws, mail_servers, port=proxy.port, inbox_poll=True)
+        workers.start(rt, recorder, [ws.workspace_id])
+
+        async def shown() -> dict[str, object]:
+            return await mailbox_json(http, ws, mailbox_id)
+
+        async def synced_once() -> bool:
+            return (await shown())["lastSyncedAt"] is not None
+
+        await until(synced_once, what="the first sync")
+        first = (await shown())["lastSyncedAt"]
+        proxy.block()  # the connection drops; reconnecting fails while blocked
+
+        async def has_error() -> bool:
+            return (await shown())["syncError"] is not None
+
+        await until(has_error, what="the error of the dropped connection")
+        proxy.unblock()
+
+        async def recovered() -> bool:
+            now = await shown()
+            return now["syncError"] is None and str(now["lastSyncedAt"]) > str(first)
+
+        await until(recovered, what="a sync clearing the error with no new mail")
+        assert recorder.seen == []  # nothing arrived: no batch recorded anything
+    finally:
+        await proxy.stop()
