@@ -188,20 +188,27 @@ def build(people: list[tuple[str, str]], count: int, rng: random.Random) -> list
     return out
 
 
-async def run_batches(
-    rt: Runtime, seeded: dict[str, Any], raws: list[bytes], size: int, uid0: int
-) -> tuple[float, float, list[float], int]:
+def folder_batches(seeded: dict[str, Any], raws: list[bytes], size: int, uid0: int) -> list[FolderBatch]:
+    """The messages as the worker would hand them over: INBOX batches of `size`, UIDs from `uid0`."""
     arrived = datetime.now(UTC)
+    out = []
+    for start in range(0, len(raws), size):
+        chunk = raws[start : start + size]
+        fetched = [Fetched(uid0 + start + k, arrived, len(r), r) for k, r in enumerate(chunk)]
+        out.append(
+            FolderBatch(
+                seeded["workspace_id"], seeded["mailbox_id"], "INBOX", "inbox", 1, fetched[-1].uid, fetched
+            )
+        )
+    return out
+
+
+async def run_batches(rt: Runtime, batches: list[FolderBatch]) -> tuple[float, float, list[float], int]:
     durations: list[float] = []
     recorded = 0
     t0 = time.perf_counter()
     c0 = time.process_time()
-    for start in range(0, len(raws), size):
-        chunk = raws[start : start + size]
-        fetched = [Fetched(uid0 + start + k, arrived, len(r), r) for k, r in enumerate(chunk)]
-        batch = FolderBatch(
-            seeded["workspace_id"], seeded["mailbox_id"], "INBOX", "inbox", 1, fetched[-1].uid, fetched
-        )
+    for batch in batches:
         b0 = time.perf_counter()
         recorded += await ingest_batch(rt, batch)
         durations.append(time.perf_counter() - b0)
@@ -214,21 +221,13 @@ async def _match(ctx: SystemContext, batch: FolderBatch, prepared: list[Prepared
     return sum(m is not None for m in matches)
 
 
-async def classify_and_match(
-    rt: Runtime, seeded: dict[str, Any], raws: list[bytes], size: int, uid0: int
-) -> tuple[float, float, int]:
+async def classify_and_match(rt: Runtime, batches: list[FolderBatch]) -> tuple[float, float, int]:
     """The issue's "classification and matching" alone: parse, classify and find each message's send or lead
     (one read transaction per batch), nothing written."""
-    arrived = datetime.now(UTC)
     matched = 0
     t0 = time.perf_counter()
     c0 = time.process_time()
-    for start in range(0, len(raws), size):
-        chunk = raws[start : start + size]
-        fetched = [Fetched(uid0 + start + k, arrived, len(r), r) for k, r in enumerate(chunk)]
-        batch = FolderBatch(
-            seeded["workspace_id"], seeded["mailbox_id"], "INBOX", "inbox", 1, fetched[-1].uid, fetched
-        )
+    for batch in batches:
         matched += await rt.system_read(_match, batch, prepare(batch))
     return time.perf_counter() - t0, time.process_time() - c0, matched
 
@@ -265,13 +264,14 @@ def main() -> None:
         for k, size in enumerate(args.batch):
             mine = people[k * args.messages : (k + 1) * args.messages]
             raws = build(mine, args.messages, rng)
-            wall, cpu, matched = await classify_and_match(rt, seeded, raws, size, 1 + k * args.messages)
+            batches = folder_batches(seeded, raws, size, 1 + k * args.messages)
+            wall, cpu, matched = await classify_and_match(rt, batches)
             print(
                 f"{engine} batch {size:>3}, classification and matching only: {len(raws)} messages "
                 f"({matched} matched) in {wall:.2f} s = {len(raws) / wall:,.0f} msgs/s; "
                 f"CPU {cpu:.2f} s = {len(raws) / cpu:,.0f} msgs per CPU-second"
             )
-            wall, cpu, durations, recorded = await run_batches(rt, seeded, raws, size, 1 + k * args.messages)
+            wall, cpu, durations, recorded = await run_batches(rt, batches)
             q = statistics.quantiles(durations, n=20) if len(durations) > 1 else durations * 19
             p50 = statistics.median(durations) * 1000
             print(
