@@ -5,9 +5,10 @@
    `client_limit` 2000), `default_client_limit` 5000, `mail_max_userip_connections` 20.
 2. Seeds a database (OUTREACH_DATABASE_URL, default a fresh SQLite file): one workspace, N mailboxes on that
    Dovecot, and `--replies` leads.
-3. Runs one `inbox` supervisor (the worker's tick, every 5 s as in production) in this process until every
-   mailbox has synced once and sits in IDLE; reports how long that took, the connections held (sessions in
-   IDLE, and ESTABLISHED TCP connections to Dovecot's port from /proc/net/tcp) and this process's RSS.
+3. Starts the worker as users run it, `outreach worker --only inbox` in its own process (configured through
+   the environment), and waits until every mailbox has synced once (`lastSyncedAt` set; each task goes to
+   IDLE right after its first sync) and one TCP connection per mailbox is ESTABLISHED to Dovecot's port
+   (/proc/net/tcp); reports how long that took and the worker process's RSS.
 4. Sends `--replies` unsubscribe requests ("please remove me") from the leads, APPENDed one at a time to
    random mailboxes' INBOX (as a delivery agent would), and measures how long each takes to become a
    labelled thread (rules) in the database: p50/p95/max.
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import imaplib
 import os
 import random
-import resource
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,11 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import func, select
 
-from outreach_app.adapters import ImapInboxConnector
 from outreach_core.context import SystemContext
 from outreach_core.db.migrate import migrate
-from outreach_core.db.tables import threads
-from outreach_core.ports import InboxSession, MailServer, Ports
+from outreach_core.db.tables import mailboxes, threads
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from outreach_core.workspace.setup import init_workspace
@@ -50,7 +48,6 @@ from tests import mail_servers
 from tests.campaigns.helpers import add_lead
 from tests.conftest import WorkspaceHandle
 from tests.mailboxes.helpers import seed_mailbox
-from workers import inbox
 
 _SCALE = """\
 default_client_limit = 5000
@@ -67,40 +64,11 @@ service imap {{
 """  # a template: braces doubled
 
 
-class Counting:
-    """The real connector, counting sessions open and sessions in IDLE right now."""
-
-    def __init__(self, inner: ImapInboxConnector) -> None:
-        self.inner = inner
-        self.open = 0
-        self.idling = 0
-
-    async def connect(self, server: MailServer, password: str) -> InboxSession:
-        session = await self.inner.connect(server, password)
-        self.open += 1
-        real_idle, real_close = session.idle, session.close
-
-        async def idle(seconds: float) -> bool:
-            self.idling += 1
-            try:
-                return await real_idle(seconds)
-            finally:
-                self.idling -= 1
-
-        async def close() -> None:
-            self.open -= 1
-            await real_close()
-
-        session.idle = idle  # type: ignore[method-assign]
-        session.close = close  # type: ignore[method-assign]
-        return session
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def established_to(port: int) -> int:
@@ -142,6 +110,32 @@ async def thread_count(runtime: Runtime) -> int:
     return await runtime.system_read(count)
 
 
+async def synced_mailboxes(runtime: Runtime) -> int:
+    async def count(ctx: SystemContext) -> int:
+        synced = select(func.count()).select_from(mailboxes).where(mailboxes.c.last_synced_at.is_not(None))
+        return int((await ctx.conn.execute(synced)).scalar_one())
+
+    return await runtime.system_read(count)
+
+
+def start_worker(settings: Settings, root: Path) -> subprocess.Popen[bytes]:
+    """`outreach worker --only inbox`, configured the way an operator would (environment variables)."""
+    env = {
+        **os.environ,
+        "OUTREACH_DATABASE_URL": settings.database_url,
+        "OUTREACH_SECRET_KEY": str(settings.secret_key),
+        "OUTREACH_TLS_CA_FILE": str(settings.tls_ca_file),
+        "OUTREACH_ALLOW_PRIVATE_URLS": "1",
+        "OUTREACH_INBOX_POLL_S": str(settings.inbox_poll_s),
+        "OUTREACH_INBOX_TIMEOUT_S": str(settings.inbox_timeout_s),
+        "OUTREACH_INBOX_MAX_MAILBOXES": str(settings.inbox_max_mailboxes),
+        "OUTREACH_LOG_LEVEL": "WARNING",
+    }
+    log = (root / "worker.log").open("wb")
+    outreach = Path(sys.executable).with_name("outreach")
+    return subprocess.Popen([str(outreach), "worker", "--only", "inbox"], env=env, stdout=log, stderr=log)
+
+
 async def main(args: argparse.Namespace) -> None:
     problem = mail_servers.Dovecot.problem()
     if problem:
@@ -174,8 +168,8 @@ async def main(args: argparse.Namespace) -> None:
         inbox_max_mailboxes=args.mailboxes,
         log_json=False,
     )
-    connector = Counting(ImapInboxConnector.from_settings(settings))
-    runtime = Runtime(settings, ports=Ports(inbox=connector))
+    runtime = Runtime(settings)
+    worker: subprocess.Popen[bytes] | None = None
     try:
         await migrate(runtime.engine)
         made = await runtime.system(
@@ -198,28 +192,22 @@ async def main(args: argparse.Namespace) -> None:
             await add_lead(ws, email)
         print(f"seeded {len(boxes)} mailboxes and {len(leads)} leads in {time.monotonic() - started:.1f} s")
 
-        rss_before = rss_mb()
-        sup = inbox.Supervisor(runtime)
-        stop = asyncio.Event()
-
-        async def loop() -> None:
-            while not stop.is_set():
-                await sup.tick()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), sup.tick_s)
-
-        ticking = asyncio.create_task(loop())
+        worker = start_worker(settings, root)
+        await asyncio.sleep(1.0)
+        rss_before = rss_mb(worker.pid)
         started = time.monotonic()
-        while connector.idling < len(boxes):
-            if time.monotonic() - started > args.connect_timeout:
+        while (synced := await synced_mailboxes(runtime)) < len(boxes) or established_to(
+            dovecot.tls_port
+        ) < len(boxes):
+            if time.monotonic() - started > args.connect_timeout or worker.poll() is not None:
                 break
             await asyncio.sleep(0.2)
         took = time.monotonic() - started
         await asyncio.sleep(2)
         print(
-            f"{connector.idling}/{len(boxes)} mailboxes in IDLE after {took:.1f} s; sessions open "
-            f"{connector.open}; ESTABLISHED to Dovecot {established_to(dovecot.tls_port)}; RSS "
-            f"{rss_before:.0f} MB before, {rss_mb():.0f} MB with them"
+            f"{synced}/{len(boxes)} mailboxes synced and in IDLE after {took:.1f} s; ESTABLISHED to Dovecot "
+            f"{established_to(dovecot.tls_port)}; worker RSS {rss_before:.0f} MB at start, "
+            f"{rss_mb(worker.pid):.0f} MB with them"
         )
 
         latencies: list[float] = []
@@ -242,12 +230,13 @@ async def main(args: argparse.Namespace) -> None:
             print(
                 f"reply -> labelled thread over {len(latencies)} replies: p50 "
                 f"{statistics.median(latencies) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, max "
-                f"{latencies[-1] * 1000:.0f} ms; {connector.idling} still in IDLE; RSS {rss_mb():.0f} MB"
+                f"{latencies[-1] * 1000:.0f} ms; ESTABLISHED to Dovecot {established_to(dovecot.tls_port)}; "
+                f"worker RSS {rss_mb(worker.pid):.0f} MB"
             )
-        stop.set()
-        await ticking
-        await sup.stop()
     finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=60)
         await runtime.dispose()
         dovecot.stop()
 
