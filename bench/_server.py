@@ -64,10 +64,13 @@ def served(*, plan: str, workers: bool = False, env_extra: dict[str, str] | None
         env=env, cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
     key = json.loads(init.stdout)["apiKey"]
+    # BENCH_SERVER_LOG=path keeps the server's output (warnings and errors), for a run that went wrong
+    log_path = os.environ.get("BENCH_SERVER_LOG")
+    log = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
     server = subprocess.Popen(
         [sys.executable, "-m", "outreach_app.cli", "serve", "--port", str(port)]
         + ([] if workers else ["--no-workers"]),
-        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30

@@ -7,7 +7,11 @@ workers). Each call is one transaction: committed when the function returns, rol
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -29,6 +33,9 @@ Authenticate = Callable[[SystemContext], Awaitable[Principal]]
 Caller = Principal | Authenticate
 
 _SERIALIZATION_RETRIES = 3
+_holds_write_gate: ContextVar[bool] = ContextVar("holds_write_gate", default=False)
+_write_gates: weakref.WeakKeyDictionary[AsyncEngine, asyncio.Lock] = weakref.WeakKeyDictionary()
+"""One queue of write transactions per engine, however many runtimes share it."""
 
 
 class Runtime:
@@ -40,6 +47,7 @@ class Runtime:
         self.ports = ports or Ports()
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.usage = UsageTracker()
+        self._write_gate = _write_gates.setdefault(self.engine, asyncio.Lock())
 
     async def call(self, caller: Caller, endpoint: Endpoint, /, **kwargs: Any) -> Any:
         """Run a catalogued endpoint the way both doors do: its `prepare` step first, outside any
@@ -142,7 +150,7 @@ class Runtime:
         while True:
             attempt += 1
             try:
-                async with self.engine.connect() as conn:
+                async with self._writer(read_only), self.engine.connect() as conn:
                     if self.is_sqlite:
                         await conn.execution_options(sqlite_begin="DEFERRED" if read_only else "IMMEDIATE")
                     async with conn.begin():
@@ -151,6 +159,27 @@ class Runtime:
                 if attempt < _SERIALIZATION_RETRIES and _is_retryable(exc):
                     continue
                 raise
+
+    @contextlib.asynccontextmanager
+    async def _writer(self, read_only: bool) -> AsyncIterator[None]:
+        """SQLite: this process's write transactions take turns, first come first served.
+
+        SQLite has one write lock per database, and a writer that finds it taken polls for it with growing
+        sleeps (up to 100 ms) until `busy_timeout`. Under a busy import (a merge, chunks arriving, the
+        enrich, search-index, sender and usage workers all writing) a writer that has waited long polls
+        least often, and new arrivals kept taking the lock before it: requests failed with "database is
+        locked" after 15 s (measured). Queued here instead, each waits only for the transactions ahead of it.
+        Other processes (`outreach worker` beside `outreach serve`) still meet at SQLite's lock. A nested
+        write transaction in the same task does not queue behind itself."""
+        if read_only or not self.is_sqlite or _holds_write_gate.get():
+            yield
+            return
+        async with self._write_gate:
+            token = _holds_write_gate.set(True)
+            try:
+                yield
+            finally:
+                _holds_write_gate.reset(token)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import func, literal, tuple_
 
 from outreach_core.bulk import count_upto
 from outreach_core.context import WorkspaceContext, scoped
@@ -103,6 +103,8 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
         matched = await count_upto(ctx, counted, SEARCH_TOTAL_LIMIT + 1)
         total_exact = matched <= SEARCH_TOTAL_LIMIT
         total = min(matched, SEARCH_TOTAL_LIMIT)
+    elif query.list_id and _list_alone(query):
+        total = await _list_size(ctx, query.list_id)
     elif query.list_id or (query.label_id and query.label_id != NO_LABEL):
         total = (await ctx.conn.execute(lead_table.select(func.count()).where(*where))).scalar_one()
     elif query.label_id == NO_LABEL:  # all matching leads (counters) minus the labelled ones among them
@@ -121,6 +123,13 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
         # at its last match (see `search_walk`).
         walk = search_walk(ctx, query, sorted_by, query.dir, page_size=query.page_size, offset=offset)
         rows = await _rows_by(ctx, key, list((await ctx.conn.execute(walk)).scalars()))
+    elif (
+        query.list_id
+        and not query.search
+        and offset < DEEP_PAGE_OFFSET
+        and (walked := await _list_walk(ctx, query, total, sorted_by, offset)) is not None
+    ):
+        rows = await _rows_by(ctx, key, walked)
     elif offset < DEEP_PAGE_OFFSET:
         page = lead_table.select(*_LIST_COLUMNS).where(*where).order_by(*order)
         rows = list((await ctx.conn.execute(page.limit(query.page_size).offset(offset))).all())
@@ -139,6 +148,82 @@ async def list_leads(ctx: WorkspaceContext, query: ListLeadsQuery) -> LeadPage:
         page=query.page,
         page_size=query.page_size,
     )
+
+
+def _list_alone(query: ListLeadsQuery) -> bool:
+    """Whether the list is the query's only filter."""
+    return not (query.search or query.label_id or query.status or query.verify or query.esp)
+
+
+async def _list_size(ctx: WorkspaceContext, list_id: str) -> int:
+    """The list's members, counted in `ix_list_leads_members` alone (list, lead, workspace; migration 0016):
+    200,000 members in 23 ms on SQLite, against 1.2 s looking each member up in `leads` (measured). Every
+    member is a lead of the list's workspace (a deleted lead leaves its lists with it)."""
+    members = scoped(ctx, list_memberships)
+    stmt = members.select(func.count()).where(list_memberships.c.list_id == list_id)
+    return int((await ctx.conn.execute(stmt)).scalar_one())
+
+
+LIST_WALK_WINDOW = 20_000
+"""How many leads, in sort order, a list's page walks at most (see `_list_walk`)."""
+
+
+async def _list_walk(
+    ctx: WorkspaceContext,
+    query: ListLeadsQuery,
+    total: int,
+    sorted_by: tuple[Any, ...],
+    offset: int,
+) -> list[str] | None:
+    """The keys of a list's page (no search), found by walking the workspace's leads in sort order and
+    keeping the list's members; None when the walk does not pay and the members are to be sorted instead.
+
+    Sorting the members means reading every one of them first: page 1 of a 200,000-member list took 875 ms
+    on SQLite that way, 0.2 ms walking (measured). The walk pays when members are frequent in the sort
+    order, so it is tried only when the members expected before the page's end lie within
+    `LIST_WALK_WINDOW` leads (spread evenly), and it never looks further: members bunched at the far end
+    of the order (a list of old leads, newest first) fall back to sorting the members. Not for
+    `sort=company`, whose empty values the window's bound could not place."""
+    assert query.list_id is not None
+    wanted = min(query.page_size, total - offset)
+    if wanted <= 0:
+        return []
+    if any(c.nullable for c in sorted_by):
+        return None  # the window's bound compares keys, and an empty company compares as nothing
+    workspace_leads = await counted_leads(ctx, query)
+    if (offset + query.page_size) * workspace_leads > total * LIST_WALK_WINDOW // 2:
+        return None
+    lead_table = scoped(ctx, leads)
+    others = filter_conditions(ctx, query.model_copy(update={"list_id": None}))
+    order = ordered(sorted_by, query.dir)
+    if workspace_leads > LIST_WALK_WINDOW:
+        # the window's last lead, found on the sort index alone; the walk below stops there
+        last = (
+            await ctx.conn.execute(
+                lead_table.select(*sorted_by)
+                .where(*others)
+                .order_by(*order)
+                .offset(LIST_WALK_WINDOW - 1)
+                .limit(1)
+            )
+        ).first()
+        if last is not None:
+            key_of = tuple_(*sorted_by)
+            bound = tuple_(*(literal(v, type_=c.type) for c, v in zip(sorted_by, last, strict=True)))
+            others.append(key_of >= bound if query.dir == "desc" else key_of <= bound)
+    members = scoped(ctx, list_memberships)
+    member = members.select(list_memberships.c.lead_id).where(
+        list_memberships.c.list_id == query.list_id, list_memberships.c.lead_id == leads.c.id
+    )
+    page = (
+        lead_table.select(sorted_by[-1])
+        .where(*others, member.exists())
+        .order_by(*order)
+        .limit(query.page_size)
+        .offset(offset)
+    )
+    keys = list((await ctx.conn.execute(page)).scalars())
+    return keys if len(keys) == wanted else None
 
 
 async def _rows_by(ctx: WorkspaceContext, key: Any, keys: list[str]) -> list[Any]:

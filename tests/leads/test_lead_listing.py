@@ -353,3 +353,57 @@ async def test_deep_pages_continue_the_same_order(
         assert [lead["email"] for lead in deep["leads"]] == walked[1000:1010]
         assert [lead["email"] for lead in deeper["leads"]] == walked[1020:1030]
         assert deep["total"] == 1030 and deep["leads"][0]["firstName"] in ("Ann", "Bob", "Cid")
+
+
+@pytest.mark.parametrize("window", [4, 100, 20_000])
+@pytest.mark.parametrize("spread", [True, False])
+async def test_a_lists_pages_are_the_workspaces_order_kept_to_its_members(
+    window: int,
+    spread: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+) -> None:
+    """A list's page walks the workspace's sort order within a window and keeps the members, or sorts the
+    members when the walk does not pay (window 4: never) or does not find the page within the window
+    (window 100 of 120 leads, the members bunched at the far end of the order: the 25 first addresses,
+    sorted by address descending). Either way each page is the workspace's own order kept to the list's
+    members, and `total` counts the members."""
+    from outreach_core.leads import operations
+
+    monkeypatch.setattr(operations, "LIST_WALK_WINDOW", window)
+    ws = await make_workspace()
+    rows = [
+        {"email": f"m{i:03d}@acme.io", "firstName": ["Ann", "Bob", "Cid"][i % 3], "company": f"Co {i % 5}"}
+        for i in range(120)
+    ]
+    await import_chunk(http, ws, rows=rows)
+    await merge_imports(ws)
+    by_email = {lead["email"]: lead for lead in (await listing(http, ws, pageSize=200))["leads"]}
+    members = {f"m{i:03d}@acme.io" for i in range(120) if (i < 5 or i % 7 == 0 if spread else i < 25)}
+    made = await http.post("/api/v1/lists", headers=ws.headers, json={"name": "Some"})
+    list_id = made.json()["id"]
+    added = await http.post(
+        "/api/v1/leads/lists/add",
+        headers=ws.headers,
+        json={"listId": list_id, "target": {"ids": [by_email[e]["id"] for e in sorted(members)]}},
+    )
+    assert added.json() == {"added": len(members)}
+    replied = sorted(members)[::2]
+    for email in replied:
+        lead_id = by_email[email]["id"]
+        await http.patch(f"/api/v1/leads/{lead_id}", headers=ws.headers, json={"status": "replied"})
+
+    for sort in ("createdAt", "email", "name", "company"):
+        for direction in ("asc", "desc"):
+            for extra, kept in (({}, members), ({"status": "replied"}, set(replied))):
+                order = await emails(http, ws, sort=sort, dir=direction, **extra)
+                expected = [e for e in order if e in kept]
+                pages = []
+                for page in range(1, 5):
+                    got = await listing(
+                        http, ws, listId=list_id, sort=sort, dir=direction, page=page, pageSize=10, **extra
+                    )
+                    assert got["total"] == len(kept), (sort, direction, extra)
+                    pages += [lead["email"] for lead in got["leads"]]
+                assert pages == expected, (sort, direction, extra)

@@ -127,7 +127,8 @@ list_leads = Table(
     ws_fk(),
     Column("added_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
-    Index("ix_list_leads_list_added", "list_id", "added_at", "lead_id"),
+    # covering for a list's workspace-scoped count and membership probe (`leads.operations`, migration 0016)
+    Index("ix_list_leads_members", "list_id", "lead_id", "workspace_id"),
 )
 
 labels = Table(
@@ -266,4 +267,13 @@ domain_cache = Table(
     # when the answer stops being trusted: a week for mail servers, the DNS negative TTL (at most an hour)
     # for "no mail servers" (migration 0010)
     Column("expires_at", UtcDateTime, nullable=False),
+)
+
+domain_lookups = Table(
+    "domain_lookups",
+    metadata,
+    # domains of queued import rows, looked up by the enrich worker before the rows are merged (migration
+    # 0017; `targets.mail_domains.queue_lookups`)
+    Column("domain", String(253), primary_key=True),
+    Column("queued_at", UtcDateTime, nullable=False),
 )
