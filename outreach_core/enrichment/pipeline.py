@@ -32,7 +32,6 @@ from outreach_core.targets.mail_domains import (
     known_domains,
     resolve_domains,
     store_domains,
-    take_lookups,
 )
 from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
 
@@ -42,9 +41,6 @@ if TYPE_CHECKING:
 BATCH = 5_000
 SEARCH_BATCH = 2_000
 """Leads taken per `enrich_pending` call by default (one import chunk)."""
-LOOKAHEAD_BATCH = 1_000
-"""Domains looked up per tick at most, those of waiting leads first, then those of queued import rows: at
-`LOOKUP_CONCURRENCY` lookups in flight, a tick's DNS stays within seconds even where answers are slow."""
 
 _log = structlog.get_logger(__name__)
 
@@ -217,22 +213,14 @@ async def enrich_batch(runtime: Runtime) -> int:
     short transaction; only then does `enrich_pending` write the leads. On SQLite, where a write transaction
     holds the database's single write lock, this keeps slow or unanswered DNS from blocking imports and
     every other writer. `enrich_pending` still looks up any domain it finds unresolved (leads added in
-    between), so it is correct on its own.
-
-    The same lookups take in, up to `LOOKAHEAD_BATCH` domains in all, the domains that import chunks
-    queued (`take_lookups`): the merge then stores those leads enriched. Returns those domains too, so the
-    worker goes on at once while there are any."""
+    between), so it is correct on its own."""
     resolved: dict[str, DomainInfo] = {}
-    ahead: list[str] = []
     if runtime.ports.dns is not None:
         domains = await runtime.system_read(domains_to_resolve, limit=BATCH)
-        if len(domains) < LOOKAHEAD_BATCH:
-            # room left: the domains of queued import rows too, looked up before the merge reaches them
-            ahead = await runtime.system(take_lookups, LOOKAHEAD_BATCH - len(domains))
-        if domains or ahead:
-            resolved = await resolve_domains(runtime.ports.dns, [*domains, *ahead])
+        if domains:
+            resolved = await resolve_domains(runtime.ports.dns, domains)
             await runtime.system(store_domains, resolved)
-    handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved) + len(ahead)
+    handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
     # The lead counters' deltas of this batch and of everything since the last fold (PostgreSQL; a fold is
     # one short statement, an empty one an index probe).
     await runtime.system(fold_lead_counters)

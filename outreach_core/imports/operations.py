@@ -36,7 +36,6 @@ from outreach_core.ids import new_id
 from outreach_core.imports.merge import close_if_merged
 from outreach_core.imports.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport, LeadImports, stored_row
 from outreach_core.lists.store import resolve_import_list
-from outreach_core.targets.mail_domains import queue_lookups
 
 
 async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
@@ -77,8 +76,6 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     rows = [stored_row(row) for row in content["rows"]]  # the hash above stays the wire form's
     if rows:
         await _queue(ctx, imp.id, rows)
-        # their domains, looked up by the enrich worker before the merge reaches these rows
-        await queue_lookups(ctx, (row.get("email") for row in rows))
     client_dropped = body.client_invalid + body.client_duplicates
     values: dict[str, Any] = {
         "rows": lead_imports.c.rows + len(rows) + client_dropped,

@@ -180,9 +180,9 @@ async def _list_walk(
 
     Sorting the members means reading every one of them first: page 1 of a 200,000-member list took 875 ms
     on SQLite that way, 0.2 ms walking (measured). The walk pays when members are frequent in the sort
-    order, so it is tried only when the members expected before the page's end lie within
-    `LIST_WALK_WINDOW` leads (spread evenly), and it never looks further: members bunched at the far end
-    of the order (a list of old leads, newest first) fall back to sorting the members. Not for
+    order, so it is tried only when the members expected before the page's end lie within half of
+    `LIST_WALK_WINDOW` leads (spread evenly), and it never looks past the window: members bunched at the
+    far end of the order (a list of old leads, newest first) fall back to sorting the members. Not for
     `sort=company`, whose empty values the window's bound could not place."""
     assert query.list_id is not None
     wanted = min(query.page_size, total - offset)

@@ -10,8 +10,6 @@ over `ctx.ports.dns` and cached in `domain_cache` for every workspace. Shared by
   only cached mail servers and looks "no mail servers" up again.
 - Lookups run outside any transaction where the caller can (`resolve_domains`, then `store_domains` in a
   short one); `domain_infos` looks up what it must itself.
-- Ahead of an import's merge: a chunk queues its rows' domains (`queue_lookups`), the enrich worker takes
-  them (`take_lookups`) and caches the answers, and the merge then stores those leads enriched.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import structlog
 from sqlalchemy.dialects import postgresql, sqlite
 
 from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import domain_cache, domain_lookups
+from outreach_core.db.tables import domain_cache
 from outreach_core.ports import DnsResolver
 from outreach_core.targets.esp import classify_esp, consumer_esp, parse_mx
 from outreach_core.targets.schemas import ESPS, Esp
@@ -180,45 +178,6 @@ def _upsert_cache(ctx: SystemContext, rows: list[dict[str, Any]]) -> Any:
     return lite.on_conflict_do_update(
         index_elements=[table.c.domain], set_={c: lite.excluded[c] for c in updated}
     )
-
-
-async def queue_lookups(ctx: SystemContext, emails: Iterable[object]) -> int:
-    """Queue the domains of `emails` that need DNS (not a consumer provider) for the enrich worker, which
-    looks them up while the rows wait to be merged (`take_lookups`): an import's leads are then stored with
-    their provider and mail server, written once, instead of updated by the worker after the merge (on
-    PostgreSQL a second entry in every index of the row, both trigram indexes included). A domain already
-    queued stays queued once. Cheap enough for the request that accepts a chunk: the domain is the text
-    after the last `@` (an address too broken for that is never merged anyway); returns how many were new."""
-    domains = {clean_domain(e.rpartition("@")[2]) for e in emails if isinstance(e, str) and "@" in e}
-    wanted = sorted(d for d in domains if "." in d and consumer_esp(d) is None)
-    if not wanted:
-        return 0
-    table = system_scope(domain_lookups).table
-    insert = postgresql.insert if ctx.conn.dialect.name == "postgresql" else sqlite.insert
-    queued = 0
-    for start in range(0, len(wanted), _CHUNK):
-        rows = [{"domain": d, "queued_at": ctx.now} for d in wanted[start : start + _CHUNK]]
-        result = await ctx.conn.execute(insert(table).values(rows).on_conflict_do_nothing())
-        queued += max(result.rowcount, 0)
-    return queued
-
-
-async def take_lookups(ctx: SystemContext, limit: int) -> list[str]:
-    """Take up to `limit` queued domains off `domain_lookups`, the longest waiting first, and return those
-    without a fresh cache entry: the ones to look up. Taken means deleted (PostgreSQL: rows other workers
-    are taking are skipped), so a worker that dies before storing the answers only leaves those leads to
-    be enriched after the merge, as without the queue."""
-    table = system_scope(domain_lookups)
-    oldest = table.select(domain_lookups.c.domain).order_by(domain_lookups.c.queued_at).limit(limit)
-    if ctx.conn.dialect.name == "postgresql":
-        oldest = oldest.with_for_update(skip_locked=True)
-    taken = await ctx.conn.execute(
-        table.delete()
-        .where(domain_lookups.c.domain.in_(oldest.scalar_subquery()))
-        .returning(domain_lookups.c.domain)
-    )
-    domains = set(taken.scalars())
-    return sorted(domains - (await cached_domains(ctx, domains)).keys())
 
 
 async def cached_domains(

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from outreach_app.adapters import DnspythonResolver
@@ -409,51 +408,3 @@ async def test_worker_tick_enriches_across_workspaces(
 def test_the_enrich_worker_is_registered() -> None:
     worker = ALL_WORKERS["enrich"]()
     assert worker.name == "enrich" and worker.tick is enrich_worker.tick and worker.interval_s == 2.0
-
-
-# --- looked up ahead of the merge ---------------------------------------------------------------------------
-
-
-async def test_an_imports_domains_are_looked_up_before_its_rows_are_merged(
-    make_workspace: MakeWorkspace, dns_runtime: Runtime, dns_server: DnsServer, http: httpx.AsyncClient
-) -> None:
-    """A chunk queues its rows' company domains; the enrich worker looks them up while the rows wait, so
-    the merge stores those leads with their provider already (written once) and the import is done at the
-    enrich worker's next tick, with one DNS query per domain in all. Rows merged before their domains were
-    looked up wait for the worker, as before."""
-    ws = await make_workspace()
-    ahead, late = unique_domain("ahead"), unique_domain("late")
-    dns_server.add(ahead, "MX", "10 mx.zoho.com.")
-    dns_server.add(late, "MX", "10 mx.zoho.com.")
-    rows = [{"email": f"a{i}@{ahead}"} for i in range(3)] + [{"email": "g@gmail.com"}]
-    first = await http.post("/api/v1/leads/import", headers=ws.headers, json={"rows": rows, "final": True})
-    assert first.status_code == 200, first.text
-
-    await enrich_worker.tick(dns_runtime)  # the worker's lookups, before any merge
-    assert dns_server.queries_for(ahead) == 1
-    await merge_all(dns_runtime)
-    listed = await http.get("/api/v1/leads", headers=ws.headers, params={"search": ahead})
-    assert [lead["esp"] for lead in listed.json()["leads"]] == ["zoho"] * 3  # stored enriched by the merge
-
-    second = await http.post(
-        "/api/v1/leads/import", headers=ws.headers, json={"rows": [{"email": f"l@{late}"}], "final": True}
-    )
-    await merge_all(dns_runtime)  # merged before the worker looked its domain up
-    listed = await http.get("/api/v1/leads", headers=ws.headers, params={"search": late})
-    assert [lead["esp"] for lead in listed.json()["leads"]] == ["unknown"]
-
-    while await enrich_worker.tick(dns_runtime):
-        pass
-    for imported in (first, second):
-        shown = await http.get(f"/api/v1/leads/imports/{imported.json()['id']}", headers=ws.headers)
-        assert shown.json()["status"] == "done"
-    listed = await http.get("/api/v1/leads", headers=ws.headers, params={"search": late})
-    assert [lead["esp"] for lead in listed.json()["leads"]] == ["zoho"]
-    assert (dns_server.queries_for(ahead), dns_server.queries_for(late)) == (1, 1)
-
-
-async def merge_all(runtime: Runtime) -> None:
-    from workers import imports
-
-    while await imports.tick(runtime):
-        pass

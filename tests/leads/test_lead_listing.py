@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -372,6 +374,15 @@ async def test_a_lists_pages_are_the_workspaces_order_kept_to_its_members(
     from outreach_core.leads import operations
 
     monkeypatch.setattr(operations, "LIST_WALK_WINDOW", window)
+    walked: list[bool] = []  # whether the walk found each page (a page with leads)
+    walk = operations._list_walk
+
+    async def watched(*args: Any, **kwargs: Any) -> list[str] | None:
+        keys = await walk(*args, **kwargs)
+        walked.append(bool(keys))
+        return keys
+
+    monkeypatch.setattr(operations, "_list_walk", watched)
     ws = await make_workspace()
     rows = [
         {"email": f"m{i:03d}@acme.io", "firstName": ["Ann", "Bob", "Cid"][i % 3], "company": f"Co {i % 5}"}
@@ -407,3 +418,5 @@ async def test_a_lists_pages_are_the_workspaces_order_kept_to_its_members(
                     assert got["total"] == len(kept), (sort, direction, extra)
                     pages += [lead["email"] for lead in got["leads"]]
                 assert pages == expected, (sort, direction, extra)
+    # the walk found pages with a window of 100 and 20,000 leads; with 4, every page sorted the members
+    assert any(walked) == (window > 4)

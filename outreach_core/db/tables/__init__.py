@@ -23,7 +23,6 @@ from outreach_core.db.tables.accounts import (
 )
 from outreach_core.db.tables.audience import (
     domain_cache,
-    domain_lookups,
     import_chunks,
     import_queue,
     import_seen,
@@ -65,7 +64,6 @@ __all__ = [
     "campaign_variants",
     "campaigns",
     "domain_cache",
-    "domain_lookups",
     "import_chunks",
     "import_queue",
     "import_seen",

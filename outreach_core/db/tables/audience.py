@@ -268,12 +268,3 @@ domain_cache = Table(
     # for "no mail servers" (migration 0010)
     Column("expires_at", UtcDateTime, nullable=False),
 )
-
-domain_lookups = Table(
-    "domain_lookups",
-    metadata,
-    # domains of queued import rows, looked up by the enrich worker before the rows are merged (migration
-    # 0017; `targets.mail_domains.queue_lookups`)
-    Column("domain", String(253), primary_key=True),
-    Column("queued_at", UtcDateTime, nullable=False),
-)
