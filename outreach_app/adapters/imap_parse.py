@@ -148,25 +148,23 @@ def list_folders(lines: Sequence[bytes | bytearray]) -> list[ListedFolder]:
 
 def junk_folder(folders: Sequence[ListedFolder]) -> str | None:
     """The junk folder: the first with the `\\Junk` flag, else the first of the usual names."""
-    usable = [f for f in folders if not f.flags & {"\\noselect", "\\nonexistent"}]
-    for folder in usable:
-        if "\\junk" in folder.flags:
-            return folder.name
-    by_name = {f.name.lower(): f.name for f in usable}
-    for name in JUNK_NAMES:
-        if name in by_name:
-            return by_name[name]
-    return None
+    return _special_folder(folders, "\\junk", JUNK_NAMES)
 
 
 def sent_folder(folders: Sequence[ListedFolder]) -> str | None:
     """The Sent folder: the first with the `\\Sent` flag (RFC 6154), else the first of `SENT_NAMES`."""
+    return _special_folder(folders, "\\sent", SENT_NAMES)
+
+
+def _special_folder(folders: Sequence[ListedFolder], flag: str, names: Sequence[str]) -> str | None:
+    """The first selectable folder marked with the SPECIAL-USE `flag` (lower-cased), else the first of
+    `names` (any case, in that order)."""
     usable = [f for f in folders if not f.flags & {"\\noselect", "\\nonexistent"}]
     for folder in usable:
-        if "\\sent" in folder.flags:
+        if flag in folder.flags:
             return folder.name
     by_name = {f.name.lower(): f.name for f in usable}
-    for name in SENT_NAMES:
+    for name in names:
         if name.lower() in by_name:
             return by_name[name.lower()]
     return None
