@@ -1,0 +1,34 @@
+"""The billing columns of a workspace as the billing modules read them (never the whole row: columns added
+later must not break code written against an older schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import workspaces
+
+BILLING_COLUMNS = (
+    workspaces.c.id,
+    workspaces.c.name,
+    workspaces.c.plan,
+    workspaces.c.plan_interval,
+    workspaces.c.plan_status,
+    workspaces.c.plan_renews_at,
+    workspaces.c.plan_period_start,
+    workspaces.c.cancel_at_period_end,
+    workspaces.c.dedicated_ip_addons,
+    workspaces.c.billing_customer_id,
+    workspaces.c.billing_subscription_id,
+    workspaces.c.billing_payer_id,
+    workspaces.c.billing_event_at,
+    workspaces.c.own_ai_key,
+)
+
+
+async def billing_row(ctx: WorkspaceContext, *, for_update: bool = False) -> Any:
+    """The caller's workspace's billing columns (locked on PostgreSQL with `for_update`)."""
+    stmt = scoped(ctx, workspaces).select(*BILLING_COLUMNS)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return (await ctx.conn.execute(stmt)).one()
