@@ -8,7 +8,7 @@ from typing import Any
 from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.billing.rules import PLANS, Interval, billing_period, effective_status, in_force
 from outreach_core.billing.schemas import BillingSummary
-from outreach_core.billing.store import BILLING_COLUMNS, billing_row
+from outreach_core.billing.store import PLAN_COLUMNS, plan_row
 from outreach_core.context import (
     SystemContext,
     WorkspaceContext,
@@ -57,7 +57,7 @@ def summarize(row: Any, emails_sent: int, now: datetime) -> BillingSummary:
 
 async def require_active_plan(ctx: WorkspaceContext) -> None:
     """Refuse with 402 `plan_required` unless the caller's workspace has a plan in force."""
-    row = await billing_row(ctx)
+    row = await plan_row(ctx)
     if in_force(row, ctx.now) is None:
         raise PlanRequired(
             "This operation needs an active plan: choose one with POST /api/v1/billing/checkout (tool "
@@ -93,5 +93,5 @@ async def set_plan(
     if row is None:
         raise NotFound("workspace", workspace)
     await ctx.conn.execute(ws.update().where(ws.c.id == row.id).values(**values))
-    updated = (await ctx.conn.execute(ws.select(*BILLING_COLUMNS).where(ws.c.id == row.id))).one()
+    updated = (await ctx.conn.execute(ws.select(*PLAN_COLUMNS).where(ws.c.id == row.id))).one()
     return await billing_summary(as_workspace(ctx, workspace_itself(row.id, "billing")), updated)

@@ -8,15 +8,20 @@ from typing import Any
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import workspaces
 
-BILLING_COLUMNS = (
-    workspaces.c.id,
-    workspaces.c.name,
+PLAN_COLUMNS = (
     workspaces.c.plan,
     workspaces.c.plan_interval,
     workspaces.c.plan_status,
     workspaces.c.plan_renews_at,
     workspaces.c.plan_period_start,
     workspaces.c.cancel_at_period_end,
+)
+"""What the plan in force and the billing object of /me are computed from."""
+
+BILLING_COLUMNS = (
+    workspaces.c.id,
+    workspaces.c.name,
+    *PLAN_COLUMNS,
     workspaces.c.dedicated_ip_addons,
     workspaces.c.billing_customer_id,
     workspaces.c.billing_subscription_id,
@@ -32,3 +37,8 @@ async def billing_row(ctx: WorkspaceContext, *, for_update: bool = False) -> Any
     if for_update:
         stmt = stmt.with_for_update()
     return (await ctx.conn.execute(stmt)).one()
+
+
+async def plan_row(ctx: WorkspaceContext) -> Any:
+    """The caller's workspace's plan columns (`PLAN_COLUMNS`), for the limits that depend on the plan."""
+    return (await ctx.conn.execute(scoped(ctx, workspaces).select(*PLAN_COLUMNS))).one()

@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlalchemy import func
 
 from outreach_core.billing.rules import in_force
-from outreach_core.billing.store import billing_row
+from outreach_core.billing.store import plan_row
 from outreach_core.context import WorkspaceContext
 from outreach_core.errors import QuotaExceeded
 from outreach_core.leads.schemas import ListLeadsQuery
@@ -38,7 +38,7 @@ class ContactsRoom(NamedTuple):
 async def contacts_room(ctx: WorkspaceContext) -> ContactsRoom | None:
     """The plan's contacts limit and the workspace's leads now; None when no limit applies (without an
     active plan nothing limits single leads, and importing needs a plan anyway)."""
-    plan = in_force(await billing_row(ctx), ctx.now)
+    plan = in_force(await plan_row(ctx), ctx.now)
     if plan is None:
         return None
     return ContactsRoom(plan.name, plan.contacts, await counted_leads(ctx, None))

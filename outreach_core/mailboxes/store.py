@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func
 
 from outreach_core.billing.rules import in_force
-from outreach_core.billing.store import billing_row
+from outreach_core.billing.store import plan_row
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import mailboxes
 from outreach_core.errors import Conflict, NotFound, QuotaExceeded
@@ -26,7 +26,7 @@ async def mailbox_row(ctx: WorkspaceContext, id: str) -> Any:
 
 async def slots_left(ctx: WorkspaceContext) -> int | None:
     """Mailboxes the plan still allows; None without a limit (no active plan, or an unlimited plan)."""
-    plan = in_force(await billing_row(ctx), ctx.now)
+    plan = in_force(await plan_row(ctx), ctx.now)
     if plan is None:
         return None
     limit = plan.mailboxes

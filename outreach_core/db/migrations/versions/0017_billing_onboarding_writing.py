@@ -20,17 +20,20 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("workspaces") as batch:
-        batch.add_column(sa.Column("dedicated_ip_addons", sa.Integer(), nullable=False, server_default="0"))
-        batch.add_column(sa.Column("billing_customer_id", sa.String(length=255), nullable=True))
-        batch.add_column(sa.Column("billing_subscription_id", sa.String(length=255), nullable=True))
-        batch.add_column(sa.Column("billing_payer_id", sa.String(length=40), nullable=True))
-        batch.add_column(sa.Column("billing_event_at", UtcDateTime(), nullable=True))
-        batch.add_column(sa.Column("ai_key_encrypted", sa.Text(), nullable=True))
-        batch.add_column(sa.Column("audience", sa.String(length=8), nullable=True))
-        batch.add_column(sa.Column("sending_domain", sa.String(length=300), nullable=True))
-        batch.add_column(sa.Column("expected_volume", sa.Integer(), nullable=True))
-        batch.create_index("ix_workspaces_plan_renews_at", ["plan_renews_at"])
+    # Plain ADD COLUMN on both engines (no table copy on SQLite: `workspaces` is referenced by every table).
+    for column in (
+        sa.Column("dedicated_ip_addons", sa.Integer(), nullable=False, server_default="0"),
+        sa.Column("billing_customer_id", sa.String(length=255), nullable=True),
+        sa.Column("billing_subscription_id", sa.String(length=255), nullable=True),
+        sa.Column("billing_payer_id", sa.String(length=40), nullable=True),
+        sa.Column("billing_event_at", UtcDateTime(), nullable=True),
+        sa.Column("ai_key_encrypted", sa.Text(), nullable=True),
+        sa.Column("audience", sa.String(length=8), nullable=True),
+        sa.Column("sending_domain", sa.String(length=300), nullable=True),
+        sa.Column("expected_volume", sa.Integer(), nullable=True),
+    ):
+        op.add_column("workspaces", column)
+    op.create_index("ix_workspaces_plan_renews_at", "workspaces", ["plan_renews_at"])
     op.create_table(
         "offer_profiles",
         sa.Column("workspace_id", sa.String(length=40), nullable=False),
@@ -83,17 +86,16 @@ def downgrade() -> None:
     op.drop_index("ix_ai_drafts_ws_created", table_name="ai_drafts")
     op.drop_table("ai_drafts")
     op.drop_table("offer_profiles")
-    with op.batch_alter_table("workspaces") as batch:
-        batch.drop_index("ix_workspaces_plan_renews_at")
-        for column in (
-            "expected_volume",
-            "sending_domain",
-            "audience",
-            "ai_key_encrypted",
-            "billing_event_at",
-            "billing_payer_id",
-            "billing_subscription_id",
-            "billing_customer_id",
-            "dedicated_ip_addons",
-        ):
-            batch.drop_column(column)
+    op.drop_index("ix_workspaces_plan_renews_at", table_name="workspaces")
+    for column in (
+        "expected_volume",
+        "sending_domain",
+        "audience",
+        "ai_key_encrypted",
+        "billing_event_at",
+        "billing_payer_id",
+        "billing_subscription_id",
+        "billing_customer_id",
+        "dedicated_ip_addons",
+    ):
+        op.drop_column("workspaces", column)  # ALTER TABLE ... DROP COLUMN (SQLite 3.35 and later)
