@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -29,6 +29,28 @@ from tests.conftest import MakeWorkspace, WorkspaceHandle, serving
 from tests.dns_server import DnsServer
 
 AI_TIMEOUT_S = 1.0
+
+
+class TestClock(FixedClock):
+    """The real time, until a test sets or moves it (`set`, `advance`); `follow` returns to the real time."""
+
+    def __init__(self) -> None:
+        super().__init__(datetime.now(UTC))
+        self._fixed = False
+
+    def now(self) -> datetime:
+        return super().now() if self._fixed else datetime.now(UTC)
+
+    def set(self, when: datetime) -> None:
+        super().set(when)
+        self._fixed = True
+
+    def advance(self, **delta: float) -> datetime:
+        self.set(self.now() + timedelta(**delta))
+        return self.now()
+
+    def follow(self) -> None:
+        self._fixed = False
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +82,7 @@ class Served:
     """The app as users run it, with its runtime, clock and base URL; `client()` is an httpx client."""
 
     runtime: Runtime
-    clock: FixedClock
+    clock: TestClock
     url: str
 
     def client(self) -> httpx.AsyncClient:
@@ -93,7 +115,7 @@ def _settings(base: Settings, ai: FakeAi, **more: Any) -> Settings:
 async def served_app(
     settings: Settings, engine_runtime: Runtime, *, server_ai: bool = True, stripe: bool = False
 ) -> AsyncIterator[Served]:
-    clock = FixedClock(datetime.now(UTC))
+    clock = TestClock()
     ports = Ports(
         clock=clock,
         ai=ChatCompletionsClient.from_settings(settings) if server_ai else None,
@@ -145,10 +167,10 @@ async def stripe_app(
 
 @pytest.fixture(autouse=True)
 def _fresh(ai_server: FakeAi, billing_app: Served) -> None:
-    """Every test starts with an empty AI script and the clock at the real now."""
+    """Every test starts with an empty AI script and the clock following the real time."""
     ai_server.reset()
     ai_server.refuse_keys.clear()
-    billing_app.clock.set(datetime.now(UTC))
+    billing_app.clock.follow()
 
 
 @pytest.fixture

@@ -85,7 +85,11 @@ class FakeAi:
                 "object": "chat.completion",
                 "model": "test-model",
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
                 ],
             }
         )
@@ -109,7 +113,9 @@ GOOD_PAGE = """<!doctype html><html><head><title>Acme Analytics | Dashboards for
 <h2>Why founders use Acme</h2><p>No spreadsheets: metrics stay current. Used by 300 SaaS founders.</p>
 <footer>Copyright Acme Analytics</footer></body></html>"""
 NOINDEX_PAGE = GOOD_PAGE.replace("<head>", '<head><meta name="robots" content="noindex, nofollow">')
-SCRIPT_PAGE = "<!doctype html><html><head></head><body><div id=app></div><script>boot()</script></body></html>"
+SCRIPT_PAGE = (
+    "<!doctype html><html><head></head><body><div id=app></div><script>boot()</script></body></html>"
+)
 
 
 @dataclass
@@ -231,7 +237,8 @@ class FakeStripe:
         self.calls.append((request.method, request.path))
         if request.headers.get("Authorization") != f"Bearer {API_KEY}":
             return web.json_response(
-                {"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}, status=401
+                {"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}},
+                status=401,
             )
         form = _nested(parse_qsl(await request.text())) if request.method == "POST" else {}
         query = _nested(list(request.query.items()))
@@ -265,7 +272,9 @@ class FakeStripe:
             if request.method == "POST":
                 self._update(sub, form)
             return web.json_response(sub)
-        return web.json_response({"error": {"type": "invalid_request_error", "message": "unknown"}}, status=404)
+        return web.json_response(
+            {"error": {"type": "invalid_request_error", "message": "unknown"}}, status=404
+        )
 
     def _list(self, data: list[dict[str, Any]], url: str) -> web.Response:
         return web.json_response({"object": "list", "data": data, "has_more": False, "url": url})

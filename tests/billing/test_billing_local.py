@@ -78,13 +78,17 @@ async def test_a_forged_or_other_kind_of_link_is_refused_and_changes_nothing(
 ) -> None:
     ws = await make_workspace(plan="starter")
     url = (
-        await api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": "agency", "interval": "month"})
+        await api.post(
+            "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "agency", "interval": "month"}
+        )
     ).json()["url"]
     token = _page_token(url)
     portal = (await api.post("/api/v1/billing/portal", headers=ws.headers)).json()["url"]
     async with httpx.AsyncClient(timeout=10) as browser:
         tampered = await browser.post(url[:-3] + ("AAA" if not url.endswith("AAA") else "BBB"))
-        as_portal = await browser.post(f"{billing_app.url}/billing/local/portal/{token}", data={"action": "cancel"})
+        as_portal = await browser.post(
+            f"{billing_app.url}/billing/local/portal/{token}", data={"action": "cancel"}
+        )
         as_checkout = await browser.post(f"{billing_app.url}/billing/local/checkout/{_page_token(portal)}")
     assert tampered.status_code == 404 and as_portal.status_code == 404 and as_checkout.status_code == 404
     assert (await api.get("/api/v1/billing", headers=ws.headers)).json()["plan"] == "starter"
@@ -95,7 +99,9 @@ async def test_checkout_links_expire_after_an_hour(
 ) -> None:
     ws = await make_workspace(plan=None)
     url = (
-        await api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": "growth", "interval": "month"})
+        await api.post(
+            "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "growth", "interval": "month"}
+        )
     ).json()["url"]
     billing_app.clock.advance(minutes=61)
     async with httpx.AsyncClient(timeout=10) as browser:
@@ -109,7 +115,9 @@ async def test_a_member_removed_or_demoted_after_asking_cannot_confirm(
     ws = await make_workspace(plan="starter")
     admin = await ws.add_member("admin")
     url = (
-        await api.post("/api/v1/billing/checkout", headers=admin.headers, json={"plan": "pro", "interval": "month"})
+        await api.post(
+            "/api/v1/billing/checkout", headers=admin.headers, json={"plan": "pro", "interval": "month"}
+        )
     ).json()["url"]
     members = (await api.get("/api/v1/members", headers=ws.headers)).json()["members"]
     admin_row = next(m["id"] for m in members if m["userId"] == admin.user_id)
@@ -157,7 +165,9 @@ async def test_unknown_plan_or_interval_is_422_with_the_field(
         assert error["code"] == "invalid_input" and [f["path"] for f in error["details"]["fields"]] == [field]
 
 
-async def test_sync_reports_whether_a_plan_is_in_force(api: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+async def test_sync_reports_whether_a_plan_is_in_force(
+    api: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
     with_plan, without = await make_workspace(plan="growth"), await make_workspace(plan=None)
     assert (await api.post("/api/v1/billing/sync", headers=with_plan.headers)).json() == {"found": True}
     assert (await api.post("/api/v1/billing/sync", headers=without.headers)).json() == {"found": False}
@@ -168,10 +178,14 @@ async def test_dedicated_ips_within_bounds_and_refused_outside_them(
 ) -> None:
     ws = await make_workspace(plan="pro")
     for quantity in (0, 50, 7):
-        answer = await api.post("/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": quantity})
+        answer = await api.post(
+            "/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": quantity}
+        )
         assert answer.status_code == 200 and answer.json()["addons"] == quantity
     for quantity in (-1, 51):
-        answer = await api.post("/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": quantity})
+        answer = await api.post(
+            "/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": quantity}
+        )
         assert answer.status_code == 422
         assert answer.json()["error"]["details"]["fields"][0]["path"] == "quantity"
     assert (await api.get("/api/v1/billing", headers=ws.headers)).json()["dedicatedIps"]["addons"] == 7
