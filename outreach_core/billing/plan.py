@@ -33,8 +33,8 @@ def renews_at(row: Any, now: datetime) -> datetime | None:
     if row.plan is None:
         return None
     stored: datetime | None = row.plan_renews_at
-    if row.cancel_at_period_end and stored is not None:
-        return stored
+    if stored is not None and (row.cancel_at_period_end or now < stored):
+        return stored  # the provider's own end while it lasts (Stripe's), and a cancelled plan's end
     period = billing_period(now, row.plan_period_start, row.plan_interval)
     return period[1] if period is not None else stored
 

@@ -11,12 +11,15 @@ import itertools
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
+
+from outreach_core.billing.rules import add_months
 
 _ids = itertools.count(1)
 
@@ -205,6 +208,12 @@ def _lists(value: Any) -> Any:
     return value
 
 
+def _period(interval: str) -> tuple[int, int]:
+    """A billing period from now, in whole calendar months as Stripe counts them."""
+    start = datetime.now(UTC).replace(microsecond=0)
+    return int(start.timestamp()), int(add_months(start, 12 if interval == "year" else 1).timestamp())
+
+
 @dataclass
 class FakeStripe:
     """The parts of Stripe's API the provider uses: prices by lookup key, Checkout Sessions, the billing
@@ -280,10 +289,9 @@ class FakeStripe:
         return web.json_response({"object": "list", "data": data, "has_more": False, "url": url})
 
     def _item(self, price_id: str, quantity: int) -> dict[str, Any]:
-        start = int(time.time())
+        start, end = _period(self.prices[price_id]["recurring"]["interval"])
         return {"id": f"si_{next(_ids)}", "object": "subscription_item", "price": self.prices[price_id],
-                "quantity": quantity, "current_period_start": start,
-                "current_period_end": start + 30 * 86400}  # fmt: skip
+                "quantity": quantity, "current_period_start": start, "current_period_end": end}  # fmt: skip
 
     def _update(self, sub: dict[str, Any], form: dict[str, Any]) -> None:
         items = sub["items"]["data"]
@@ -307,13 +315,13 @@ class FakeStripe:
         customer_id = session.get("customer") or f"cus_{next(_ids)}"
         self.customers.setdefault(customer_id, {"id": customer_id, "object": "customer",
                                                 "email": session.get("customer_email", email)})  # fmt: skip
-        start = int(time.time())
         sub_id = f"sub_{next(_ids)}"
         items = [self._item(li["price"], int(li.get("quantity", 1))) for li in session["line_items"]]
+        start, end = items[0]["current_period_start"], items[0]["current_period_end"]
         self.subscriptions[sub_id] = {
             "id": sub_id, "object": "subscription", "customer": customer_id, "status": "active",
             "cancel_at_period_end": False, "created": start, "current_period_start": start,
-            "current_period_end": start + 30 * 86400,
+            "current_period_end": end,
             "metadata": session.get("subscription_data", {}).get("metadata", {}),
             "items": {"object": "list", "data": items},
         }  # fmt: skip
