@@ -35,6 +35,7 @@ ENDPOINTS = [
         CheckoutUrl,
         body=CheckoutIn,
         prepare=prepare_start_checkout,
+        open_world=True,  # Stripe, with OUTREACH_BILLING=stripe
         tag="billing",
     ),
     Endpoint(
@@ -43,9 +44,19 @@ ENDPOINTS = [
         open_billing_portal,
         PortalUrl,
         prepare=prepare_open_billing_portal,
+        open_world=True,
         tag="billing",
     ),
-    Endpoint("POST", "/billing/sync", sync_billing, SyncResult, prepare=prepare_sync_billing, tag="billing"),
+    Endpoint(
+        "POST",
+        "/billing/sync",
+        sync_billing,
+        SyncResult,
+        prepare=prepare_sync_billing,
+        idempotent=True,
+        open_world=True,
+        tag="billing",
+    ),
     Endpoint(
         "POST",
         "/billing/setDedicatedIps",
@@ -53,6 +64,8 @@ ENDPOINTS = [
         DedicatedIps,
         body=SetDedicatedIpsIn,
         prepare=prepare_set_dedicated_ips,
+        idempotent=True,
+        open_world=True,
         tag="billing",
     ),
 ]

@@ -32,7 +32,9 @@ async def test_set_and_delete_the_key(
 ) -> None:
     ws = await make_workspace()
     ai_server.reset({"ok": True})
-    answer = await api.put("/api/v1/settings/ai-key", headers=ws.headers, json={"provider": "google", "key": KEY})
+    answer = await api.put(
+        "/api/v1/settings/ai-key", headers=ws.headers, json={"provider": "google", "key": KEY}
+    )
     assert answer.status_code == 200 and answer.json() == {"ownAiKey": "google"}
     assert KEY not in answer.text
     assert ai_server.auth == [f"Bearer {KEY}"] and ai_server.paths == ["/google/chat/completions"]  # checked
@@ -42,7 +44,9 @@ async def test_set_and_delete_the_key(
         assert KEY not in (await api.get(path, headers=ws.headers)).text
     async with ws.runtime.engine.connect() as conn:
         stored = (
-            await conn.execute(select(workspaces.c.ai_key_encrypted).where(workspaces.c.id == ws.workspace_id))
+            await conn.execute(
+                select(workspaces.c.ai_key_encrypted).where(workspaces.c.id == ws.workspace_id)
+            )
         ).scalar_one()
     assert KEY not in stored and decrypt(billing_app.runtime.settings, stored, AI_KEY) == KEY
     deleted = await api.delete("/api/v1/settings/ai-key", headers=ws.headers)
@@ -55,11 +59,17 @@ async def test_a_key_the_provider_refuses_is_not_saved(
 ) -> None:
     ws = await make_workspace()
     ai_server.refuse_keys.add("sk-wrong-123456")
-    refused = await api.put("/api/v1/settings/ai-key", headers=ws.headers, json={"provider": "openai", "key": "sk-wrong-123456"})
+    refused = await api.put(
+        "/api/v1/settings/ai-key", headers=ws.headers, json={"provider": "openai", "key": "sk-wrong-123456"}
+    )
     assert refused.status_code == 422 and refused.json()["error"]["details"]["fields"][0]["path"] == "key"
     assert "refused this key (HTTP 401)" in refused.json()["error"]["message"]
     assert (await api.get("/api/v1/settings/sending", headers=ws.headers)).json()["ownAiKey"] is None
-    for bad in ({"provider": "anthropic", "key": KEY}, {"provider": "openai", "key": "short"}, {"provider": "openai"}):
+    for bad in (
+        {"provider": "anthropic", "key": KEY},
+        {"provider": "openai", "key": "short"},
+        {"provider": "openai"},
+    ):
         assert (await api.put("/api/v1/settings/ai-key", headers=ws.headers, json=bad)).status_code == 422
 
 
@@ -69,16 +79,22 @@ async def test_members_may_not_set_or_delete_it(
     ws = await make_workspace()
     admin, member = await ws.add_member("admin"), await ws.add_member("member")
     ai_server.reset({"ok": True}, default={"ok": True})
-    refused = await api.put("/api/v1/settings/ai-key", headers=member.headers, json={"provider": "openai", "key": KEY})
+    refused = await api.put(
+        "/api/v1/settings/ai-key", headers=member.headers, json={"provider": "openai", "key": KEY}
+    )
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
     assert ai_server.requests == []  # refused before the key is tried anywhere
     assert (await api.delete("/api/v1/settings/ai-key", headers=member.headers)).status_code == 403
-    ok = await api.put("/api/v1/settings/ai-key", headers=admin.headers, json={"provider": "openai", "key": KEY})
+    ok = await api.put(
+        "/api/v1/settings/ai-key", headers=admin.headers, json={"provider": "openai", "key": KEY}
+    )
     assert ok.status_code == 200
 
 
 @pytest.fixture
-async def labelling_runtime(settings: Settings, runtime: Runtime, ai_server: FakeAi) -> AsyncIterator[Runtime]:
+async def labelling_runtime(
+    settings: Settings, runtime: Runtime, ai_server: FakeAi
+) -> AsyncIterator[Runtime]:
     """The inbox's runtime as bootstrap wires it: the server's AI endpoint and clients on own keys."""
     configured = _settings(settings, ai_server)
     ports = Ports(
@@ -102,7 +118,9 @@ async def test_reply_labels_use_the_workspaces_own_key(
 ) -> None:
     ws = await make_workspace()
     ai_server.reset({"ok": True})
-    assert (await api.put("/api/v1/settings/ai-key", headers=ws.headers, json={"provider": "openai", "key": KEY})).status_code == 200
+    assert (
+        await api.put("/api/v1/settings/ai-key", headers=ws.headers, json={"provider": "openai", "key": KEY})
+    ).status_code == 200
     ai_server.reset({"label": "Interested", "reason": "Asks for a call."})
     email = "own-key@own-key-corp.example"
     sent = await sent_campaign(http, ws, smtp_servers["starttls"], mail_users, [email])

@@ -41,7 +41,12 @@ async def test_create_workspace_makes_the_caller_owner_with_a_key_of_it(
 ) -> None:
     ws = await make_workspace(plan=None)
     slug = f"{ws.slug}-new"
-    body = {"name": "Acme Outbound", "slug": slug, "audience": "clients", "sendingDomain": "https://www.Acme.io/x"}
+    body = {
+        "name": "Acme Outbound",
+        "slug": slug,
+        "audience": "clients",
+        "sendingDomain": "https://www.Acme.io/x",
+    }
     created = await api.post("/api/v1/onboarding/createWorkspace", headers=ws.headers, json=body)
     assert created.status_code == 200, created.text
     got = created.json()
@@ -54,7 +59,9 @@ async def test_create_workspace_makes_the_caller_owner_with_a_key_of_it(
     async with ws.runtime.engine.connect() as conn:
         row = (
             await conn.execute(
-                select(workspaces.c.audience, workspaces.c.sending_domain).where(workspaces.c.id == got["workspaceId"])
+                select(workspaces.c.audience, workspaces.c.sending_domain).where(
+                    workspaces.c.id == got["workspaceId"]
+                )
             )
         ).one()
     assert (row.audience, row.sending_domain) == ("clients", "www.acme.io")
@@ -76,7 +83,9 @@ async def test_save_onboarding_keeps_the_answers_owners_and_admins_only(
 ) -> None:
     ws = await make_workspace()
     saved = await api.post(
-        "/api/v1/onboarding/save", headers=ws.headers, json={"sendingDomain": "me@Mail.Acme.io", "expectedVolume": 12000}
+        "/api/v1/onboarding/save",
+        headers=ws.headers,
+        json={"sendingDomain": "me@Mail.Acme.io", "expectedVolume": 12000},
     )
     assert saved.status_code == 200 and saved.json() == {"ok": True}
     kept = await api.post("/api/v1/onboarding/save", headers=ws.headers, json={"expectedVolume": 0})
@@ -90,7 +99,11 @@ async def test_save_onboarding_keeps_the_answers_owners_and_admins_only(
             )
         ).one()
     assert (row.sending_domain, row.expected_volume) == ("mail.acme.io", 0)
-    for bad in ({"expectedVolume": -1}, {"expectedVolume": 100_000_001}, {"sendingDomain": "x" * 301, "expectedVolume": 1}):
+    for bad in (
+        {"expectedVolume": -1},
+        {"expectedVolume": 100_000_001},
+        {"sendingDomain": "x" * 301, "expectedVolume": 1},
+    ):
         assert (await api.post("/api/v1/onboarding/save", headers=ws.headers, json=bad)).status_code == 422
     member = await ws.add_member("member")
     refused = await api.post("/api/v1/onboarding/save", headers=member.headers, json={"expectedVolume": 5})
@@ -103,7 +116,9 @@ async def test_draft_offer_with_ai_saves_the_first_profile(
     ws = await make_workspace()
     assert (await _profile(api, ws))["saved"] is False
     ai_server.reset(DRAFT)
-    got = await api.post("/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}/to-good"})
+    got = await api.post(
+        "/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}/to-good"}
+    )
     assert got.status_code == 200, got.text
     draft = got.json()
     assert draft["drafted"] == "ai" and draft["saved"] is True and draft["profile"] == DRAFT
@@ -118,19 +133,33 @@ async def test_draft_offer_with_ai_saves_the_first_profile(
     assert billing["aiDrafts"]["used"] == 1
     # a second draft never replaces a saved profile
     ai_server.reset({**DRAFT, "company": "Other"})
-    second = (await api.post("/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}/good"})).json()
+    second = (
+        await api.post(
+            "/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}/good"}
+        )
+    ).json()
     assert second["saved"] is False and second["profile"]["company"] == "Other"
     assert (await _profile(api, ws))["company"] == "Acme Analytics"
 
 
 async def test_without_a_plan_or_ai_the_draft_comes_from_the_page_and_says_so(
-    api: httpx.AsyncClient, no_ai_app: Served, make_workspace: MakeWorkspace, ai_server: FakeAi, website: Website
+    api: httpx.AsyncClient,
+    no_ai_app: Served,
+    make_workspace: MakeWorkspace,
+    ai_server: FakeAi,
+    website: Website,
 ) -> None:
     no_plan = await make_workspace(plan=None)
-    got = (await api.post("/api/v1/onboarding/draftOffer", headers=no_plan.headers, json={"url": f"{website.url}/good"})).json()
+    got = (
+        await api.post(
+            "/api/v1/onboarding/draftOffer", headers=no_plan.headers, json={"url": f"{website.url}/good"}
+        )
+    ).json()
     assert got["drafted"] == "page" and "AI drafts come with a plan" in got["message"]
     assert got["profile"]["company"] == "Acme Analytics"
-    assert got["profile"]["product"].startswith("Acme turns your Stripe data into board-ready SaaS dashboards")
+    assert got["profile"]["product"].startswith(
+        "Acme turns your Stripe data into board-ready SaaS dashboards"
+    )
     assert got["profile"]["proof"] == "" and got["saved"] is True
     assert ai_server.requests == []
     with_plan = await make_workspace()
@@ -145,7 +174,11 @@ async def test_ai_answers_that_cannot_be_used_fall_back_to_the_page(
 ) -> None:
     ws = await make_workspace()
     ai_server.reset({**DRAFT, "company": "x" * 121}, Slow(AI_TIMEOUT_S + 0.5, DRAFT))
-    got = (await api.post("/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}/good"})).json()
+    got = (
+        await api.post(
+            "/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}/good"}
+        )
+    ).json()
     assert got["drafted"] == "page" and len(got["problems"]) == 2
     assert "company is 121 characters long; at most 120" in got["problems"][0]
     assert "no answer" in got["problems"][1]
@@ -165,11 +198,18 @@ async def test_ai_answers_that_cannot_be_used_fall_back_to_the_page(
     ],
 )
 async def test_websites_that_cannot_be_used_say_why_and_save_nothing(
-    path: str, says: str, api: httpx.AsyncClient, make_workspace: MakeWorkspace, ai_server: FakeAi, website: Website
+    path: str,
+    says: str,
+    api: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    ai_server: FakeAi,
+    website: Website,
 ) -> None:
     ws = await make_workspace()
     ai_server.reset(DRAFT)
-    got = await api.post("/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}{path}"})
+    got = await api.post(
+        "/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": f"{website.url}{path}"}
+    )
     assert got.status_code == 422, got.text
     error = got.json()["error"]
     assert error["code"] == "invalid_input" and error["details"]["fields"][0]["path"] == "url"
@@ -201,7 +241,9 @@ class _SiteIsPublic(AddressGuard):
         return await super().addresses(host, port)
 
 
-async def test_a_redirect_to_a_private_address_is_never_followed(site_dns: DnsServer, website: Website) -> None:
+async def test_a_redirect_to_a_private_address_is_never_followed(
+    site_dns: DnsServer, website: Website
+) -> None:
     fetcher = WebPageFetcher(
         timeout_s=2, max_bytes=2 * 1024 * 1024, dns=DnspythonResolver(site_dns.nameservers, timeout_s=1.0)
     )
@@ -212,7 +254,9 @@ async def test_a_redirect_to_a_private_address_is_never_followed(site_dns: DnsSe
         hits = len(website.hits)
         with pytest.raises(WebFetchError, match="private and loopback addresses are not allowed"):
             await fetcher.fetch_page(f"http://site.test:{website.port}/to-private")
-        with pytest.raises(WebFetchError, match=r"inside\.site\.test resolves to 127\.0\.0\.2, a loopback address"):
+        with pytest.raises(
+            WebFetchError, match=r"inside\.site\.test resolves to 127\.0\.0\.2, a loopback address"
+        ):
             await fetcher.fetch_page(f"http://site.test:{website.port}/to-named")
         assert website.hits[hits:] == ["/to-private", "/to-named"]  # the redirects' targets never reached
     finally:
@@ -233,10 +277,16 @@ async def test_offer_profile_limits_defaults_and_whole_replacement(
     for field, limit in (("company", 120), ("product", 1000), ("proof", 2000), ("cta", 300), ("avoid", 1000)):
         refused = await api.put("/api/v1/offer-profile", headers=ws.headers, json={field: "x" * (limit + 1)})
         assert refused.status_code == 422 and refused.json()["error"]["details"]["fields"][0]["path"] == field
-    assert (await api.put("/api/v1/offer-profile", headers=ws.headers, json={"tone": "shouty"})).status_code == 422
-    assert (await api.put("/api/v1/offer-profile", headers=ws.headers, json={"company": "a\nb"})).status_code == 422
+    assert (
+        await api.put("/api/v1/offer-profile", headers=ws.headers, json={"tone": "shouty"})
+    ).status_code == 422
+    assert (
+        await api.put("/api/v1/offer-profile", headers=ws.headers, json={"company": "a\nb"})
+    ).status_code == 422
     assert (await _profile(api, ws))["company"] == "c" * 120  # refusals changed nothing
     replaced = (await api.put("/api/v1/offer-profile", headers=ws.headers, json={"company": "Acme"})).json()
     assert replaced["company"] == "Acme" and replaced["product"] == "" and replaced["tone"] == "plain"
     member = await ws.add_member("member")
-    assert (await api.put("/api/v1/offer-profile", headers=member.headers, json={"company": "M"})).status_code == 200
+    assert (
+        await api.put("/api/v1/offer-profile", headers=member.headers, json={"company": "M"})
+    ).status_code == 200

@@ -24,7 +24,9 @@ async def stripe_api(stripe_app: Served) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def _deliver(api: httpx.AsyncClient, event: dict[str, Any], signature: str | None = None) -> httpx.Response:
+async def _deliver(
+    api: httpx.AsyncClient, event: dict[str, Any], signature: str | None = None
+) -> httpx.Response:
     payload = json.dumps(event).encode()
     headers = {"Content-Type": "application/json", "Stripe-Signature": signature or stripe_signature(payload)}
     return await api.post("/billing/stripe/webhook", content=payload, headers=headers)
@@ -37,7 +39,11 @@ async def _billing(api: httpx.AsyncClient, ws: WorkspaceHandle) -> dict[str, Any
 async def _subscribe(
     api: httpx.AsyncClient, stripe_server: FakeStripe, ws: WorkspaceHandle, plan: str = "growth"
 ) -> tuple[str, dict[str, Any]]:
-    url = (await api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": plan, "interval": "month"})).json()["url"]
+    url = (
+        await api.post(
+            "/api/v1/billing/checkout", headers=ws.headers, json={"plan": plan, "interval": "month"}
+        )
+    ).json()["url"]
     session_id = url.rsplit("/", 1)[1]
     event = stripe_server.complete_checkout(session_id)
     assert (await _deliver(api, event)).json() == {"received": True, "applied": True}
@@ -50,7 +56,9 @@ async def test_checkout_then_the_signed_event_activates_the_plan(
     ws = await make_workspace(plan=None)
     assert (await _billing(stripe_api, ws))["enabled"] is True
     answer = await stripe_api.post(
-        "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "pro", "interval": "year", "returnTo": "onboarding"}
+        "/api/v1/billing/checkout",
+        headers=ws.headers,
+        json={"plan": "pro", "interval": "year", "returnTo": "onboarding"},
     )
     assert answer.status_code == 200, answer.text
     url = answer.json()["url"]
@@ -59,7 +67,10 @@ async def test_checkout_then_the_signed_event_activates_the_plan(
     [item] = session["line_items"]
     assert stripe_server.prices[item["price"]]["lookup_key"] == "outreach_pro_year"
     assert session["mode"] == "subscription" and session["client_reference_id"] == ws.workspace_id
-    assert session["customer_email"] == ws.email and session["subscription_data"]["metadata"]["workspace_id"] == ws.workspace_id
+    assert (
+        session["customer_email"] == ws.email
+        and session["subscription_data"]["metadata"]["workspace_id"] == ws.workspace_id
+    )
     assert "/billing/done?to=onboarding" in session["success_url"]
     assert (await _billing(stripe_api, ws))["plan"] is None  # nothing until Stripe says it is paid
 
@@ -80,7 +91,11 @@ async def test_bad_signatures_change_nothing(
     stripe_api: httpx.AsyncClient, stripe_server: FakeStripe, make_workspace: MakeWorkspace
 ) -> None:
     ws = await make_workspace(plan=None)
-    url = (await stripe_api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": "growth", "interval": "month"})).json()["url"]
+    url = (
+        await stripe_api.post(
+            "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "growth", "interval": "month"}
+        )
+    ).json()["url"]
     event = stripe_server.complete_checkout(url.rsplit("/", 1)[1])
     payload = json.dumps(event).encode()
     for signature in (
@@ -91,7 +106,9 @@ async def test_bad_signatures_change_nothing(
     ):
         refused = await _deliver(stripe_api, event, signature or "none")
         assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_signature"
-    tampered = json.dumps({**event, "data": {"object": {**event["data"]["object"], "status": "active"}}}).encode()
+    tampered = json.dumps(
+        {**event, "data": {"object": {**event["data"]["object"], "status": "active"}}}
+    ).encode()
     assert (await stripe_api.post("/billing/stripe/webhook", content=tampered + b" ",
                                   headers={"Stripe-Signature": stripe_signature(payload)})).status_code == 400  # fmt: skip
     assert (await _billing(stripe_api, ws))["plan"] is None
@@ -110,7 +127,9 @@ async def test_an_older_event_never_overwrites_a_newer_one(
     assert (await _deliver(stripe_api, cancelled)).json()["applied"] is True
     assert (await _deliver(stripe_api, stale)).json()["applied"] is False
     assert (await _billing(stripe_api, ws))["cancelAtPeriodEnd"] is True
-    deleted = stripe_server.event("customer.subscription.deleted", {**sub, "status": "canceled"}, created=created["created"] + 20)
+    deleted = stripe_server.event(
+        "customer.subscription.deleted", {**sub, "status": "canceled"}, created=created["created"] + 20
+    )
     assert (await _deliver(stripe_api, deleted)).json()["applied"] is True
     assert (await _billing(stripe_api, ws))["status"] == "canceled"
 
@@ -120,7 +139,11 @@ async def test_sync_finds_the_subscription_before_any_webhook(
 ) -> None:
     ws = await make_workspace(plan=None)
     assert (await stripe_api.post("/api/v1/billing/sync", headers=ws.headers)).json() == {"found": False}
-    url = (await stripe_api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": "scale", "interval": "month"})).json()["url"]
+    url = (
+        await stripe_api.post(
+            "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "scale", "interval": "month"}
+        )
+    ).json()["url"]
     stripe_server.complete_checkout(url.rsplit("/", 1)[1], email=ws.email)  # its webhook never arrives
     assert (await stripe_api.post("/api/v1/billing/sync", headers=ws.headers)).json() == {"found": True}
     got = await _billing(stripe_api, ws)
@@ -139,7 +162,9 @@ async def test_portal_plan_change_and_dedicated_ips_go_through_the_subscription(
     assert portal == {"url": f"https://billing.stripe.test/p/{customer}"}
 
     sessions_before = len(stripe_server.sessions)
-    moved = await stripe_api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": "agency", "interval": "month"})
+    moved = await stripe_api.post(
+        "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "agency", "interval": "month"}
+    )
     assert moved.status_code == 200 and moved.json() == {"url": None}  # paying already: moved at once
     assert len(stripe_server.sessions) == sessions_before
     assert (await _billing(stripe_api, ws))["plan"] == "agency"
@@ -149,18 +174,27 @@ async def test_portal_plan_change_and_dedicated_ips_go_through_the_subscription(
     sub = stripe_server.subscriptions[created["data"]["object"]["id"]]
     addon = [i for i in sub["items"]["data"] if i["price"]["lookup_key"] == "outreach_dedicated_ip_month"]
     assert [i["quantity"] for i in addon] == [3]
-    assert (await stripe_api.post("/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": 0})).json()["addons"] == 0
-    assert not [i for i in sub["items"]["data"] if i["price"]["lookup_key"].startswith("outreach_dedicated_ip")]
+    assert (
+        await stripe_api.post("/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": 0})
+    ).json()["addons"] == 0
+    assert not [
+        i for i in sub["items"]["data"] if i["price"]["lookup_key"].startswith("outreach_dedicated_ip")
+    ]
 
 
 async def test_stripe_failures_are_a_clear_409_and_change_nothing(
-    stripe_app: Served, stripe_api: httpx.AsyncClient, stripe_server: FakeStripe, make_workspace: MakeWorkspace
+    stripe_app: Served,
+    stripe_api: httpx.AsyncClient,
+    stripe_server: FakeStripe,
+    make_workspace: MakeWorkspace,
 ) -> None:
     ws = await make_workspace(plan=None)
     prices = dict(stripe_server.prices)
     stripe_server.prices.clear()
     try:
-        refused = await stripe_api.post("/api/v1/billing/checkout", headers=ws.headers, json={"plan": "growth", "interval": "month"})
+        refused = await stripe_api.post(
+            "/api/v1/billing/checkout", headers=ws.headers, json={"plan": "growth", "interval": "month"}
+        )
     finally:
         stripe_server.prices.update(prices)
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "billing_unavailable"
