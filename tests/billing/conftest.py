@@ -90,9 +90,12 @@ class Served:
 
     @asynccontextmanager
     async def mcp(self, token: str) -> AsyncIterator[Client]:
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as hc:
-            async with Client(streamable_http_client(f"{self.url}/mcp", http_client=hc)) as client:
-                yield client
+        headers = {"Authorization": f"Bearer {token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as hc,
+            Client(streamable_http_client(f"{self.url}/mcp", http_client=hc)) as client,
+        ):
+            yield client
 
 
 def _settings(base: Settings, ai: FakeAi, **more: Any) -> Settings:

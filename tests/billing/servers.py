@@ -11,9 +11,9 @@ import itertools
 import json
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -108,7 +108,8 @@ class FakeAi:
 # --- a website ---------------------------------------------------------------------------------------------
 
 GOOD_PAGE = """<!doctype html><html><head><title>Acme Analytics | Dashboards for SaaS founders</title>
-<meta name="description" content="Acme turns your Stripe data into board-ready SaaS dashboards in five minutes.">
+<meta name="description"
+ content="Acme turns your Stripe data into board-ready SaaS dashboards in five minutes.">
 <meta property="og:site_name" content="Acme Analytics"></head>
 <body><nav><a href="/">Home</a> <a href="/pricing">Pricing</a></nav>
 <h1>Board-ready SaaS metrics</h1>
@@ -208,6 +209,11 @@ def _lists(value: Any) -> Any:
     return value
 
 
+def _missing(what: str) -> web.Response:
+    error = {"type": "invalid_request_error", "code": "resource_missing", "message": f"No such {what}"}
+    return web.json_response({"error": error}, status=404)
+
+
 def _period(interval: str) -> tuple[int, int]:
     """A billing period from now, in whole calendar months as Stripe counts them."""
     start = datetime.now(UTC).replace(microsecond=0)
@@ -263,10 +269,11 @@ class FakeStripe:
             return web.json_response(self.sessions[sid])
         if path == "/v1/billing_portal/sessions":
             if form.get("customer") not in self.customers:
-                return web.json_response({"error": {"type": "invalid_request_error", "code": "resource_missing",
-                                                    "message": "No such customer"}}, status=404)  # fmt: skip
-            return web.json_response({"id": f"bps_{next(_ids)}", "object": "billing_portal.session",
-                                      "url": f"https://billing.stripe.test/p/{form['customer']}"})  # fmt: skip
+                return _missing("customer")
+            url = f"https://billing.stripe.test/p/{form['customer']}"
+            return web.json_response(
+                {"id": f"bps_{next(_ids)}", "object": "billing_portal.session", "url": url}
+            )
         if path == "/v1/customers":
             found = [c for c in self.customers.values() if c["email"] == query.get("email")]
             return self._list(found, "/v1/customers")
@@ -276,8 +283,7 @@ class FakeStripe:
         if path.startswith("/v1/subscriptions/"):
             sub = self.subscriptions.get(path.rsplit("/", 1)[1])
             if sub is None:
-                return web.json_response({"error": {"type": "invalid_request_error", "code": "resource_missing",
-                                                    "message": "No such subscription"}}, status=404)  # fmt: skip
+                return _missing("subscription")
             if request.method == "POST":
                 self._update(sub, form)
             return web.json_response(sub)
@@ -329,8 +335,9 @@ class FakeStripe:
 
     def event(self, kind: str, obj: dict[str, Any], created: int | None = None) -> dict[str, Any]:
         return {
-            "id": f"evt_{next(_ids)}", "object": "event", "type": kind, "created": created or int(time.time()),
-            "api_version": "2024-06-20", "livemode": False, "data": {"object": json.loads(json.dumps(obj))},
+            "id": f"evt_{next(_ids)}", "object": "event", "type": kind,
+            "created": created or int(time.time()), "api_version": "2024-06-20", "livemode": False,
+            "data": {"object": json.loads(json.dumps(obj))},
         }  # fmt: skip
 
     def app(self) -> web.Application:

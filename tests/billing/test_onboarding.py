@@ -164,7 +164,8 @@ async def test_without_a_plan_or_ai_the_draft_comes_from_the_page_and_says_so(
     assert ai_server.requests == []
     with_plan = await make_workspace()
     async with no_ai_app.client() as other:
-        got = (await other.post("/api/v1/onboarding/draftOffer", headers=with_plan.headers, json={"url": f"{website.url}/good"})).json()  # fmt: skip
+        body = {"url": f"{website.url}/good"}
+        got = (await other.post("/api/v1/onboarding/draftOffer", headers=with_plan.headers, json=body)).json()
     assert got["drafted"] == "page" and "no AI endpoint" in got["message"]
     assert (await api.get("/api/v1/billing", headers=with_plan.headers)).json()["aiDrafts"]["used"] == 0
 
@@ -268,8 +269,8 @@ async def test_offer_profile_limits_defaults_and_whole_replacement(
 ) -> None:
     ws = await make_workspace()
     empty = await _profile(api, ws)
-    assert empty == {"company": "", "product": "", "audience": "", "problem": "", "proof": "", "cta": "",
-                     "tone": "plain", "avoid": "", "saved": False, "sourceUrl": None, "updatedAt": None}  # fmt: skip
+    blank = dict.fromkeys(("company", "product", "audience", "problem", "proof", "cta", "avoid"), "")
+    assert empty == {**blank, "tone": "plain", "saved": False, "sourceUrl": None, "updatedAt": None}
     full = {"company": "c" * 120, "product": "p" * 1000, "audience": "a" * 1000, "problem": "q" * 1000,
             "proof": "line\n" * 400, "cta": "t" * 300, "tone": "formal", "avoid": "v" * 1000}  # fmt: skip
     saved = await api.put("/api/v1/offer-profile", headers=ws.headers, json=full)

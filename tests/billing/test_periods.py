@@ -37,8 +37,9 @@ async def _sent(api: httpx.AsyncClient, ws: WorkspaceHandle, at: list[datetime])
         rows = []
         for when in at:
             sid = new_id("snd")
-            rows.append({"id": sid, "campaign_id": campaign, "campaign_lead_id": None, "lead_id": lead, "step": 0,
-                         "message_id": f"<{sid}@mail.test>", "to_email": "p@example.test", "subject": "s",
+            rows.append({"id": sid, "campaign_id": campaign, "campaign_lead_id": None, "lead_id": lead,
+                         "step": 0, "message_id": f"<{sid}@mail.test>", "to_email": "p@example.test",
+                         "subject": "s",
                          "body_html": "<p>b</p>", "body_text": "b", "attempts": 1, "status": "sent",
                          "created_at": when, "sent_at": when, "error": None})  # fmt: skip
         await insert_rows(ctx, sends, rows)

@@ -209,8 +209,8 @@ async def test_the_checklist_flags_claims_the_profile_does_not_make(
     campaign = await campaign_with_profile(api, ws)
     claims = {
         "subject": "Guaranteed 37% less churn, act now",
-        "body": "Hi {{first_name|there}},\n\nAnalysts at Gartner call Acme the leading tool; we cut churn 37% for 300 "
-        "founders. See https://acme.test/a and https://acme.test/b. Free trial? Call today?\n\n",
+        "body": "Hi {{first_name|there}},\n\nAnalysts at Gartner call Acme the leading tool; we cut churn "
+        "37% for 300 founders. See https://acme.test/a and https://acme.test/b. Free trial? Call today?\n\n",
     }
     ai_server.reset({"emails": [claims]})
     [email] = (await _write(api, ws, campaign, mode="sequence", steps=1)).json()["created"]
