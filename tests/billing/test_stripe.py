@@ -107,7 +107,7 @@ async def test_bad_signatures_change_nothing(
         refused = await _deliver(stripe_api, event, signature or "none")
         assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_signature"
     tampered = json.dumps(
-        {**event, "data": {"object": {**event["data"]["object"], "status": "active"}}}
+        {**event, "data": {"object": {**event["data"]["object"], "status": "trialing"}}}
     ).encode()
     signed_for_the_original = {"Stripe-Signature": stripe_signature(payload)}
     answer = await stripe_api.post(
