@@ -4,7 +4,8 @@
 (`/billing/local/checkout/<token>`, `/billing/local/portal/<token>`, see `http_api/billing_pages.py`). The
 token is signed with the server's secret, names the workspace, the person who asked and (for a checkout)
 the plan and interval, and expires after `LINK_TTL`. Opening the page changes nothing; confirming it records
-the choice: the plan is in force at once, with a new period from that moment. The person confirming must
+the choice: the plan is in force at once (a new period from that moment, unless a plan billed at the same
+interval is in force: its period goes on). The person confirming must
 still be an owner or admin of the workspace then. An operator can always set a plan directly with
 `outreach plan set` (docs/billing.md).
 """
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from outreach_core.billing.plan import billing_summary, plan_values, renews_at
-from outreach_core.billing.rules import PLANS, Interval, effective_status
+from outreach_core.billing.rules import PLANS, Interval, effective_status, in_force
 from outreach_core.billing.schemas import BillingSummary
 from outreach_core.billing.store import billing_row
 from outreach_core.context import Principal, WorkspaceContext, scoped
@@ -118,10 +119,15 @@ async def describe_local_billing(ctx: WorkspaceContext) -> LocalBillingPage:
 
 
 async def confirm_local_plan(ctx: WorkspaceContext, plan: str, interval: Interval) -> BillingSummary:
-    """Record the plan chosen on a local page: in force at once, a new period from now, the confirming
-    person as the payer. Refused unless they are still an owner or admin of the workspace."""
+    """Record the plan chosen on a local page, in force at once, the confirming person as the payer. A
+    workspace whose plan is in force and billed at the same interval keeps its period (as a paid
+    subscription keeps its billing cycle: confirming again never restarts the month's allowances); a new
+    plan, or another interval, starts a new period now. Refused unless they are still an owner or admin."""
     await _require_owner_or_admin(ctx)
+    row = await billing_row(ctx)
     values = plan_values(plan, interval, ctx.now)
+    if in_force(row, ctx.now) is not None and row.plan_interval == interval:
+        values.update(plan_period_start=row.plan_period_start, plan_renews_at=renews_at(row, ctx.now))
     await ctx.conn.execute(scoped(ctx, workspaces).update().values(**values, billing_payer_id=ctx.user_id))
     return await billing_summary(ctx, await billing_row(ctx))
 

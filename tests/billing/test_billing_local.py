@@ -215,3 +215,22 @@ async def test_dedicated_ips_below_those_in_use_are_refused_with_the_bounds(
     assert re.search(r"between 2 and 50", refused.json()["error"]["message"])
     ok = await api.post("/api/v1/billing/setDedicatedIps", headers=ws.headers, json={"quantity": 2})
     assert ok.status_code == 200 and ok.json()["addons"] == 2
+
+
+async def test_changing_plan_keeps_the_period_and_its_allowances(
+    billing_app: Served, api: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace(plan="starter")
+    before = (await api.get("/api/v1/billing", headers=ws.headers)).json()
+    billing_app.clock.advance(days=3)
+    portal = (await api.post("/api/v1/billing/portal", headers=ws.headers)).json()["url"]
+    async with httpx.AsyncClient(timeout=10) as browser:
+        moved = await browser.post(portal, data={"action": "change", "plan": "growth", "interval": "month"})
+        assert moved.status_code == 200
+        after = (await api.get("/api/v1/billing", headers=ws.headers)).json()
+        assert after["plan"] == "growth" and after["renewsAt"] == before["renewsAt"]
+        yearly = await browser.post(portal, data={"action": "change", "plan": "growth", "interval": "year"})
+    assert yearly.status_code == 200
+    now = billing_app.clock.now()
+    renews = (await api.get("/api/v1/billing", headers=ws.headers)).json()["renewsAt"]
+    assert renews.startswith(f"{now.year + 1}-{now:%m-%d}")  # another interval: a new period from now
