@@ -19,6 +19,7 @@ from outreach_core.endpoint import Endpoint, path_arguments
 from outreach_core.errors import (
     BadRequest,
     OutreachError,
+    QuotaExceeded,
     RateLimited,
     Unauthorized,
     invalid_input_from_pydantic,
@@ -37,7 +38,7 @@ def error_response(err: OutreachError) -> JSONResponse:
     headers: dict[str, str] = {}
     if isinstance(err, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
-    if isinstance(err, RateLimited):
+    if isinstance(err, RateLimited | QuotaExceeded) and err.retry_after_s is not None:
         headers["Retry-After"] = str(err.retry_after_s)
     return JSONResponse(err.to_body(), status_code=err.status, headers=headers)
 

@@ -208,8 +208,8 @@ def register_endpoint_tool(
             title=endpoint.summary.rstrip("."),
             read_only_hint=endpoint.read_only,
             destructive_hint=endpoint.destructive if not endpoint.read_only else None,
-            idempotent_hint=True if endpoint.read_only else None,
-            open_world_hint=False,
+            idempotent_hint=True if endpoint.read_only or endpoint.idempotent else None,
+            open_world_hint=endpoint.open_world,
         ),
         structured_output=True,
     )

@@ -16,6 +16,7 @@ from starlette.middleware import Middleware
 from starlette.routing import Mount
 
 from http_api.app import JSON_HTTP_ERRORS, build_api
+from http_api.billing_pages import billing_routes
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
 from http_api.unsubscribe import unsubscribe_routes
@@ -99,6 +100,7 @@ def build_app(
         _any_path(Mount("/api/v1", app=build_api(runtime))),
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
+        *billing_routes(runtime),
         _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [

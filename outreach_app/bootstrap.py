@@ -11,7 +11,9 @@ from outreach_app.adapters import (
     MailLoginClient,
     SmtpMailSender,
 )
-from outreach_app.adapters.ai import ChatCompletionsClient
+from outreach_app.adapters.ai import ChatCompletionsClient, OwnKeyClients
+from outreach_app.adapters.stripe_billing import StripeBilling
+from outreach_app.adapters.web import WebPageFetcher
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
@@ -20,7 +22,8 @@ from outreach_core.settings import Settings
 def build_runtime(settings: Settings | None = None) -> Runtime:
     """The runtime with the real adapters: DNS through OUTREACH_DNS_NAMESERVERS, HTTP for the verifier API and
     webhooks, SMTP/IMAP login tests for mailboxes, SMTP delivery for the sender and replies, IMAP APPEND of
-    replies to the Sent folder, IMAP sessions for the inbox worker, the AI port when configured."""
+    replies to the Sent folder, IMAP sessions for the inbox worker, the AI port when configured, clients on
+    workspaces' own AI keys, website fetches for offer drafts, and Stripe with OUTREACH_BILLING=stripe."""
     settings = settings or Settings()
     ports = Ports(
         dns=DnspythonResolver(settings.dns_nameservers),
@@ -30,5 +33,8 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
         inbox=ImapInboxConnector.from_settings(settings),
         imap=ImapSentAppender.from_settings(settings),
         ai=ChatCompletionsClient.from_settings(settings),
+        ai_keys=OwnKeyClients(settings),
+        web=WebPageFetcher.from_settings(settings),
+        billing=StripeBilling.from_settings(settings),
     )
     return Runtime(settings, ports=ports)

@@ -7,7 +7,9 @@ imports it; what an entry is (`Endpoint`) is defined in `outreach_core.endpoint`
 
 from __future__ import annotations
 
+from outreach_core.ai.endpoints import ENDPOINTS as ai
 from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
+from outreach_core.billing.endpoints import ENDPOINTS as billing
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
 from outreach_core.endpoint import Endpoint
 from outreach_core.imports.endpoints import ENDPOINTS as imports
@@ -17,11 +19,14 @@ from outreach_core.leads.endpoints import ENDPOINTS as leads
 from outreach_core.lists.endpoints import ENDPOINTS as lists
 from outreach_core.mailboxes.endpoints import ENDPOINTS as mailboxes
 from outreach_core.oauth.endpoints import ENDPOINTS as oauth
+from outreach_core.offer.endpoints import ENDPOINTS as offer
+from outreach_core.onboarding.endpoints import ENDPOINTS as onboarding
 from outreach_core.sending.endpoints import ENDPOINTS as sending
 from outreach_core.suppressions.endpoints import ENDPOINTS as suppressions
 from outreach_core.verification.endpoints import ENDPOINTS as verification
 from outreach_core.webhooks.endpoints import ENDPOINTS as webhooks
 from outreach_core.workspace.endpoints import ENDPOINTS as workspace
+from outreach_core.writing.endpoints import ENDPOINTS as writing
 
 
 def all_endpoints() -> list[Endpoint]:
@@ -29,6 +34,10 @@ def all_endpoints() -> list[Endpoint]:
     such as `/leads/imports` comes before `/leads/{id}`)."""
     return [
         *workspace,
+        *ai,
+        *billing,
+        *onboarding,
+        *offer,
         *api_keys,
         *oauth,
         *imports,
@@ -37,6 +46,7 @@ def all_endpoints() -> list[Endpoint]:
         *lists,
         *labels,
         *suppressions,
+        *writing,
         *campaigns,
         *sending,
         *mailboxes,

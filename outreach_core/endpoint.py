@@ -83,6 +83,8 @@ class Endpoint:
     tool: bool = True
     read_only: bool = False
     destructive: bool = False
+    idempotent: bool = False  # a write that changes nothing more when repeated with the same arguments
+    open_world: bool = False  # reaches outside the service (HTTP, DNS, SMTP, IMAP, AI, a payment provider)
     confirm: Describe | None = None
     prepare: Prepare | None = None
     tag: str = "default"

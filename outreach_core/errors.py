@@ -113,8 +113,17 @@ class RateLimited(OutreachError):
 
 
 class QuotaExceeded(OutreachError):
+    """A plan's limit is reached. `retry_after_s`, when the limit resets with time (a monthly allowance),
+    becomes the `Retry-After` header; limits that only a change frees (contacts, mailbox slots) have none."""
+
     status = 429
     code = "quota_exceeded"
+
+    def __init__(
+        self, message: str, details: dict[str, Any] | None = None, *, retry_after_s: int | None = None
+    ) -> None:
+        super().__init__(message, details)
+        self.retry_after_s = retry_after_s
 
 
 class Internal(OutreachError):

@@ -240,6 +240,118 @@ class AiChat(Protocol):
         ...
 
 
+class AiKeys(Protocol):
+    """Chat clients on a workspace's own AI key (DESIGN section 9: `ownAiKey` replaces the server's key)."""
+
+    def client(self, provider: str, key: str) -> AiChat:
+        """The AI port of `provider` (openai, google) with `key`: its OpenAI-compatible endpoint and model."""
+        ...
+
+
+@dataclass(frozen=True)
+class WebPage:
+    """A fetched web page: the URL it was finally read from (after redirects), its HTML as text, and the
+    `X-Robots-Tag` header (None when absent)."""
+
+    url: str
+    html: str
+    robots: str | None = None
+
+
+class WebFetchError(Exception):
+    """A page could not be fetched: `reason` is a sentence for the person who gave the URL (refused address,
+    not found, too large, not HTML, timed out ...), never an exception's text."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class WebFetcher(Protocol):
+    """GETs web pages for people (the website of the offer draft) under the outgoing-address rules."""
+
+    async def fetch_page(self, url: str) -> WebPage:
+        """The HTML page at `url`, redirects followed only to public addresses; raises `WebFetchError`."""
+        ...
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A workspace's subscription as the billing provider reports it. `plan`/`interval` are None when the
+    provider's prices are not ours; `event_at` is when the provider made the report (events can arrive out
+    of order: an older one never overwrites a newer one)."""
+
+    customer_id: str
+    subscription_id: str | None
+    workspace_id: str | None
+    plan: str | None
+    interval: str | None
+    status: str | None
+    period_start: datetime | None
+    period_end: datetime | None
+    cancel_at_period_end: bool
+    dedicated_ip_addons: int
+    payer_id: str | None = None
+    event_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class BillingEvent:
+    """A verified provider event: its id (applied once), kind, and the subscription it carries (None for
+    kinds that change nothing here)."""
+
+    id: str
+    kind: str
+    subscription: Subscription | None
+
+
+class BillingProviderError(Exception):
+    """The provider refused or did not answer; `reason` is a short sentence without keys or raw errors."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BillingProvider(Protocol):
+    """A payment provider (OUTREACH_BILLING=stripe). Every method raises `BillingProviderError` on failure."""
+
+    async def checkout(
+        self,
+        *,
+        workspace_id: str,
+        payer_id: str,
+        email: str,
+        customer_id: str | None,
+        plan: str,
+        interval: str,
+        success_url: str,
+        cancel_url: str,
+    ) -> str:
+        """A hosted checkout page's URL for a new subscription to `plan` billed every `interval`."""
+        ...
+
+    async def change_plan(self, *, subscription_id: str, plan: str, interval: str) -> Subscription:
+        """Move an existing subscription to another plan or interval (prorated); no page to visit."""
+        ...
+
+    async def portal(self, *, customer_id: str, return_url: str) -> str:
+        """A hosted customer portal's URL (payment method, invoices, cancellation)."""
+        ...
+
+    async def find(self, *, workspace_id: str, customer_id: str | None, email: str) -> Subscription | None:
+        """The workspace's current subscription, looked up at the provider; None when there is none."""
+        ...
+
+    async def set_dedicated_ips(self, *, subscription_id: str, quantity: int, interval: str) -> Subscription:
+        """Set the dedicated IP add-on quantity of the subscription (0 removes it)."""
+        ...
+
+    def read_event(self, payload: bytes, signature: str | None) -> BillingEvent:
+        """A webhook request's event, its signature verified (raises `BillingProviderError` otherwise)."""
+        ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -252,3 +364,6 @@ class Ports:
     imap: MailReader | None = None
     inbox: InboxConnector | None = None
     ai: AiChat | None = None
+    ai_keys: AiKeys | None = None
+    web: WebFetcher | None = None
+    billing: BillingProvider | None = None

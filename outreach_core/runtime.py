@@ -106,7 +106,8 @@ class Runtime:
 
     async def dispose(self) -> None:
         """Close the database pool and any adapter that holds connections (the HTTP client)."""
-        for port in (self.ports.http, self.ports.dns, self.ports.smtp, self.ports.ai):
+        ports = self.ports
+        for port in (ports.http, ports.dns, ports.smtp, ports.ai, ports.ai_keys, ports.web, ports.billing):
             close = getattr(port, "aclose", None)
             if close is not None:
                 await close()

@@ -31,7 +31,13 @@ class Settings(BaseSettings):
     tls_ca_file: str | None = None
     allow_private_urls: bool = False
     link_target: str | None = None
+    # Billing (docs/billing.md): `local` (plans set by the operator or on the service's own checkout page) or
+    # `stripe` (OUTREACH_STRIPE_API_KEY, OUTREACH_STRIPE_WEBHOOK_SECRET; OUTREACH_STRIPE_API_BASE for tests).
     billing: Literal["local", "stripe"] = "local"
+    stripe_api_key: str | None = None
+    stripe_webhook_secret: str | None = None
+    stripe_api_base: str | None = None
+    stripe_timeout_s: float = Field(default=20.0, gt=0, le=120)
     ai_provider: str | None = None
     ai_api_key: str | None = None
     ai_base_url: str | None = None
@@ -39,6 +45,17 @@ class Settings(BaseSettings):
     # `{ai_base_url}/chat/completions`; one request as a whole may take `ai_timeout_s`.
     ai_model: str | None = None
     ai_timeout_s: float = Field(default=20.0, gt=0, le=300)
+    # A workspace's own AI key (PUT /settings/ai-key) is used with its provider's OpenAI-compatible endpoint
+    # and model (docs/writing.md); the base URLs are settings so tests and proxies can point elsewhere.
+    ai_openai_base_url: str = "https://api.openai.com/v1"
+    ai_openai_model: str = "gpt-4o-mini"
+    ai_google_base_url: str = "https://generativelanguage.googleapis.com/v1beta/openai"
+    ai_google_model: str = "gemini-2.0-flash"
+
+    # Website fetches for the offer draft (docs/onboarding.md): the whole fetch, redirects included, and the
+    # largest page read.
+    web_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    web_max_bytes: int = Field(default=2 * 1024 * 1024, ge=64 * 1024, le=64 * 1024 * 1024)
 
     # Email verifier API (optional; without it only local checks run). See docs/verification.md.
     verifier_url: str | None = None

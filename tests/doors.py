@@ -62,6 +62,7 @@ _SIGNING_SECRET = re.compile(r"\bwhsec_[A-Za-z0-9_-]{43}")
 _PERSON = re.compile(
     r"\b(?:member|owner)\d+-\d+@example\.com|\b(?:Member|Owner) \d+|\bp\d+@parity\.test|\bparity-\d+\b"
 )
+_BILLING_LINK = re.compile(r"(/billing/local/(?:checkout|portal)/)[A-Za-z0-9_.-]+")
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
@@ -72,6 +73,7 @@ def normalize(value: Any) -> Any:
     if isinstance(value, list):
         return [normalize(v) for v in value]
     if isinstance(value, str):
+        value = _BILLING_LINK.sub(r"\1<token>", value)
         value = _KEY.sub("<key>", value)
         value = _SIGNING_SECRET.sub("<secret>", value)
         value = _START.sub("<start>", value)

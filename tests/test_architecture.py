@@ -40,6 +40,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "context.py",
     "auth/authenticate.py",
     "billing/plan.py",
+    "billing/renewal.py",
+    "billing/subscription.py",
     "workspace/setup.py",
     "api_keys/usage.py",
     "oauth/server.py",

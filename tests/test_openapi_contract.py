@@ -93,13 +93,19 @@ SEMANTIC_VALIDATION = {
     "PATCH /mailboxes/{id}",
     "POST /webhooks",
     "PATCH /webhooks/{id}",
+    "POST /onboarding/createWorkspace",
+    "POST /onboarding/save",
+    "POST /onboarding/draftOffer",
+    "POST /campaigns/{id}/write",
 }
 """Operations that refuse some schema-valid input by meaning, with 422: an address that is not a usable
 email (the schema cannot express the normaliser's rules), a country that is not recognised, a time zone
 that is not an IANA name, a date that is not on the calendar, a window that ends before it starts, a step
 without an active variant, an add-leads request that names no leads, mailbox limits with minGapS above
 maxGapS (JSON Schema cannot compare two fields), a webhook URL that is not https or points at a private
-address (which depends on the server's OUTREACH_ALLOW_PRIVATE_URLS). Every other check still applies."""
+address (which depends on the server's OUTREACH_ALLOW_PRIVATE_URLS), a sending domain that is no domain name,
+a website URL that is private or not http(s), a write mode without the variantId or angle it needs. Every
+other check still applies."""
 
 
 def _cases() -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from workers import (
+    billing,
     campaigns,
     enrich,
     imports,
@@ -66,6 +67,12 @@ def _campaigns() -> Worker:
     return Worker("campaigns", campaigns.tick, interval_s=60.0, max_backoff_s=600.0, sleep_after_work=True)
 
 
+def _billing() -> Worker:
+    # Periods are computed when read (a period ends exactly at renewsAt); this only writes them down, so a
+    # minute is soon enough. A pass that changed rows runs again at once.
+    return Worker("billing", billing.tick, interval_s=60.0, max_backoff_s=600.0)
+
+
 def _sender() -> Worker:
     # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
     from workers import sender
@@ -103,6 +110,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "label-timers": _label_timers,
     "verify": _verify,
     "campaigns": _campaigns,
+    "billing": _billing,
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,

@@ -79,3 +79,30 @@ def _content(raw: bytes) -> tuple[str | None, str | None]:
     if not isinstance(content, str):
         return None, "malformed response"
     return content, None
+
+
+class OwnKeyClients:
+    """`ports.AiKeys`: Chat Completions clients on a workspace's own key, at its provider's OpenAI-compatible
+    endpoint (`OUTREACH_AI_OPENAI_BASE_URL` / `OUTREACH_AI_GOOGLE_BASE_URL`, models `..._MODEL`). One HTTP
+    client serves them all. Like the server's endpoint, the provider URLs are the operator's settings, so a
+    loopback address (a local proxy, the tests) is allowed."""
+
+    def __init__(self, settings: Settings, http: HttpClient | None = None) -> None:
+        self._settings = settings
+        self._http = http or GuardedHttpClient(
+            tls_ca_file=settings.tls_ca_file, allow_private_urls=True, max_connections=20
+        )
+
+    def client(self, provider: str, key: str) -> ChatCompletionsClient:
+        s = self._settings
+        base, model = (
+            (s.ai_google_base_url, s.ai_google_model)
+            if provider == "google"
+            else (s.ai_openai_base_url, s.ai_openai_model)
+        )
+        return ChatCompletionsClient(base, model, api_key=key, timeout_s=s.ai_timeout_s, http=self._http)
+
+    async def aclose(self) -> None:
+        close = getattr(self._http, "aclose", None)
+        if close is not None:
+            await close()

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.plan import require_active_plan
-from outreach_core.billing.rules import is_active
+from outreach_core.billing.rules import in_force
 from outreach_core.campaigns.content import spam_words, word_count
 from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.plaintext import html_to_text
@@ -205,7 +205,11 @@ async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem
     ws = (
         await ctx.conn.execute(
             scoped(ctx, workspaces).select(
-                workspaces.c.plan, workspaces.c.plan_status, workspaces.c.unsubscribe_mode
+                workspaces.c.plan,
+                workspaces.c.plan_status,
+                workspaces.c.cancel_at_period_end,
+                workspaces.c.plan_renews_at,
+                workspaces.c.unsubscribe_mode,
             )
         )
     ).one()
@@ -251,7 +255,7 @@ async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem
                 today=local_today(ctx.now, row.timezone_fallback),
             )
         ),
-        plan_active=is_active(ws.plan, ws.plan_status),
+        plan_active=in_force(ws, ctx.now) is not None,
         # Link domains are not built yet: this server requires none and links use OUTREACH_PUBLIC_URL.
         link_domain_required=False,
         link_domain_active=False,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import structlog
 from sqlalchemy import func
 
+from outreach_core.ai.keys import OwnKey, choose_ai, own_key
 from outreach_core.context import SystemContext, scoped
 from outreach_core.db.tables import labels, workspaces
 from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
@@ -133,9 +134,12 @@ async def label_batch(runtime: Runtime, batch: FolderBatch) -> tuple[list[Prepar
     transaction first), one AI call each, up to `AI_CONCURRENCY` at once; no transaction is held open."""
     prepared = prepare(batch)
     ai: dict[int, AiLabel] = {}
-    port = runtime.ports.ai
-    if port is not None and any(p.verdict.kind == "reply" for p in prepared):
-        choices, replies = await runtime.system_read(_ai_work, batch, prepared)
+    can_ask = runtime.ports.ai is not None or runtime.ports.ai_keys is not None
+    if can_ask and any(p.verdict.kind == "reply" for p in prepared):
+        choices, replies, key = await runtime.system_read(_ai_work, batch, prepared)
+        port = choose_ai(runtime.ports, key).chat  # the workspace's own key replaces the server's
+        if port is None:
+            return prepared, ai
         limit = asyncio.Semaphore(AI_CONCURRENCY)
 
         async def label(p: Prepared) -> None:
@@ -150,17 +154,18 @@ async def label_batch(runtime: Runtime, batch: FolderBatch) -> tuple[list[Prepar
 
 async def _ai_work(
     ctx: SystemContext, batch: FolderBatch, prepared: Sequence[Prepared]
-) -> tuple[list[LabelChoice], list[Prepared]]:
-    """The workspace's labels and the replies of the batch to label by AI (none when `aiLabels` is off)."""
+) -> tuple[list[LabelChoice], list[Prepared], OwnKey | None]:
+    """The workspace's labels, the replies of the batch to label by AI (none when `aiLabels` is off) and
+    the workspace's own AI key."""
     wctx = inbox_context(ctx, batch.workspace_id)
     on = (
         await ctx.conn.execute(scoped(wctx, workspaces).select(workspaces.c.ai_labels))
     ).scalar_one_or_none()
     if not on:
-        return [], []
+        return [], [], None
     fresh = [p for p in await to_record(wctx, batch, prepared) if p.verdict.kind == "reply"]
     if not fresh:
-        return [], []
+        return [], [], None
     matches = await match_messages(wctx, batch.mailbox_id, [(p.parsed, p.verdict) for p in fresh])
     replies = [p for p, m in zip(fresh, matches, strict=True) if m is not None]
     rows = await ctx.conn.execute(
@@ -168,4 +173,4 @@ async def _ai_work(
         .select(labels.c.id, labels.c.name, labels.c.type)
         .order_by(func.coalesce(labels.c.builtin, "~"), labels.c.created_at, labels.c.id)
     )
-    return [LabelChoice(r.id, r.name, r.type) for r in rows], replies
+    return [LabelChoice(r.id, r.name, r.type) for r in rows], replies, await own_key(wctx)

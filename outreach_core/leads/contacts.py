@@ -7,9 +7,9 @@ from typing import NamedTuple
 
 from sqlalchemy import func
 
-from outreach_core.billing.rules import PLANS, is_active
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import workspaces
+from outreach_core.billing.rules import in_force
+from outreach_core.billing.store import plan_row
+from outreach_core.context import WorkspaceContext
 from outreach_core.errors import QuotaExceeded
 from outreach_core.leads.schemas import ListLeadsQuery
 from outreach_core.targets.lead_counts import lead_counts
@@ -38,11 +38,9 @@ class ContactsRoom(NamedTuple):
 async def contacts_room(ctx: WorkspaceContext) -> ContactsRoom | None:
     """The plan's contacts limit and the workspace's leads now; None when no limit applies (without an
     active plan nothing limits single leads, and importing needs a plan anyway)."""
-    ws = scoped(ctx, workspaces)
-    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
-    if not is_active(plan_row.plan, plan_row.plan_status):
+    plan = in_force(await plan_row(ctx), ctx.now)
+    if plan is None:
         return None
-    plan = PLANS[plan_row.plan]
     return ContactsRoom(plan.name, plan.contacts, await counted_leads(ctx, None))
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.billing.rules import PLANS, is_active
+from outreach_core.billing.rules import in_force
+from outreach_core.billing.store import plan_row
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import mailboxes, workspaces
+from outreach_core.db.tables import mailboxes
 from outreach_core.errors import Conflict, NotFound, QuotaExceeded
 
 # Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
@@ -25,11 +26,10 @@ async def mailbox_row(ctx: WorkspaceContext, id: str) -> Any:
 
 async def slots_left(ctx: WorkspaceContext) -> int | None:
     """Mailboxes the plan still allows; None without a limit (no active plan, or an unlimited plan)."""
-    ws = scoped(ctx, workspaces)
-    plan_row = (await ctx.conn.execute(ws.select(workspaces.c.plan, workspaces.c.plan_status))).one()
-    if not is_active(plan_row.plan, plan_row.plan_status):
+    plan = in_force(await plan_row(ctx), ctx.now)
+    if plan is None:
         return None
-    limit = PLANS[plan_row.plan].mailboxes
+    limit = plan.mailboxes
     if limit is None:
         return None
     count = (await ctx.conn.execute(scoped(ctx, mailboxes).select(func.count()))).scalar_one()

@@ -34,6 +34,7 @@ import structlog
 from sqlalchemy import ColumnElement, Table, func, or_
 
 from outreach_core.billing.period import emails_sent_this_period
+from outreach_core.billing.rules import in_force
 from outreach_core.bulk import update_each
 from outreach_core.campaigns.compose import RENDERED_FIELDS
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
@@ -76,7 +77,6 @@ FOLLOW_UP_CANDIDATES = 3
 """Due follow-ups looked at per mailbox and pass (more wait for the next pass)."""
 COUNTED = ("sending", "sent", "bounced", "unknown")
 """Ledger statuses that count as an email of the day (dailyCap) or month (plan)."""
-BILLABLE_PLAN_STATUSES = ("active", "trialing")
 
 
 @dataclass(frozen=True)
@@ -223,10 +223,8 @@ class _Planner:
             self.first_left[r.id] = await self._first_emails_left(r)
 
     async def _month_allowance(self, w: Any) -> int:
-        from outreach_core.billing.rules import PLANS
-
-        plan = PLANS.get(w.plan or "")
-        if plan is None or w.plan_status not in BILLABLE_PLAN_STATUSES:
+        plan = in_force(w, self.now)  # a plan cancelled at its period's end stops at renewsAt
+        if plan is None:
             return 0
         # the same count `/me` reports as emailsSentThisPeriod
         sent = await emails_sent_this_period(self.ws_ctx(w.id), w.plan_period_start)

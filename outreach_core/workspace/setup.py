@@ -4,6 +4,7 @@ owner and API key, and a person added to a workspace. System work, no caller."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy import func
@@ -83,13 +84,30 @@ async def init_workspace(
     slug = slug or slugify(workspace)
     if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?", slug):
         raise InvalidInput.field("slug", "lowercase letters, digits and hyphens, 1 to 60 characters")
+    await ensure_slug_free(ctx, slug)
+    user_id = await _user_for(ctx, email, name)
+    created = await new_workspace(ctx, user_id, workspace, slug, key_name="outreach init")
+    if plan:
+        await set_plan(ctx, created.workspaceId, plan)
+    return created
+
+
+async def ensure_slug_free(ctx: SystemContext, slug: str) -> None:
+    """Refuse with 409 `conflict` a slug another workspace has (slugs are unique across the server)."""
     ws = system_scope(workspaces)
     if (await ctx.conn.execute(ws.select(ws.c.id).where(ws.c.slug == slug))).first() is not None:
         raise Conflict(f"The slug {slug!r} is taken.", {"slug": slug})
-    user_id = await _user_for(ctx, email, name)
+
+
+async def new_workspace(
+    ctx: SystemContext, user_id: str, name: str, slug: str, *, key_name: str, **values: Any
+) -> InitResult:
+    """A new workspace (`values`: more of its columns) with `user_id` as its owner, its built-in labels,
+    and a first API key for that owner (returned once). The slug must be free (`ensure_slug_free`)."""
+    ws = system_scope(workspaces)
     workspace_id = new_id("ws")
     await ctx.conn.execute(
-        ws.insert({"id": workspace_id, "name": workspace, "slug": slug, "created_at": ctx.now})
+        ws.insert({"id": workspace_id, "name": name, "slug": slug, "created_at": ctx.now, **values})
     )
     principal = Principal(
         user_id=user_id, workspace_id=workspace_id, role="owner", auth="api_key", credential_id=""
@@ -101,9 +119,7 @@ async def init_workspace(
         )
     )
     await ensure_builtin_labels(wctx)
-    if plan:
-        await set_plan(ctx, workspace_id, plan)
-    _, key = await insert_key(wctx, user_id, "outreach init", None)
+    _, key = await insert_key(wctx, user_id, key_name, None)
     return InitResult(userId=user_id, workspaceId=workspace_id, slug=slug, apiKey=key)
 
 

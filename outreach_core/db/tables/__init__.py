@@ -52,11 +52,14 @@ from outreach_core.db.tables.sending import (
     mailboxes,
     sends,
 )
+from outreach_core.db.tables.writing import ai_drafts, billing_events, offer_profiles
 
 __all__ = [
     "ID",
     "Text",
+    "ai_drafts",
     "api_keys",
+    "billing_events",
     "campaign_lead_counters",
     "campaign_leads",
     "campaign_mailboxes",
@@ -89,6 +92,7 @@ __all__ = [
     "oauth_codes",
     "oauth_grants",
     "oauth_tokens",
+    "offer_profiles",
     "outbox",
     "sends",
     "suppressions",

@@ -7,8 +7,10 @@ from sqlalchemy import (
     Column,
     ForeignKey,
     Index,
+    Integer,
     String,
     Table,
+    Text,
     UniqueConstraint,
 )
 
@@ -42,7 +44,22 @@ workspaces = Table(
     Column("plan_renews_at", UtcDateTime, nullable=True),
     Column("plan_period_start", UtcDateTime, nullable=True),
     Column("cancel_at_period_end", Boolean, nullable=False, server_default="0"),
+    # dedicated sending IPs bought on top of the plan's (docs/billing.md)
+    Column("dedicated_ip_addons", Integer, nullable=False, server_default="0"),
+    # billing, `stripe` provider: the customer and subscription, and the newest event applied (events can
+    # arrive out of order; older ones are ignored)
+    Column("billing_customer_id", String(255), nullable=True),
+    Column("billing_subscription_id", String(255), nullable=True),
+    Column("billing_payer_id", ID, nullable=True),  # the user who chose the plan (payerIsYou)
+    Column("billing_event_at", UtcDateTime, nullable=True),
+    # the workspace's own AI key (`own_ai_key` names its provider): a MultiFernet token, never serialized
+    Column("ai_key_encrypted", Text, nullable=True),
+    # onboarding answers (docs/onboarding.md)
+    Column("audience", String(8), nullable=True),
+    Column("sending_domain", String(300), nullable=True),
+    Column("expected_volume", Integer, nullable=True),
     Column("created_at", UtcDateTime, nullable=False),
+    Index("ix_workspaces_plan_renews_at", "plan_renews_at"),  # the billing worker's periods to roll over
 )
 
 members = Table(

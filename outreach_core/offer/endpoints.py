@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from outreach_core.endpoint import Endpoint
+from outreach_core.offer.operations import get_offer_profile, save_offer_profile
+from outreach_core.offer.schemas import OfferProfile, StoredOfferProfile
+
+# Roles: every member may read and save the offer profile (workspace content, like campaigns).
+ENDPOINTS = [
+    Endpoint("GET", "/offer-profile", get_offer_profile, StoredOfferProfile, read_only=True, tag="offer"),
+    Endpoint(
+        "PUT",
+        "/offer-profile",
+        save_offer_profile,
+        StoredOfferProfile,
+        body=OfferProfile,
+        idempotent=True,
+        destructive=True,  # replaces the whole profile
+        tag="offer",
+    ),
+]

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from outreach_core.endpoint import Endpoint
+from outreach_core.onboarding.operations import create_workspace, draft_offer, save_onboarding
+from outreach_core.onboarding.prepare import prepare_draft_offer
+from outreach_core.onboarding.schemas import (
+    CreatedWorkspace,
+    CreateWorkspaceIn,
+    DraftOfferIn,
+    OfferDraft,
+    SaveOnboardingIn,
+)
+from outreach_core.wire import Ok
+
+# Roles: any member may create a workspace of their own and draft the offer; the onboarding answers are
+# workspace settings, for owners and admins (`onboarding/operations.py:ONBOARDING_ROLES`).
+ENDPOINTS = [
+    Endpoint(
+        "POST",
+        "/onboarding/createWorkspace",
+        create_workspace,
+        CreatedWorkspace,
+        body=CreateWorkspaceIn,
+        tag="onboarding",
+    ),
+    Endpoint(
+        "POST",
+        "/onboarding/save",
+        save_onboarding,
+        Ok,
+        body=SaveOnboardingIn,
+        idempotent=True,
+        tag="onboarding",
+    ),
+    Endpoint(
+        "POST",
+        "/onboarding/draftOffer",
+        draft_offer,
+        OfferDraft,
+        body=DraftOfferIn,
+        prepare=prepare_draft_offer,
+        open_world=True,
+        tag="onboarding",
+    ),
+]

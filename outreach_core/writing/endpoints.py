@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from outreach_core.endpoint import Endpoint
+from outreach_core.writing.operations import write_sequence
+from outreach_core.writing.prepare import prepare_write_sequence
+from outreach_core.writing.schemas import WriteIn, WriteResult
+
+# Roles: every member may write (campaign content); needs an active plan (checked in the operation).
+ENDPOINTS = [
+    Endpoint(
+        "POST",
+        "/campaigns/{id}/write",
+        write_sequence,
+        WriteResult,
+        body=WriteIn,
+        prepare=prepare_write_sequence,
+        open_world=True,
+        tag="campaigns",
+    ),
+]
