@@ -16,12 +16,10 @@ class OutreachError(Exception):
     status: ClassVar[int] = 400
     code: ClassVar[str] = "bad_request"
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None, *, code: str | None = None):
+    def __init__(self, message: str, details: dict[str, Any] | None = None):
         super().__init__(message)
         self.message = message
         self.details: dict[str, Any] = details or {}
-        if code is not None:
-            self.code = code  # type: ignore[misc]
 
     def to_body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
@@ -73,6 +71,19 @@ class Conflict(OutreachError):
 class InvalidState(OutreachError):
     status = 409
     code = "invalid_state"
+
+
+class LaunchBlocked(InvalidState):
+    """Launching while a required launch checklist item fails; `details.items` = the failing items."""
+
+    code = "launch_blocked"
+
+
+class DeliveryFailed(InvalidState):
+    """The mailbox's SMTP server did not take an email sent at the caller's request (a thread reply);
+    nothing was recorded."""
+
+    code = "delivery_failed"
 
 
 class ConfirmationRequired(OutreachError):
