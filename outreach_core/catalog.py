@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint
 from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.inbox.endpoints import ENDPOINTS as inbox
 from outreach_core.labels.endpoints import ENDPOINTS as labels
@@ -24,7 +24,7 @@ from outreach_core.webhooks.endpoints import ENDPOINTS as webhooks
 from outreach_core.workspace.endpoints import ENDPOINTS as workspace
 
 
-def all_endpoints() -> list[Endpoint]:
+def all_endpoints() -> list[AnyEndpoint]:
     """Every endpoint of every domain, in a stable order (routes are matched in this order: a fixed path
     such as `/leads/imports` comes before `/leads/{id}`)."""
     return [

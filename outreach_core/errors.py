@@ -7,6 +7,7 @@ else becomes `internal` with a reference id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 
@@ -48,6 +49,15 @@ class PlanRequired(OutreachError):
 class Forbidden(OutreachError):
     status = 403
     code = "forbidden"
+
+    @classmethod
+    def needs(cls, required: Sequence[str], role: str, message: str | None = None) -> Forbidden:
+        """The refusal of a caller of role `role` where one of `required` is needed (`details.required`
+        lists them, highest first)."""
+        return cls(
+            message or f"This needs the {' or '.join(required)} role; you are {role}.",
+            {"required": list(required), "role": role},
+        )
 
 
 class NotFound(OutreachError):

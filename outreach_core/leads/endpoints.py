@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import func
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint, Endpoint
 from outreach_core.leads.operations import (
     create_lead,
     delete_leads,
@@ -37,15 +35,15 @@ async def _count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
-async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    n = await _count_target(ctx, TargetIn.model_validate({"target": args.get("target")}))
+async def _describe_delete(ctx: WorkspaceContext, body: TargetIn) -> str:
+    n = await _count_target(ctx, body)
     return (
         f"Delete {n:,} lead{'s' if n != 1 else ''} for good, with their list memberships and labels? "
         "Their addresses stay on the suppression list if they are on it."
     )
 
 
-ENDPOINTS = [
+ENDPOINTS: list[AnyEndpoint] = [
     Endpoint(
         "GET",
         "/leads",

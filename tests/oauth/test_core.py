@@ -451,7 +451,7 @@ async def test_disconnect_confirmation_names_the_app(runtime: Runtime, make_work
     tokens = await connect(runtime, ws.api_key, client_id)
     [endpoint] = [e for e in ENDPOINTS if e.name == "disconnect_app"]
     assert endpoint.confirm is not None and endpoint.destructive and endpoint.tag == "connected-apps"
-    text = await runtime.read(await ws.principal(), endpoint.confirm, {"id": tokens.grant_id})
+    text = await runtime.describe(await ws.principal(), endpoint, id=tokens.grant_id)
     assert "Claude Desktop" in text and "stop working at once" in text
     [listing] = [e for e in ENDPOINTS if e.name == "list_connected_apps"]
     assert listing.read_only and (listing.method, listing.path) == ("GET", "/connected-apps")
