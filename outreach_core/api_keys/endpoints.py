@@ -4,7 +4,7 @@ from outreach_core.api_keys.operations import create_api_key, list_api_keys, rev
 from outreach_core.api_keys.schemas import ApiKeyItem, CreateApiKeyIn, CreatedApiKey, RevokeApiKeyIn
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import api_keys
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.wire import Ok
 
 
@@ -15,7 +15,7 @@ async def _describe_revoke(ctx: WorkspaceContext, body: RevokeApiKeyIn) -> str:
     return f"Revoke API key {label}? Every client using it stops working immediately."
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/api-keys",
@@ -42,4 +42,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         confirm=_describe_revoke,
         tag="api-keys",
     ),
-]
+)

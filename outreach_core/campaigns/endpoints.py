@@ -56,7 +56,7 @@ from outreach_core.campaigns.sequence import (
 )
 from outreach_core.campaigns.store import campaign_row
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.targets.schemas import Removed
 from outreach_core.wire import Ok
 
@@ -96,7 +96,7 @@ async def _describe_launch(ctx: WorkspaceContext, id: str) -> str:
 
 TAG = "campaigns"
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET", "/campaigns", list_campaigns, CampaignList, query=ListCampaignsQuery, read_only=True, tag=TAG
     ),
@@ -173,4 +173,4 @@ ENDPOINTS: list[AnyEndpoint] = [
     Endpoint("GET", "/campaigns/{id}/checklist", get_launch_checklist, Checklist, read_only=True, tag=TAG),
     Endpoint("POST", "/campaigns/{id}/launch", launch_campaign, Launched, confirm=_describe_launch, tag=TAG),
     Endpoint("POST", "/campaigns/{id}/pause", pause_campaign, StatusOut, tag=TAG),
-]
+)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.imports.operations import get_import, import_leads, list_imports
 from outreach_core.imports.schemas import ImportIn, LeadImport, LeadImports
 
@@ -16,7 +16,7 @@ async def _describe_import(ctx: WorkspaceContext, body: ImportIn) -> str:
     return f"Import {chunk}{rows:,} rows of {name}{where}? Leads already in the workspace are {existing}."
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint("GET", "/leads/imports", list_imports, LeadImports, read_only=True, tag="leads"),
     Endpoint("GET", "/leads/imports/{id}", get_import, LeadImport, read_only=True, tag="leads"),
     Endpoint(
@@ -28,4 +28,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         confirm=_describe_import,
         tag="leads",
     ),
-]
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from outreach_core.campaigns.sanitize import header_safe
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.inbox.schemas import (
     ListThreadsQuery,
     ReplyIn,
@@ -28,7 +28,7 @@ async def _describe_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> str:
     return f'Send this email to {row.lead_email} (subject "{subject}")? "{quoted}"'
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET", "/threads", list_threads, ThreadPage, query=ListThreadsQuery, read_only=True, tag="inbox"
     ),
@@ -44,4 +44,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         prepare=prepare_reply_to_thread,
         tag="inbox",
     ),
-]
+)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.labels.operations import (
     create_label,
     delete_label,
@@ -30,7 +30,7 @@ async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
     return text
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint("GET", "/labels", list_labels, Labels, read_only=True, tag="labels"),
     Endpoint("POST", "/labels", create_label, Label, body=CreateLabelIn, tag="labels"),
     Endpoint("PATCH", "/labels/{id}", update_label, Label, body=UpdateLabelIn, tag="labels"),
@@ -53,4 +53,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         destructive=True,
         tag="leads",
     ),
-]
+)

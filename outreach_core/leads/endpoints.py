@@ -4,7 +4,7 @@ from sqlalchemy import func
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import leads
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.leads.operations import (
     create_lead,
     delete_leads,
@@ -43,7 +43,7 @@ async def _describe_delete(ctx: WorkspaceContext, body: TargetIn) -> str:
     )
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/leads",
@@ -76,4 +76,4 @@ ENDPOINTS: list[AnyEndpoint] = [
     Endpoint("GET", "/leads/{id}", get_lead, LeadDetail, read_only=True, tag="leads"),
     Endpoint("PATCH", "/leads/{id}", update_lead, LeadDetail, body=UpdateLeadIn, tag="leads"),
     Endpoint("POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tag="leads"),
-]
+)

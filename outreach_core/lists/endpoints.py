@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.lists.operations import (
     add_leads_to_list,
     create_list,
@@ -34,7 +34,7 @@ async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
     return text
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint("GET", "/lists", list_lists, LeadLists, read_only=True, tag="lists"),
     Endpoint("POST", "/lists", create_list, LeadList, body=CreateListIn, tag="lists"),
     Endpoint("PATCH", "/lists/{id}", update_list, LeadList, body=UpdateListIn, tag="lists"),
@@ -64,4 +64,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         destructive=True,
         tag="leads",
     ),
-]
+)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.mailboxes.operations import (
     create_mailbox,
     delete_mailbox,
@@ -37,7 +37,7 @@ from outreach_core.mailboxes.schemas import (
 from outreach_core.wire import Ok
 
 # `GET /mailboxes/detect` comes before `GET /mailboxes/{id}`: routes match in this order.
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/mailboxes",
@@ -110,4 +110,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         prepare=prepare_retest_mailbox,
         tag="mailboxes",
     ),
-]
+)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import oauth_clients, oauth_grants, users
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.oauth.operations import disconnect_app, list_connected_apps
 from outreach_core.oauth.schemas import ConnectedApp
 from outreach_core.wire import Ok
@@ -34,7 +34,7 @@ async def _describe_disconnect(ctx: WorkspaceContext, id: str) -> str:
     )
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/connected-apps",
@@ -52,4 +52,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         confirm=_describe_disconnect,
         tag="connected-apps",
     ),
-]
+)

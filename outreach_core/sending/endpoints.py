@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.sending.recovery import describe_send, resolve_unknown_send
 from outreach_core.sending.schemas import ResolvedSend, ResolveUnknownSendIn
 
@@ -20,7 +20,7 @@ async def _describe_resolve(
     )
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "POST",
         "/campaigns/{id}/leads/{campaignLeadId}/sends/{sendId}/resolve",
@@ -30,4 +30,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         tag="campaigns",
         confirm=_describe_resolve,
     ),
-]
+)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.suppressions.operations import (
     add_suppressions,
     list_suppressions,
@@ -16,7 +16,7 @@ from outreach_core.suppressions.schemas import (
 )
 from outreach_core.targets.schemas import Removed, Suppressed, SuppressTargetIn
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/suppressions",
@@ -51,4 +51,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         body=SuppressTargetIn,
         tag="leads",
     ),
-]
+)

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.targets.schemas import TargetIn
 from outreach_core.verification.operations import verify_leads
 from outreach_core.verification.schemas import VerifyQueued
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint(
         "POST",
         "/leads/verify",
@@ -14,4 +14,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         body=TargetIn,
         tag="leads",
     ),
-]
+)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.webhooks.operations import (
     create_webhook,
     delete_webhook,
@@ -46,7 +46,7 @@ async def _describe_rotate(ctx: WorkspaceContext, id: str) -> str:
     )
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint("GET", "/webhooks", list_webhooks, WebhookList, read_only=True, tag="webhooks"),
     Endpoint(
         "POST",
@@ -111,4 +111,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         role="admin",
         tag="webhooks",
     ),
-]
+)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import AnyEndpoint, Endpoint
+from outreach_core.endpoint import Endpoint
 from outreach_core.wire import Ok
 from outreach_core.workspace.operations import (
     create_invitation,
@@ -34,7 +34,7 @@ async def _describe_remove(ctx: WorkspaceContext, id: str) -> str:
     )
 
 
-ENDPOINTS: list[AnyEndpoint] = [
+ENDPOINTS = (
     Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace"),
     Endpoint("GET", "/members", list_members, Members, read_only=True, tag="workspace"),
     Endpoint(
@@ -91,4 +91,4 @@ ENDPOINTS: list[AnyEndpoint] = [
         role="admin",
         tag="workspace",
     ),
-]
+)
