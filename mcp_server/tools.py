@@ -231,7 +231,7 @@ def _accepted(confirmation: Any) -> bool:
 
 
 def _tool_description(endpoint: AnyEndpoint) -> str:
-    text = f"{endpoint.doc}\n\n{endpoint.role_sentence}"
+    text = endpoint.doc
     if endpoint.confirm is not None:
         text += (
             "\n\nAsks the person to confirm before acting. If your client cannot show confirmations, ask the "
@@ -239,7 +239,7 @@ def _tool_description(endpoint: AnyEndpoint) -> str:
         )
     if _wraps_list(endpoint.response):
         text += '\n\nThe structured result is {"result": [...]}.'
-    return text
+    return f"{text}\n\n{endpoint.role_sentence}"
 
 
 def _confirmation_resolver(

@@ -4,6 +4,7 @@ ids of another workspace inside tool arguments, and the id inputs a tool declare
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -139,6 +140,12 @@ def replaced(value: Any, ids: set[str], fresh: dict[str, str]) -> Any:
     if isinstance(value, str) and value in ids:
         return fresh.setdefault(value, new_id(value.split("_", 1)[0]))
     return value
+
+
+def shown_in(body: Any, values: set[str]) -> set[str]:
+    """Which of `values` appear in `body` as whole words (`p2@x.test` is not shown by `p12@x.test`)."""
+    text = json.dumps(body)
+    return {v for v in values if v in text and re.search(rf"(?<![\w.+-]){re.escape(v)}(?![\w.-])", text)}
 
 
 def strings(value: Any) -> set[str]:

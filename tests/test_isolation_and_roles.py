@@ -37,6 +37,7 @@ from tests.isolation import (
     paths_holding,
     person,
     replaced,
+    shown_in,
     stored_rows,
     strings,
 )
@@ -57,6 +58,19 @@ def test_every_tool_has_a_foreign_case() -> None:
 def test_every_role_above_member_is_tested() -> None:
     assert ELEVATED, "no tool above the member role: the role test would test nothing"
     assert all(PARITY_CASES[tool] for tool in ELEVATED)
+
+
+async def test_tools_say_who_may_call_them(make_workspace: MakeWorkspace, mcp_session: Any) -> None:
+    """What the model reading the tool list sees: every description ends with the tool's role."""
+    ws = await make_workspace()
+    async with mcp_session(ws.api_key) as client:
+        tools = {t.name: t.description or "" for t in (await client.list_tools()).tools}
+    assert set(tools) == set(ENDPOINTS)
+    assert tools["update_member"].endswith("\n\nOnly owners may call this.")
+    assert tools["create_webhook"].endswith("\n\nOnly owners and admins may call this.")
+    assert all(tools[name].endswith(ENDPOINTS[name].role_sentence) for name in tools)
+    member_tools = [name for name, e in ENDPOINTS.items() if e.role == "member"]
+    assert all(tools[name].endswith("Any member of the workspace may call this.") for name in member_tools)
 
 
 def _with_confirm(tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +105,7 @@ async def test_another_workspaces_objects_are_out_of_reach(
     named: set[str] = set()
 
     def assert_nothing_of_theirs(answer: Answer, args: dict[str, Any]) -> None:
-        shown = {value for value in theirs_only - strings(args) if value in str(answer.body)}
+        shown = shown_in(answer.body, theirs_only - strings(args))
         assert not shown, (tool, args, "their data in the answer", shown, answer)
 
     async with doors(http, mcp_session, me) as door:
