@@ -14,7 +14,7 @@ from http_api.handlers import error_response, make_handler
 from http_api.openapi import build_openapi
 from http_api.request_log import internal_error_handler
 from outreach_core.catalog import all_endpoints
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint, Endpoint
 from outreach_core.errors import MethodNotAllowed, NotFound, OutreachError
 from outreach_core.runtime import Runtime
 from outreach_core.workspace.operations import ping
@@ -24,7 +24,7 @@ PING = Endpoint("GET", "/ping", ping, Ping, tool=False, read_only=True, tag="wor
 PUBLIC = {"ping"}
 
 
-def api_endpoints() -> list[Endpoint]:
+def api_endpoints() -> list[AnyEndpoint]:
     """Everything served under /api/v1, including the public ping."""
     return [PING, *all_endpoints()]
 

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.endpoint import Endpoint, path_arguments
+from outreach_core.endpoint import AnyEndpoint, path_arguments
 from outreach_core.errors import (
     BadRequest,
     OutreachError,
@@ -114,7 +114,7 @@ def nested_deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-def make_handler(runtime: Runtime, endpoint: Endpoint, *, public: bool = False) -> Handler:
+def make_handler(runtime: Runtime, endpoint: AnyEndpoint, *, public: bool = False) -> Handler:
     """The Starlette endpoint for one catalogue entry."""
 
     async def handle(request: Request) -> Response:

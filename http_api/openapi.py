@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint
 
 OPENAPI_VERSION = "3.1.0"
 API_PREFIX = "/api/v1"
@@ -125,7 +125,7 @@ class _SchemaGenerator(GenerateJsonSchema):
 
 
 def build_openapi(
-    endpoints: list[Endpoint],
+    endpoints: list[AnyEndpoint],
     *,
     server_url: str,
     public: Iterable[str] = frozenset({"ping"}),
@@ -166,13 +166,15 @@ def build_openapi(
         operation: dict[str, Any] = {
             "operationId": ep.name,
             "summary": ep.summary,
-            "description": ep.doc,
+            "description": ep.doc if is_public else f"{ep.doc}\n\n{ep.role_sentence}",
             "tags": [ep.tag],
         }
         if ep.tool:
             operation["x-mcp-tool"] = ep.name
         if is_public:
             operation["security"] = []
+        else:
+            operation["x-role"] = ep.role
 
         parameters = [
             {
@@ -227,8 +229,9 @@ def build_openapi(
             "version": "1.0.0",
             "description": (
                 "Self-hostable cold-email outreach service. Every operation is also an MCP tool "
-                "(`x-mcp-tool`) with the same arguments and result. Errors have the body "
-                '`{"error": {"code", "message", "details"}}`.'
+                "(`x-mcp-tool`) with the same arguments and result. `x-role` is the lowest role that may "
+                "call an operation (`owner` > `admin` > `member`); a lower one gets 403 `forbidden`. "
+                'Errors have the body `{"error": {"code", "message", "details"}}`.'
             ),
         },
         "servers": [{"url": server_url.rstrip("/") + API_PREFIX}],
@@ -250,11 +253,11 @@ def build_openapi(
     }
 
 
-def _success_description(ep: Endpoint) -> str:
+def _success_description(ep: AnyEndpoint) -> str:
     return {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}.get(ep.status, "Success")
 
 
-def _error_statuses(ep: Endpoint, *, public: bool) -> list[int]:
+def _error_statuses(ep: AnyEndpoint, *, public: bool) -> list[int]:
     """Every error status the service can answer for this operation.
 
     - 400 (malformed JSON) and 413 (body too large) where there is a body;

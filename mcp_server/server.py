@@ -19,7 +19,7 @@ from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_too
 from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.catalog import all_endpoints
 from outreach_core.context import Principal
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint
 from outreach_core.errors import Unauthorized
 from outreach_core.runtime import Caller, Runtime
 
@@ -61,7 +61,7 @@ def build_mcp(
     runtime: Runtime,
     principal_source: PrincipalSource,
     *,
-    endpoints: list[Endpoint] | None = None,
+    endpoints: list[AnyEndpoint] | None = None,
     **server_kwargs: Any,
 ) -> OutreachMCP:
     """An MCP server exposing every endpoint marked `tool`."""

@@ -29,7 +29,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
-from outreach_core.endpoint import Endpoint, path_arguments
+from outreach_core.endpoint import AnyEndpoint, path_arguments
 from outreach_core.errors import (
     ConfirmationRequired,
     Declined,
@@ -131,8 +131,19 @@ def _wraps_list(response: Any) -> bool:
     return get_origin(response) is list
 
 
+def _arguments(endpoint: AnyEndpoint, raw: dict[str, Any]) -> dict[str, Any]:
+    """The operation's arguments from a tool call's flat arguments: path parameters, then the query and
+    body models validated exactly as the REST door validates them (refusals raise `ValidationError`)."""
+    kwargs: dict[str, Any] = path_arguments(endpoint, raw)
+    if endpoint.query is not None:
+        kwargs["query"] = endpoint.query.model_validate(_subset(raw, _model_fields(endpoint.query)))
+    if endpoint.body is not None:
+        kwargs["body"] = endpoint.body.model_validate(_subset(raw, _model_fields(endpoint.body)))
+    return kwargs
+
+
 def register_endpoint_tool(
-    mcp: OutreachMCP, runtime: Runtime, endpoint: Endpoint, principal_source: PrincipalSource
+    mcp: OutreachMCP, runtime: Runtime, endpoint: AnyEndpoint, principal_source: PrincipalSource
 ) -> None:
     """Expose `endpoint` as the MCP tool named like its operation (`endpoint.name`)."""
     query_fields = _model_fields(endpoint.query)
@@ -156,12 +167,7 @@ def register_endpoint_tool(
         if endpoint.confirm is not None and not _accepted(confirmation):
             raise Declined("The person did not confirm; nothing was changed.")
         caller = await principal_source(ctx)
-        kwargs: dict[str, Any] = path_arguments(endpoint, raw)
-        if endpoint.query is not None:
-            kwargs["query"] = endpoint.query.model_validate(_subset(raw, query_fields))
-        if endpoint.body is not None:
-            kwargs["body"] = endpoint.body.model_validate(_subset(raw, body_fields))
-        result = await runtime.call(caller, endpoint, **kwargs)
+        result = await runtime.call(caller, endpoint, **_arguments(endpoint, raw))
         payload = dump(result, endpoint.response)
         structured = {"result": payload} if list_result else payload
         return CallToolResult(
@@ -224,7 +230,7 @@ def _accepted(confirmation: Any) -> bool:
     )
 
 
-def _tool_description(endpoint: Endpoint) -> str:
+def _tool_description(endpoint: AnyEndpoint) -> str:
     text = endpoint.doc
     if endpoint.confirm is not None:
         text += (
@@ -233,21 +239,18 @@ def _tool_description(endpoint: Endpoint) -> str:
         )
     if _wraps_list(endpoint.response):
         text += '\n\nThe structured result is {"result": [...]}.'
-    return text
+    return f"{text}\n\n{endpoint.role_sentence}"
 
 
 def _confirmation_resolver(
-    runtime: Runtime, endpoint: Endpoint, principal_source: PrincipalSource
+    runtime: Runtime, endpoint: AnyEndpoint, principal_source: PrincipalSource
 ) -> Callable[..., Awaitable[Any]]:
-    describe = endpoint.confirm
-    assert describe is not None
-
     async def ask(ctx: Context[Any, Any]) -> Elicit[ConfirmAnswer] | ConfirmAnswer:
         raw = RAW_ARGUMENTS.get({})
         if raw.get(CONFIRM_ARG) is True:
             return ConfirmAnswer(confirm=True)  # the framework injects a plain value as an accepted outcome
         caller = await principal_source(ctx)
-        impact = await runtime.read(caller, describe, raw)
+        impact = await runtime.describe(caller, endpoint, **_arguments(endpoint, raw))
         if not _can_elicit(ctx):
             raise ConfirmationRequired(
                 f"{impact} This needs the person's confirmation, and this client cannot ask for it. "

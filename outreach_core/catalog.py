@@ -11,7 +11,7 @@ from outreach_core.ai.endpoints import ENDPOINTS as ai
 from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.billing.endpoints import ENDPOINTS as billing
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint
 from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.inbox.endpoints import ENDPOINTS as inbox
 from outreach_core.labels.endpoints import ENDPOINTS as labels
@@ -29,7 +29,7 @@ from outreach_core.workspace.endpoints import ENDPOINTS as workspace
 from outreach_core.writing.endpoints import ENDPOINTS as writing
 
 
-def all_endpoints() -> list[Endpoint]:
+def all_endpoints() -> list[AnyEndpoint]:
     """Every endpoint of every domain, in a stable order (routes are matched in this order: a fixed path
     such as `/leads/imports` comes before `/leads/{id}`)."""
     return [

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import Delete, Insert, Select, Table, Update, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from outreach_core.errors import Forbidden
 from outreach_core.ports import Ports
 from outreach_core.usage import UsageTracker
 
@@ -66,15 +65,10 @@ class WorkspaceContext(SystemContext):
         return self.principal.user_id
 
     def has_role(self, *roles: Role) -> bool:
+        """Whether the caller has one of `roles`: for rules that depend on the target (an admin may not
+        remove an owner). Who may call an operation at all is the catalogue's `Endpoint.role`, checked by
+        the runtime before the operation runs."""
         return self.principal.role in roles
-
-    def require_role(self, *roles: Role) -> None:
-        """Refuse with 403 `forbidden` unless the caller has one of `roles`."""
-        if self.principal.role not in roles:
-            raise Forbidden(
-                f"This needs the {' or '.join(roles)} role; you are {self.principal.role}.",
-                {"required": list(roles), "role": self.principal.role},
-            )
 
 
 def workspace_itself(workspace_id: str, task: str) -> Principal:

@@ -1,4 +1,4 @@
-"""What a catalogue entry is: `Endpoint` binds one core operation to its route, models and MCP tool.
+"""What a catalogue entry is: `Endpoint` binds one core operation to its route, models, role and MCP tool.
 
 Each domain lists its entries in `<domain>/endpoints.py`; `outreach_core.catalog.all_endpoints()` collects
 them. The REST door builds a route, the MCP door builds a tool, and the OpenAPI document is generated from
@@ -6,7 +6,14 @@ the same entries, so the three can never drift apart. This module is plain data 
 the kernel, so a domain can declare its endpoints without importing the runtime or the catalogue.
 
 Calling convention for operations: `await op(ctx, **path_params, query=<model>, body=<model>)`, where
-`query`/`body` are passed only when the endpoint declares them.
+`query`/`body` are passed only when the endpoint declares them (validated models, never raw dicts). A
+confirmation describer (`confirm`) is called the same way and returns the question; `tests/
+test_architecture.py` checks every entry's operation, describer and `prepare` against its path, models and
+response.
+
+`role` is the lowest role allowed to call the endpoint; `Runtime.call` refuses a lower one with 403
+`forbidden` before anything of the operation runs (`refuse_lower_role`). Rules that depend on the target
+(an admin may not remove an owner) stay in the operation.
 
 Network I/O (mail login tests, DNS lookups) never runs inside a transaction: SQLite holds its write lock for
 the whole of a read-write transaction. An endpoint that needs it declares `prepare`, a step the runtime runs
@@ -20,22 +27,31 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol
 
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
-from outreach_core.context import Principal, WorkspaceContext
-from outreach_core.errors import InvalidInput
+from outreach_core.context import ROLE_RANK, Principal, Role, WorkspaceContext
+from outreach_core.errors import Forbidden, InvalidInput
 from outreach_core.ports import Ports
 from outreach_core.settings import Settings
 from outreach_core.wire import contains_nul
 
 P = ParamSpec("P")
 R = TypeVar("R")
+BodyT = TypeVar("BodyT", bound=BaseModel | None, default=None)
+"""The operation's `body` model (None: it takes no body)."""
+QueryT = TypeVar("QueryT", bound=BaseModel | None, default=None)
+"""The operation's `query` model (None: it takes no query)."""
+ResponseT = TypeVar("ResponseT", default=Any)
+"""What the operation returns, serialized by alias: a model, or `list[Model]`."""
 
 Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
-Describe = Callable[[WorkspaceContext, dict[str, Any]], Awaitable[str]]
-"""For operations that ask to confirm: states the concrete impact of the call (read-only)."""
+Describe = Callable[..., Awaitable[str]]
+"""For operations that ask to confirm: `await describe(ctx, **path_params, query=..., body=...)`, called
+exactly like the operation (without `prepared`), in a read-only transaction, returns the concrete impact of
+the call as a question for the person."""
 Prepare = Callable[..., Awaitable[Any]]
 """A pre-transaction step: `await prepare(outside, **path_params, query=..., body=...)` with an `Outside`;
 no transaction is open while it runs (it may open short read transactions through `outside.read`). Its
@@ -69,17 +85,22 @@ class Outside(Protocol):
         ...
 
 
+ROLES: tuple[Role, ...] = ("owner", "admin", "member")
+"""Highest first."""
+
+
 @dataclass(frozen=True)
-class Endpoint:
-    """One public operation: its REST route (`method`, `path`, `status`), its models and, when `tool` is
-    true, its MCP tool, named like the operation itself (`name`)."""
+class Endpoint(Generic[BodyT, QueryT, ResponseT]):
+    """One public operation: its REST route (`method`, `path`, `status`), its models, the lowest role that
+    may call it and, when `tool` is true, its MCP tool, named like the operation itself (`name`)."""
 
     method: Method
     path: str
-    operation: Callable[..., Awaitable[Any]]
-    response: Any
-    body: type[BaseModel] | None = None
-    query: type[BaseModel] | None = None
+    operation: Callable[..., Awaitable[ResponseT]]
+    response: type[ResponseT]
+    body: type[BodyT] | None = None
+    query: type[QueryT] | None = None
+    role: Role = "member"
     tool: bool = True
     read_only: bool = False
     destructive: bool = False
@@ -107,8 +128,41 @@ class Endpoint:
     def summary(self) -> str:
         return self.doc.splitlines()[0]
 
+    @property
+    def roles(self) -> list[Role]:
+        """The roles allowed to call it, highest first."""
+        return allowed_roles(self.role)
 
-def path_arguments(endpoint: Endpoint, values: Any) -> dict[str, Any]:
+    @property
+    def role_sentence(self) -> str:
+        """Who may call it, as the OpenAPI description and the MCP tool description say."""
+        if self.role == "member":
+            return "Any member of the workspace may call this."
+        return f"Only {_people(self.roles)} may call this."
+
+
+AnyEndpoint = Endpoint[Any, Any, Any]
+"""An entry of the catalogue, whatever its models (what the doors and the catalogue handle)."""
+
+
+def allowed_roles(lowest: Role) -> list[Role]:
+    """`lowest` and the roles above it, highest first."""
+    return [r for r in ROLES if ROLE_RANK[r] >= ROLE_RANK[lowest]]
+
+
+def refuse_lower_role(lowest: Role, principal: Principal) -> None:
+    """Refuse with 403 `forbidden` a caller whose role is below `lowest` (`details.required` lists the
+    roles allowed, highest first)."""
+    if ROLE_RANK[principal.role] < ROLE_RANK[lowest]:
+        raise Forbidden.needs(allowed_roles(lowest), principal.role)
+
+
+def _people(roles: list[Role]) -> str:
+    names = [f"{r}s" for r in roles]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def path_arguments(endpoint: AnyEndpoint, values: Any) -> dict[str, Any]:
     """The path parameters of `endpoint` from `values`, refusing text PostgreSQL could not store."""
     arguments = {p: values[p] for p in endpoint.path_params}
     for name, value in arguments.items():

@@ -7,6 +7,7 @@ else becomes `internal` with a reference id.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 
@@ -16,12 +17,10 @@ class OutreachError(Exception):
     status: ClassVar[int] = 400
     code: ClassVar[str] = "bad_request"
 
-    def __init__(self, message: str, details: dict[str, Any] | None = None, *, code: str | None = None):
+    def __init__(self, message: str, details: dict[str, Any] | None = None):
         super().__init__(message)
         self.message = message
         self.details: dict[str, Any] = details or {}
-        if code is not None:
-            self.code = code  # type: ignore[misc]
 
     def to_body(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "details": self.details}}
@@ -51,6 +50,15 @@ class Forbidden(OutreachError):
     status = 403
     code = "forbidden"
 
+    @classmethod
+    def needs(cls, required: Sequence[str], role: str, message: str | None = None) -> Forbidden:
+        """The refusal of a caller of role `role` where one of `required` is needed (`details.required`
+        lists them, highest first)."""
+        return cls(
+            message or f"This needs the {' or '.join(required)} role; you are {role}.",
+            {"required": list(required), "role": role},
+        )
+
 
 class NotFound(OutreachError):
     status = 404
@@ -73,6 +81,19 @@ class Conflict(OutreachError):
 class InvalidState(OutreachError):
     status = 409
     code = "invalid_state"
+
+
+class LaunchBlocked(InvalidState):
+    """Launching while a required launch checklist item fails; `details.items` = the failing items."""
+
+    code = "launch_blocked"
+
+
+class DeliveryFailed(InvalidState):
+    """The mailbox's SMTP server did not take an email sent at the caller's request (a thread reply);
+    nothing was recorded."""
+
+    code = "delivery_failed"
 
 
 class ConfirmationRequired(OutreachError):

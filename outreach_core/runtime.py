@@ -19,9 +19,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from outreach_core.context import Principal, SystemContext, WorkspaceContext
+from outreach_core.context import Principal, Role, SystemContext, WorkspaceContext
 from outreach_core.db.engine import create_engine
-from outreach_core.endpoint import Endpoint
+from outreach_core.endpoint import AnyEndpoint, refuse_lower_role
 from outreach_core.ports import Ports
 from outreach_core.settings import Settings
 from outreach_core.usage import UsageTracker
@@ -49,16 +49,27 @@ class Runtime:
         self.usage = UsageTracker()
         self._write_gate = _write_gates.setdefault(self.engine, asyncio.Lock())
 
-    async def call(self, caller: Caller, endpoint: Endpoint, /, **kwargs: Any) -> Any:
-        """Run a catalogued endpoint the way both doors do: its `prepare` step first, outside any
-        transaction (after the caller is authenticated in a short read transaction), then the operation in
-        one transaction (read-only or read-write as the endpoint says) with `prepared=` the step's result."""
+    async def call(self, caller: Caller, endpoint: AnyEndpoint, /, **kwargs: Any) -> Any:
+        """Run a catalogued endpoint the way both doors do: the caller's role checked against the
+        endpoint's (403 `forbidden` below it, before anything else runs), its `prepare` step first, outside
+        any transaction (after the caller is authenticated in a short read transaction), then the operation
+        in one transaction (read-only or read-write as the endpoint says) with `prepared=` the step's
+        result."""
         if endpoint.prepare is not None:
             principal = caller if isinstance(caller, Principal) else await self.system_read(caller)
+            refuse_lower_role(endpoint.role, principal)
             kwargs["prepared"] = await endpoint.prepare(_Outside(self, principal), **kwargs)
             caller = principal
-        run = self.read if endpoint.read_only else self.execute
-        return await run(caller, endpoint.operation, **kwargs)
+        maker = self._for(caller, endpoint.role)
+        return await self._run(maker, endpoint.operation, endpoint.read_only, (), kwargs)
+
+    async def describe(self, caller: Caller, endpoint: AnyEndpoint, /, **kwargs: Any) -> str:
+        """The confirmation question of an endpoint that asks to confirm (`Endpoint.confirm`), for the
+        same arguments as the call, in a read-only transaction; a caller below the endpoint's role gets
+        403 `forbidden` instead, as the call would."""
+        if endpoint.confirm is None:
+            raise TypeError(f"{endpoint.name} does not ask to confirm")
+        return await self._run(self._for(caller, endpoint.role), endpoint.confirm, True, (), kwargs)
 
     async def execute(
         self,
@@ -115,11 +126,17 @@ class Runtime:
 
     # ----------------------------------------------------------------------------------------------------
 
-    def _for(self, caller: Caller) -> Callable[[AsyncConnection], Awaitable[WorkspaceContext]]:
+    def _for(
+        self, caller: Caller, lowest: Role = "member"
+    ) -> Callable[[AsyncConnection], Awaitable[WorkspaceContext]]:
+        """Makes the context of a transaction for `caller`, refusing a role below `lowest` once the caller
+        is known (inside the transaction, so a credential checked there costs no extra round trip)."""
+
         async def make(conn: AsyncConnection) -> WorkspaceContext:
             principal = (
                 caller if isinstance(caller, Principal) else await caller(await self._system_ctx(conn))
             )
+            refuse_lower_role(lowest, principal)
             return self._workspace_ctx(conn, principal)
 
         return make

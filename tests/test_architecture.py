@@ -3,22 +3,27 @@
 Which package may import which (the layers, the lead peers' independence, no cycles) is the import-linter
 contract in pyproject.toml (`make lint` runs it; so does `test_import_contracts_are_kept`). The checks here
 are the ones it cannot express: no third-party door library in the core, statements only through the
-scoping helpers, `system_scope` only where allowed, no commits, and the inbox rules on the standard library
-alone.
+scoping helpers, `system_scope` only where allowed, no commits, the inbox rules on the standard library
+alone, and every catalogue entry agreeing with its operation (signature, models, roles).
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
 import sys
+import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from importlinter import configuration
 from importlinter.application.use_cases import lint_imports
 
-from outreach_core.context import scoped, unscoped
+from outreach_core.context import SystemContext, WorkspaceContext, scoped, unscoped
 from outreach_core.db.tables import api_keys, metadata, users
+from outreach_core.endpoint import AnyEndpoint, Outside
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "outreach_core"
@@ -175,3 +180,85 @@ def test_scoping_helpers_refuse_the_wrong_kind_of_table() -> None:
         scoped(Ctx(), users)  # type: ignore[arg-type]
     owned = [t.name for t in metadata.sorted_tables if "workspace_id" in t.c]
     assert {"api_keys", "members", "invitations", "outbox", "oauth_grants"} <= set(owned)
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------
+
+
+def _entries() -> list[AnyEndpoint]:
+    from http_api.app import api_endpoints
+
+    return api_endpoints()
+
+
+def _parameters(fn: Callable[..., Any], first: type) -> dict[str, Any]:
+    """`fn`'s parameters after its first (checked to be `first`) with their annotations, all callable by
+    keyword (the runtime and the doors pass everything but the context by name)."""
+    hints = typing.get_type_hints(fn)
+    [head, *rest] = inspect.signature(fn).parameters.values()
+    assert hints[head.name] is first, (fn.__qualname__, head.name)
+    keywordable = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    assert all(p.kind in keywordable for p in rest), fn.__qualname__
+    return {p.name: hints[p.name] for p in rest}
+
+
+@pytest.mark.parametrize("endpoint", _entries(), ids=lambda e: e.name)
+def test_operation_signature_is_the_entrys(endpoint: AnyEndpoint) -> None:
+    """The calling convention, `op(ctx, **path_params, query=..., body=..., prepared=...)`, as the entry
+    declares it: exactly its path parameters (strings), its query and body models, `prepared` when it has a
+    `prepare` step (typed as what that step returns), returning its response model. The confirmation
+    describer takes the same arguments (no `prepared`: it runs first) and returns the question; the
+    `prepare` step takes the same arguments after an `Outside`."""
+    context = SystemContext if endpoint.name == "ping" else WorkspaceContext
+    expected: dict[str, Any] = dict.fromkeys(endpoint.path_params, str)
+    if endpoint.query is not None:
+        expected["query"] = endpoint.query
+    if endpoint.body is not None:
+        expected["body"] = endpoint.body
+    params = _parameters(endpoint.operation, context)
+    prepared = params.pop("prepared", None)
+    assert params == expected
+    assert typing.get_type_hints(endpoint.operation)["return"] == endpoint.response
+    if endpoint.prepare is None:
+        assert prepared is None, f"{endpoint.name} takes `prepared` but has no prepare step"
+    else:
+        assert _parameters(endpoint.prepare, Outside) == expected
+        assert typing.get_type_hints(endpoint.prepare)["return"] == prepared
+    if endpoint.confirm is not None:
+        assert _parameters(endpoint.confirm, WorkspaceContext) == expected
+        assert typing.get_type_hints(endpoint.confirm)["return"] is str
+
+
+ELEVATED = {
+    # docs/api.md "Roles" and DESIGN section 10: every other tool is open to members
+    "update_sending_settings": "admin",
+    "create_invitation": "admin",
+    "delete_invitation": "admin",
+    "update_member": "owner",
+    "remove_member": "admin",
+    "create_webhook": "admin",
+    "update_webhook": "admin",
+    "delete_webhook": "admin",
+    "test_webhook": "admin",
+    "redeliver_webhook": "admin",
+    "rotate_webhook_secret": "admin",
+}
+
+
+def test_roles_are_the_documented_ones() -> None:
+    """The catalogue's roles are today's rules (docs/api.md): the ones above member, and no others."""
+    assert {e.name: e.role for e in _entries() if e.role != "member"} == ELEVATED
+
+
+def test_operations_leave_who_may_call_them_to_the_catalogue() -> None:
+    """No operation refuses a role by itself except for a rule that depends on its target: `Forbidden`
+    is raised in the core only by the runtime's role check and these target rules."""
+    target_rules = {"workspace/operations.py", "api_keys/operations.py", "oauth/operations.py"}
+    raising = set()
+    for rel, tree in core_modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "require_role":
+                raising.add(rel)
+            if isinstance(node, ast.Name) and node.id == "Forbidden":
+                raising.add(rel)
+    assert raising - {"errors.py", "endpoint.py"} == target_rules

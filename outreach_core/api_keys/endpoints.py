@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.api_keys.operations import create_api_key, list_api_keys, revoke_api_key
 from outreach_core.api_keys.schemas import ApiKeyItem, CreateApiKeyIn, CreatedApiKey, RevokeApiKeyIn
 from outreach_core.context import WorkspaceContext, scoped
@@ -10,16 +8,14 @@ from outreach_core.endpoint import Endpoint
 from outreach_core.wire import Ok
 
 
-async def _describe_revoke(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
+async def _describe_revoke(ctx: WorkspaceContext, body: RevokeApiKeyIn) -> str:
     k = scoped(ctx, api_keys)
-    row = (
-        await ctx.conn.execute(k.select(k.c.name, k.c.start).where(k.c.id == args.get("id")))
-    ).one_or_none()
-    label = f"“{row.name}” ({row.start}…)" if row else str(args.get("id"))
+    row = (await ctx.conn.execute(k.select(k.c.name, k.c.start).where(k.c.id == body.id))).one_or_none()
+    label = f"“{row.name}” ({row.start}…)" if row else body.id
     return f"Revoke API key {label}? Every client using it stops working immediately."
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/api-keys",
@@ -46,4 +42,4 @@ ENDPOINTS = [
         confirm=_describe_revoke,
         tag="api-keys",
     ),
-]
+)

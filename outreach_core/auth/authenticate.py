@@ -31,7 +31,7 @@ def membership_of_grant() -> tuple[Any, Any]:
 
 
 def _refuse(reason: str) -> Unauthorized:
-    return Unauthorized(reason, code="unauthorized")
+    return Unauthorized(reason)
 
 
 async def authenticate_api_key(ctx: SystemContext, token: str) -> Principal:

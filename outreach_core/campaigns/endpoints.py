@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.campaigns.audience import (
     add_leads_to_campaign,
     count_campaign_leads,
@@ -67,26 +65,25 @@ def _leads(n: int) -> str:
     return f"{n:,} lead{'' if n == 1 else 's'}"
 
 
-async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    found = await get_campaign(ctx, str(args.get("id")))
+async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
+    found = await get_campaign(ctx, id)
     return (
         f"Delete the {found.status} campaign “{found.name}” with its sequence and the progress and send "
         f"history of its {_leads(found.lead_counts['total'])}? The leads stay in the workspace."
     )
 
 
-async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    found = await get_campaign(ctx, str(args.get("id")))
-    ids = [str(i) for i in args.get("ids") or []]
-    n = await count_campaign_leads(ctx, found.id, ids)
+async def _describe_remove(ctx: WorkspaceContext, id: str, body: RemoveCampaignLeadsIn) -> str:
+    found = await get_campaign(ctx, id)
+    n = await count_campaign_leads(ctx, found.id, body.ids)
     return (
         f"Take {_leads(n)} out of the campaign “{found.name}”? They get no more of its emails; they stay in "
         "the workspace and what was already sent stays in the history."
     )
 
 
-async def _describe_launch(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    found = await get_campaign(ctx, str(args.get("id")))
+async def _describe_launch(ctx: WorkspaceContext, id: str) -> str:
+    found = await get_campaign(ctx, id)
     waiting = sum(found.lead_counts[s] for s in WAITING)
     row = await campaign_row(ctx, found.id)
     when = describe_next_send(await next_send(ctx, row), row)
@@ -97,35 +94,56 @@ async def _describe_launch(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     )
 
 
-def _ep(method: Any, path: str, op: Any, response: Any, **kw: Any) -> Endpoint:
-    return Endpoint(method, path, op, response, tag="campaigns", **kw)
+TAG = "campaigns"
 
-
-ENDPOINTS = [
-    _ep("GET", "/campaigns", list_campaigns, CampaignList, query=ListCampaignsQuery, read_only=True),
-    _ep("POST", "/campaigns", create_campaign, CreatedId, body=CreateCampaignIn),
-    _ep("GET", "/campaigns/{id}", get_campaign, Campaign, read_only=True),
-    _ep("PATCH", "/campaigns/{id}", update_campaign, Campaign, body=UpdateCampaignIn),
-    _ep("POST", "/campaigns/{id}/duplicate", duplicate_campaign, CreatedId),
-    _ep("DELETE", "/campaigns/{id}", delete_campaign, Ok, destructive=True, confirm=_describe_delete),
-    _ep("POST", "/campaigns/{id}/steps", add_step, Campaign, body=AddStepIn),
-    _ep("PATCH", "/campaigns/{id}/steps/{stepId}", update_step, Ok, body=StepPatch),
-    _ep("DELETE", "/campaigns/{id}/steps/{stepId}", delete_step, Campaign, destructive=True),
-    _ep("POST", "/campaigns/{id}/steps/{stepId}/move", move_step, Campaign, body=MoveStepIn),
-    _ep("POST", "/campaigns/{id}/steps/{stepId}/variants", add_variant, Campaign, body=AddVariantIn),
-    _ep("PATCH", "/campaigns/{id}/variants/{variantId}", update_variant, SavedVariant, body=VariantPatch),
-    _ep("DELETE", "/campaigns/{id}/variants/{variantId}", delete_variant, Campaign, destructive=True),
-    _ep("PUT", "/campaigns/{id}/sequence", set_sequence, Campaign, body=SequenceIn),
-    _ep(
+ENDPOINTS = (
+    Endpoint(
+        "GET", "/campaigns", list_campaigns, CampaignList, query=ListCampaignsQuery, read_only=True, tag=TAG
+    ),
+    Endpoint("POST", "/campaigns", create_campaign, CreatedId, body=CreateCampaignIn, tag=TAG),
+    Endpoint("GET", "/campaigns/{id}", get_campaign, Campaign, read_only=True, tag=TAG),
+    Endpoint("PATCH", "/campaigns/{id}", update_campaign, Campaign, body=UpdateCampaignIn, tag=TAG),
+    Endpoint("POST", "/campaigns/{id}/duplicate", duplicate_campaign, CreatedId, tag=TAG),
+    Endpoint(
+        "DELETE", "/campaigns/{id}", delete_campaign, Ok, destructive=True, confirm=_describe_delete, tag=TAG
+    ),
+    Endpoint("POST", "/campaigns/{id}/steps", add_step, Campaign, body=AddStepIn, tag=TAG),
+    Endpoint("PATCH", "/campaigns/{id}/steps/{stepId}", update_step, Ok, body=StepPatch, tag=TAG),
+    Endpoint("DELETE", "/campaigns/{id}/steps/{stepId}", delete_step, Campaign, destructive=True, tag=TAG),
+    Endpoint("POST", "/campaigns/{id}/steps/{stepId}/move", move_step, Campaign, body=MoveStepIn, tag=TAG),
+    Endpoint(
+        "POST", "/campaigns/{id}/steps/{stepId}/variants", add_variant, Campaign, body=AddVariantIn, tag=TAG
+    ),
+    Endpoint(
+        "PATCH",
+        "/campaigns/{id}/variants/{variantId}",
+        update_variant,
+        SavedVariant,
+        body=VariantPatch,
+        tag=TAG,
+    ),
+    Endpoint(
+        "DELETE", "/campaigns/{id}/variants/{variantId}", delete_variant, Campaign, destructive=True, tag=TAG
+    ),
+    Endpoint("PUT", "/campaigns/{id}/sequence", set_sequence, Campaign, body=SequenceIn, tag=TAG),
+    Endpoint(
         "GET",
         "/campaigns/{id}/leads",
         list_campaign_leads,
         CampaignLeadPage,
         query=ListCampaignLeadsQuery,
         read_only=True,
+        tag=TAG,
     ),
-    _ep("POST", "/campaigns/{id}/leads", add_leads_to_campaign, CampaignLeadsAdded, body=AddCampaignLeadsIn),
-    _ep(
+    Endpoint(
+        "POST",
+        "/campaigns/{id}/leads",
+        add_leads_to_campaign,
+        CampaignLeadsAdded,
+        body=AddCampaignLeadsIn,
+        tag=TAG,
+    ),
+    Endpoint(
         "POST",
         "/campaigns/{id}/leads/remove",
         remove_leads_from_campaign,
@@ -133,16 +151,26 @@ ENDPOINTS = [
         body=RemoveCampaignLeadsIn,
         destructive=True,
         confirm=_describe_remove,
+        tag=TAG,
     ),
-    _ep(
+    Endpoint(
         "GET",
         "/campaigns/{id}/leads/{campaignLeadId}/sends",
         list_campaign_lead_sends,
         SendList,
         read_only=True,
+        tag=TAG,
     ),
-    _ep("GET", "/campaigns/{id}/preview", preview_campaign, Preview, query=PreviewQuery, read_only=True),
-    _ep("GET", "/campaigns/{id}/checklist", get_launch_checklist, Checklist, read_only=True),
-    _ep("POST", "/campaigns/{id}/launch", launch_campaign, Launched, confirm=_describe_launch),
-    _ep("POST", "/campaigns/{id}/pause", pause_campaign, StatusOut),
-]
+    Endpoint(
+        "GET",
+        "/campaigns/{id}/preview",
+        preview_campaign,
+        Preview,
+        query=PreviewQuery,
+        read_only=True,
+        tag=TAG,
+    ),
+    Endpoint("GET", "/campaigns/{id}/checklist", get_launch_checklist, Checklist, read_only=True, tag=TAG),
+    Endpoint("POST", "/campaigns/{id}/launch", launch_campaign, Launched, confirm=_describe_launch, tag=TAG),
+    Endpoint("POST", "/campaigns/{id}/pause", pause_campaign, StatusOut, tag=TAG),
+)

@@ -44,7 +44,7 @@ from outreach_core.db.tables import (
     mailboxes,
     workspaces,
 )
-from outreach_core.errors import InvalidState
+from outreach_core.errors import InvalidState, LaunchBlocked
 from outreach_core.event_data import PauseCause, campaign_ref
 from outreach_core.outbox import record_event
 
@@ -84,10 +84,9 @@ async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
         raise InvalidState(f"A {row.status} campaign cannot be launched.", {"status": row.status})
     items = await _checklist_items(ctx, id)
     if not can_launch(items):
-        raise InvalidState(
+        raise LaunchBlocked(
             "The launch checklist has failing required items.",
             {"items": [i.model_dump(by_alias=True) for i in items if i.required and not i.ok]},
-            code="launch_blocked",
         )
     await ctx.conn.execute(
         scoped(ctx, campaigns)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
@@ -12,7 +12,7 @@ from outreach_core.targets.schemas import Id
 from outreach_core.wire import NAME, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
-CAMPAIGN_STATUSES: tuple[str, ...] = CampaignStatus.__args__  # type: ignore[attr-defined]
+CAMPAIGN_STATUSES: tuple[str, ...] = get_args(CampaignStatus)
 CampaignLeadStatus = Literal[
     "not_contacted",
     "contacted",
@@ -24,7 +24,7 @@ CampaignLeadStatus = Literal[
     "skipped",
     "stopped",
 ]
-CAMPAIGN_LEAD_STATUSES: tuple[str, ...] = CampaignLeadStatus.__args__  # type: ignore[attr-defined]
+CAMPAIGN_LEAD_STATUSES: tuple[str, ...] = get_args(CampaignLeadStatus)
 FINISHED_LEAD_STATUSES = ("completed", "replied", "unsubscribed", "bounced", "skipped", "stopped")
 """A campaign lead in one of these gets no more email from the campaign."""
 

@@ -1,24 +1,22 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.imports.operations import get_import, import_leads, list_imports
 from outreach_core.imports.schemas import ImportIn, LeadImport, LeadImports
 
 
-async def _describe_import(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    rows = len(args.get("rows") or [])
-    name = args.get("fileName") or "this file"
-    target = args.get("list") or {}
-    where = f" onto the list “{target.get('name') or target.get('id')}”" if target else ""
-    existing = "updated with the file's values" if args.get("existing") == "update" else "left as they are"
-    chunk = "the next chunk of " if args.get("importId") else ""
+async def _describe_import(ctx: WorkspaceContext, body: ImportIn) -> str:
+    name = body.file_name or "this file"
+    target = body.target_list
+    where = f" onto the list “{target.name or target.id}”" if target is not None else ""
+    existing = "updated with the file's values" if body.existing == "update" else "left as they are"
+    chunk = "the next chunk of " if body.import_id else ""
+    rows = len(body.rows)
     return f"Import {chunk}{rows:,} rows of {name}{where}? Leads already in the workspace are {existing}."
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/leads/imports", list_imports, LeadImports, read_only=True, tag="leads"),
     Endpoint("GET", "/leads/imports/{id}", get_import, LeadImport, read_only=True, tag="leads"),
     Endpoint(
@@ -30,4 +28,4 @@ ENDPOINTS = [
         confirm=_describe_import,
         tag="leads",
     ),
-]
+)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.campaigns.sanitize import header_safe
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
@@ -22,15 +20,15 @@ from outreach_core.inbox.threads import get_thread, list_threads, thread_row, up
 QUOTE_CHARS = 300
 
 
-async def _describe_reply(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    row = await thread_row(ctx, str(args.get("id")))
-    text = " ".join(str(args.get("body") or "").split())
+async def _describe_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> str:
+    row = await thread_row(ctx, id)
+    text = " ".join(body.body.split())
     quoted = text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1] + "…"
-    subject = header_safe(str(args.get("subject") or "")).strip() or reply_subject(row.subject)
+    subject = header_safe(body.subject or "").strip() or reply_subject(row.subject)
     return f'Send this email to {row.lead_email} (subject "{subject}")? "{quoted}"'
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "GET", "/threads", list_threads, ThreadPage, query=ListThreadsQuery, read_only=True, tag="inbox"
     ),
@@ -46,4 +44,4 @@ ENDPOINTS = [
         prepare=prepare_reply_to_thread,
         tag="inbox",
     ),
-]
+)

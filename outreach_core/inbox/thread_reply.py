@@ -25,7 +25,7 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import UndecryptableSecret, decrypt
 from outreach_core.db.tables import inbox_messages, leads, mailboxes, threads
 from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput, InvalidState
+from outreach_core.errors import DeliveryFailed, InvalidInput, InvalidState
 from outreach_core.ids import new_id
 from outreach_core.inbox.schemas import ReplyIn, ReplySent
 from outreach_core.inbox.threads import ledger_rows, message_item, message_rows, thread_row, who_acts
@@ -158,27 +158,25 @@ async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> H
     try:
         password = decrypt(outside.settings, plan.password_encrypted)
     except UndecryptableSecret:
-        raise InvalidState(
+        raise DeliveryFailed(
             "The mailbox's stored password cannot be decrypted with the server's keys; send it again "
-            "(update_mailbox).",
-            code="delivery_failed",
+            "(update_mailbox)."
         ) from None
     try:
         message = to_bytes(build_message(plan.email))
     except UnsafeHeader as exc:
         if exc.mailbox:
-            raise InvalidState(f"The reply cannot be built: {exc.reason}.", code="delivery_failed") from None
+            raise DeliveryFailed(f"The reply cannot be built: {exc.reason}.") from None
         raise InvalidInput.field("subject", f"the reply cannot be built: {exc.reason}") from None
     smtp = outside.ports.smtp
     if smtp is None:
         raise RuntimeError("no SMTP client is configured (Ports.smtp): replies cannot be sent")
     delivery = await smtp.send(plan.smtp, password, plan.email.from_email, plan.email.to_email, message)
     if not delivery.ok:
-        raise InvalidState(
+        raise DeliveryFailed(
             f"The mailbox's SMTP server did not take the reply ({delivery.phase}): {delivery.reason}. "
             "Nothing was sent or recorded.",
             {"phase": delivery.phase, "smtpCode": delivery.code, "reason": delivery.reason},
-            code="delivery_failed",
         )
     sent_at = outside.now()
     imap = outside.ports.imap

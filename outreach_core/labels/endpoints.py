@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.labels.operations import (
@@ -18,8 +16,8 @@ from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
 from outreach_core.wire import Ok
 
 
-async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    label = await get_label(ctx, str(args.get("id")))
+async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
+    label = await get_label(ctx, id)
     carried = f"{label.leads:,} lead{'' if label.leads == 1 else 's'}"
     text = (
         f"Delete the label “{label.name}”? {carried} carry it; it comes off them (the leads stay) and its "
@@ -32,7 +30,7 @@ async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     return text
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/labels", list_labels, Labels, read_only=True, tag="labels"),
     Endpoint("POST", "/labels", create_label, Label, body=CreateLabelIn, tag="labels"),
     Endpoint("PATCH", "/labels/{id}", update_label, Label, body=UpdateLabelIn, tag="labels"),
@@ -55,4 +53,4 @@ ENDPOINTS = [
         destructive=True,
         tag="leads",
     ),
-]
+)

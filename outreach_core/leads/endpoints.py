@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import func
 
 from outreach_core.context import WorkspaceContext, scoped
@@ -37,15 +35,15 @@ async def _count_target(ctx: WorkspaceContext, body: TargetIn) -> int:
     return int((await ctx.conn.execute(stmt)).scalar_one())
 
 
-async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    n = await _count_target(ctx, TargetIn.model_validate({"target": args.get("target")}))
+async def _describe_delete(ctx: WorkspaceContext, body: TargetIn) -> str:
+    n = await _count_target(ctx, body)
     return (
         f"Delete {n:,} lead{'s' if n != 1 else ''} for good, with their list memberships and labels? "
         "Their addresses stay on the suppression list if they are on it."
     )
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/leads",
@@ -78,4 +76,4 @@ ENDPOINTS = [
     Endpoint("GET", "/leads/{id}", get_lead, LeadDetail, read_only=True, tag="leads"),
     Endpoint("PATCH", "/leads/{id}", update_lead, LeadDetail, body=UpdateLeadIn, tag="leads"),
     Endpoint("POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tag="leads"),
-]
+)

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.lists.operations import (
@@ -23,8 +21,8 @@ def _leads(n: int) -> str:
     return f"{n:,} lead{'' if n == 1 else 's'}"
 
 
-async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    found = await get_list(ctx, str(args.get("id")))
+async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
+    found = await get_list(ctx, id)
     text = (
         f"Delete the list “{found.name}”? It holds {_leads(found.leads)}; they stay in the workspace, "
         "only their membership of this list goes."
@@ -36,7 +34,7 @@ async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     return text
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/lists", list_lists, LeadLists, read_only=True, tag="lists"),
     Endpoint("POST", "/lists", create_list, LeadList, body=CreateListIn, tag="lists"),
     Endpoint("PATCH", "/lists/{id}", update_list, LeadList, body=UpdateListIn, tag="lists"),
@@ -66,4 +64,4 @@ ENDPOINTS = [
         destructive=True,
         tag="leads",
     ),
-]
+)

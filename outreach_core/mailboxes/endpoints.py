@@ -37,7 +37,7 @@ from outreach_core.mailboxes.schemas import (
 from outreach_core.wire import Ok
 
 # `GET /mailboxes/detect` comes before `GET /mailboxes/{id}`: routes match in this order.
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/mailboxes",
@@ -110,4 +110,4 @@ ENDPOINTS = [
         prepare=prepare_retest_mailbox,
         tag="mailboxes",
     ),
-]
+)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import oauth_clients, oauth_grants, users
 from outreach_core.endpoint import Endpoint
@@ -28,15 +26,15 @@ async def _connected_app(ctx: WorkspaceContext, id: str) -> str | None:
     return f"“{row.name or row.client_id}” (connected by {row.user_name})"
 
 
-async def _describe_disconnect(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    label = await _connected_app(ctx, str(args.get("id")))
+async def _describe_disconnect(ctx: WorkspaceContext, id: str) -> str:
+    label = await _connected_app(ctx, id)
     return (
-        f"Disconnect the app {label or args.get('id')}? Its access and refresh tokens stop working at once; "
+        f"Disconnect the app {label or id}? Its access and refresh tokens stop working at once; "
         "it must ask for consent again to reconnect."
     )
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/connected-apps",
@@ -54,4 +52,4 @@ ENDPOINTS = [
         confirm=_describe_disconnect,
         tag="connected-apps",
     ),
-]
+)

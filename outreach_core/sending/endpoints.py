@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.sending.recovery import describe_send, resolve_unknown_send
 from outreach_core.sending.schemas import ResolvedSend, ResolveUnknownSendIn
 
 
-async def _describe_resolve(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    found = await describe_send(ctx, str(args.get("campaignLeadId")), str(args.get("sendId")))
-    if args.get("delivered") is True:
+async def _describe_resolve(
+    ctx: WorkspaceContext, id: str, campaignLeadId: str, sendId: str, body: ResolveUnknownSendIn
+) -> str:
+    found = await describe_send(ctx, campaignLeadId, sendId)
+    if body.delivered:
         return f"Record {found} as delivered (its outcome was lost) and continue the lead's sequence?"
     return (
         f"Send {found} again? The first hand-off's outcome was lost: if it did arrive after all, the lead "
@@ -20,7 +20,7 @@ async def _describe_resolve(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     )
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "POST",
         "/campaigns/{id}/leads/{campaignLeadId}/sends/{sendId}/resolve",
@@ -30,4 +30,4 @@ ENDPOINTS = [
         tag="campaigns",
         confirm=_describe_resolve,
     ),
-]
+)

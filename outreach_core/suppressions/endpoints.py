@@ -16,7 +16,7 @@ from outreach_core.suppressions.schemas import (
 )
 from outreach_core.targets.schemas import Removed, Suppressed, SuppressTargetIn
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "GET",
         "/suppressions",
@@ -51,4 +51,4 @@ ENDPOINTS = [
         body=SuppressTargetIn,
         tag="leads",
     ),
-]
+)

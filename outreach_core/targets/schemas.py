@@ -3,7 +3,7 @@ inputs that name a target, and the counts actions answer with."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
@@ -14,9 +14,9 @@ LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsub
 VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
 Esp = Literal["google", "microsoft", "yahoo", "proton", "icloud", "zoho", "other", "unknown"]
 CountrySource = Literal["timezone", "phone", "email", "website"]
-LEAD_STATUSES: tuple[str, ...] = LeadStatus.__args__  # type: ignore[attr-defined]
-VERIFY_STATUSES: tuple[str, ...] = VerifyStatus.__args__  # type: ignore[attr-defined]
-ESPS: tuple[str, ...] = Esp.__args__  # type: ignore[attr-defined]
+LEAD_STATUSES: tuple[str, ...] = get_args(LeadStatus)
+VERIFY_STATUSES: tuple[str, ...] = get_args(VerifyStatus)
+ESPS: tuple[str, ...] = get_args(Esp)
 
 Id = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 

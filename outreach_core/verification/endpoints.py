@@ -5,7 +5,7 @@ from outreach_core.targets.schemas import TargetIn
 from outreach_core.verification.operations import verify_leads
 from outreach_core.verification.schemas import VerifyQueued
 
-ENDPOINTS: list[Endpoint] = [
+ENDPOINTS = (
     Endpoint(
         "POST",
         "/leads/verify",
@@ -14,4 +14,4 @@ ENDPOINTS: list[Endpoint] = [
         body=TargetIn,
         tag="leads",
     ),
-]
+)

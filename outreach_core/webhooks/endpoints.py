@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.webhooks.operations import (
@@ -31,16 +29,16 @@ from outreach_core.webhooks.store import pending_count
 from outreach_core.wire import Ok
 
 
-async def _describe_delete(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    url, pending = await pending_count(ctx, str(args.get("id")))
+async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
+    url, pending = await pending_count(ctx, id)
     dropped = (
         f" {pending:,} pending deliver{'y is' if pending == 1 else 'ies are'} dropped." if pending else ""
     )
     return f"Delete the webhook endpoint {url} with its delivery log? Nothing more is sent to it.{dropped}"
 
 
-async def _describe_rotate(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    url, _ = await pending_count(ctx, str(args.get("id")))
+async def _describe_rotate(ctx: WorkspaceContext, id: str) -> str:
+    url, _ = await pending_count(ctx, id)
     hours = int(ROTATION_OVERLAP.total_seconds() // 3600)
     return (
         f"Give {url} a new signing secret? The current one keeps signing alongside it for {hours} hours; "
@@ -48,7 +46,7 @@ async def _describe_rotate(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
     )
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/webhooks", list_webhooks, WebhookList, read_only=True, tag="webhooks"),
     Endpoint(
         "POST",
@@ -56,6 +54,7 @@ ENDPOINTS = [
         create_webhook,
         WebhookCreated,
         body=CreateWebhookIn,
+        role="admin",
         tag="webhooks",
     ),
     Endpoint(
@@ -63,6 +62,7 @@ ENDPOINTS = [
         "/webhooks/deliveries/{id}/redeliver",
         redeliver_webhook,
         Ok,
+        role="admin",
         tag="webhooks",
     ),
     Endpoint(
@@ -71,6 +71,7 @@ ENDPOINTS = [
         update_webhook,
         Webhook,
         body=UpdateWebhookIn,
+        role="admin",
         tag="webhooks",
     ),
     Endpoint(
@@ -80,6 +81,7 @@ ENDPOINTS = [
         Ok,
         destructive=True,
         confirm=_describe_delete,
+        role="admin",
         tag="webhooks",
     ),
     Endpoint(
@@ -88,6 +90,7 @@ ENDPOINTS = [
         test_webhook,
         TestResult,
         prepare=prepare_test_webhook,
+        role="admin",
         tag="webhooks",
     ),
     Endpoint(
@@ -105,6 +108,7 @@ ENDPOINTS = [
         rotate_webhook_secret,
         SecretRotated,
         confirm=_describe_rotate,
+        role="admin",
         tag="webhooks",
     ),
-]
+)

@@ -35,7 +35,7 @@ from outreach_core.webhooks.schemas import (
     WebhookCreated,
     WebhookList,
 )
-from outreach_core.webhooks.store import WRITERS, webhook_row
+from outreach_core.webhooks.store import webhook_row
 from outreach_core.wire import Ok
 
 d = webhook_deliveries
@@ -59,7 +59,6 @@ async def create_webhook(ctx: WorkspaceContext, body: CreateWebhookIn) -> Webhoo
     """Register an endpoint that receives the chosen event kinds as signed JSON POSTs (owners and admins).
     The URL must be https. Returns the signing secret once: store it to verify the `Service-Signature`
     header (docs/webhooks.md has a short verification snippet). At most 20 endpoints per workspace."""
-    ctx.require_role(*WRITERS)
     _check_url(ctx, body.url)
     total = (await ctx.conn.execute(scoped(ctx, webhooks).select(func.count()))).scalar_one()
     if total >= rules.MAX_WEBHOOKS:
@@ -92,7 +91,6 @@ async def update_webhook(ctx: WorkspaceContext, id: str, body: UpdateWebhookIn) 
     out or null stay, except `description: null`, which clears it. `enabled: true` turns it on again and
     clears its failure count and `disabledReason`; `enabled: false` turns it off: nothing more is sent to it
     and its pending deliveries fail (redeliver them once it is on again)."""
-    ctx.require_role(*WRITERS)
     row = await webhook_row(ctx, id)
     values: dict[str, Any] = {}
     if body.url is not None:
@@ -116,7 +114,6 @@ async def update_webhook(ctx: WorkspaceContext, id: str, body: UpdateWebhookIn) 
 async def delete_webhook(ctx: WorkspaceContext, id: str) -> Ok:
     """Delete an endpoint for good (owners and admins), with its delivery log; pending deliveries are
     dropped and nothing more is sent to it."""
-    ctx.require_role(*WRITERS)
     await webhook_row(ctx, id)
     await ctx.conn.execute(scoped(ctx, webhooks).delete().where(webhooks.c.id == id))
     return Ok()
@@ -126,7 +123,6 @@ async def test_webhook(ctx: WorkspaceContext, id: str, prepared: TestResult) -> 
     """Send a signed sample `lead.replied` event marked `test: true` to the endpoint now and return its
     answer: `delivered`, `status` (0 when it did not answer), `error`, `body` and `ms` (owners and
     admins). It is not retried and not kept in the delivery log; a turned-off endpoint can be tested too."""
-    ctx.require_role(*WRITERS)
     await webhook_row(ctx, id)
     return prepared
 
@@ -163,7 +159,6 @@ async def redeliver_webhook(ctx: WorkspaceContext, id: str) -> Ok:
     (owners and admins): a failed one, or a delivered one the receiver wants again. It keeps its event id,
     so a receiver that dedupes by `Service-Event-Id` sees the same event. Refused while it is still pending
     or while its endpoint is turned off."""
-    ctx.require_role(*WRITERS)
     row = (await ctx.conn.execute(scoped(ctx, d).select().where(d.c.id == id))).one_or_none()
     if row is None:
         raise NotFound("delivery", id)
@@ -196,7 +191,6 @@ async def rotate_webhook_secret(ctx: WorkspaceContext, id: str) -> SecretRotated
     """Give the endpoint a new signing secret, returned once (owners and admins). For 24 hours every
     request is signed with both the new and the previous secret (`Service-Signature: t=...,v1=<new>,
     v1=<previous>`), so the receiver can switch without losing events; then only the new one signs."""
-    ctx.require_role(*WRITERS)
     row = await webhook_row(ctx, id)
     secret = _new_secret()
     until = ctx.now + rules.ROTATION_OVERLAP

@@ -6,12 +6,9 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.context import Role, WorkspaceContext, scoped
+from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import webhook_deliveries, webhooks
-from outreach_core.errors import Forbidden, NotFound
-
-WRITERS: tuple[Role, ...] = ("owner", "admin")
-"""Roles that may change, test and redeliver (the spec's "owners and admins")."""
+from outreach_core.errors import NotFound
 
 
 async def webhook_row(ctx: WorkspaceContext, id: str) -> Any:
@@ -36,11 +33,3 @@ async def pending_count(ctx: WorkspaceContext, id: str) -> tuple[str, int]:
         )
     ).scalar_one()
     return row.url, int(n)
-
-
-def require_writer(role: Role) -> None:
-    """Refuse (403 `forbidden`) a caller who is neither owner nor admin, before any transaction."""
-    if role not in WRITERS:
-        raise Forbidden(
-            f"This needs the owner or admin role; you are {role}.", {"required": list(WRITERS), "role": role}
-        )

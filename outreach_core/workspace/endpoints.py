@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.wire import Ok
@@ -28,15 +26,15 @@ from outreach_core.workspace.schemas import (
 from outreach_core.workspace.store import get_member
 
 
-async def _describe_remove(ctx: WorkspaceContext, args: dict[str, Any]) -> str:
-    member = await get_member(ctx, str(args.get("id")))
+async def _describe_remove(ctx: WorkspaceContext, id: str) -> str:
+    member = await get_member(ctx, id)
     return (
         f"Remove {member.user.name} <{member.user.email}> ({member.role}) from the workspace? "
         "Their API keys and connected apps stop working immediately."
     )
 
 
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace"),
     Endpoint("GET", "/members", list_members, Members, read_only=True, tag="workspace"),
     Endpoint(
@@ -45,6 +43,7 @@ ENDPOINTS = [
         create_invitation,
         Invitation,
         body=CreateInvitationIn,
+        role="admin",
         tag="workspace",
     ),
     Endpoint(
@@ -53,6 +52,7 @@ ENDPOINTS = [
         delete_invitation,
         Ok,
         destructive=True,
+        role="admin",
         tag="workspace",
     ),
     Endpoint(
@@ -61,6 +61,7 @@ ENDPOINTS = [
         update_member,
         Member,
         body=UpdateMemberIn,
+        role="owner",
         tag="workspace",
     ),
     Endpoint(
@@ -70,6 +71,7 @@ ENDPOINTS = [
         Ok,
         destructive=True,
         confirm=_describe_remove,
+        role="admin",
         tag="workspace",
     ),
     Endpoint(
@@ -86,6 +88,7 @@ ENDPOINTS = [
         update_sending_settings,
         SendingSettings,
         body=SendingSettingsPatch,
+        role="admin",
         tag="workspace",
     ),
-]
+)

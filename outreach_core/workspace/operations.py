@@ -14,7 +14,7 @@ from outreach_core.context import (
     unscoped,
 )
 from outreach_core.db.tables import invitations, members, users, workspaces
-from outreach_core.errors import Conflict, NotFound
+from outreach_core.errors import Conflict, Forbidden, NotFound
 from outreach_core.ids import new_id
 from outreach_core.oauth.server import revoke_member_grants
 from outreach_core.wire import Ok
@@ -83,7 +83,6 @@ async def list_members(ctx: WorkspaceContext) -> Members:
 async def create_invitation(ctx: WorkspaceContext, body: CreateInvitationIn) -> Invitation:
     """Invite someone by email as admin or member (owners and admins). An operator accepts it with
     `outreach member add`, which creates the person's first API key."""
-    ctx.require_role("owner", "admin")
     email = body.email.lower()
     m = scoped(ctx, members)
     existing = (
@@ -109,7 +108,6 @@ async def create_invitation(ctx: WorkspaceContext, body: CreateInvitationIn) -> 
 
 async def delete_invitation(ctx: WorkspaceContext, id: str) -> Ok:
     """Withdraw a pending invitation (owners and admins)."""
-    ctx.require_role("owner", "admin")
     i = scoped(ctx, invitations)
     if (await ctx.conn.execute(i.delete().where(i.c.id == id))).rowcount == 0:
         raise NotFound("invitation", id)
@@ -118,7 +116,6 @@ async def delete_invitation(ctx: WorkspaceContext, id: str) -> Ok:
 
 async def update_member(ctx: WorkspaceContext, id: str, body: UpdateMemberIn) -> Member:
     """Change a member's role (owners only). The last owner cannot be demoted."""
-    ctx.require_role("owner")
     target = await get_member(ctx, id)
     if target.role == "owner" and body.role != "owner":
         await _ensure_another_owner(ctx, id)
@@ -130,10 +127,10 @@ async def update_member(ctx: WorkspaceContext, id: str, body: UpdateMemberIn) ->
 async def remove_member(ctx: WorkspaceContext, id: str) -> Ok:
     """Remove a member (owners and admins; only owners remove owners; never the last owner).
     Their API keys and connected apps stop working at once."""
-    ctx.require_role("owner", "admin")
     target = await get_member(ctx, id)
     if target.role == "owner":
-        ctx.require_role("owner")
+        if not ctx.has_role("owner"):
+            raise Forbidden.needs(["owner"], ctx.principal.role, "Only owners can remove an owner.")
         await _ensure_another_owner(ctx, id)
     m = scoped(ctx, members)
     await ctx.conn.execute(m.delete().where(m.c.id == id))
@@ -151,7 +148,6 @@ async def get_sending_settings(ctx: WorkspaceContext) -> SendingSettings:
 async def update_sending_settings(ctx: WorkspaceContext, body: SendingSettingsPatch) -> SendingSettings:
     """Change how {{unsubscribe}} renders (link or reply_text) and whether replies are labelled by AI
     (owners and admins). Fields left out stay as they are."""
-    ctx.require_role("owner", "admin")
     values = body.model_dump(exclude_unset=True, exclude_none=True, by_alias=False)
     if values:
         ws = scoped(ctx, workspaces)

@@ -94,12 +94,33 @@ def test_every_endpoint_is_present(doc: dict[str, Any], endpoints: list[Endpoint
         op = operation(doc, ep)
         assert op["operationId"] == ep.name
         assert op["summary"] == ep.summary
-        assert op["description"] == ep.doc
+        if ep.name == "ping":
+            assert op["description"] == ep.doc and "x-role" not in op
+        else:
+            assert op["description"] == f"{ep.doc}\n\n{ep.role_sentence}"
+            assert op["x-role"] == ep.role
         assert op["tags"] == [ep.tag]
         assert str(ep.status) in op["responses"]
         ids.append(op["operationId"])
     assert len(ids) == len(set(ids))
     assert sum(len(methods) for methods in doc["paths"].values()) == len(endpoints)
+
+
+def test_roles_are_stated(doc: dict[str, Any]) -> None:
+    """What a client generator or a reader of the document sees: the lowest role of each operation."""
+    invite, change_role, webhooks = (
+        doc["paths"]["/invitations"]["post"],
+        doc["paths"]["/members/{id}"],
+        doc["paths"]["/webhooks"],
+    )
+    assert invite["x-role"] == "admin" and invite["description"].endswith(
+        "Only owners and admins may call this."
+    )
+    assert change_role["patch"]["x-role"] == "owner"
+    assert change_role["patch"]["description"].endswith("Only owners may call this.")
+    assert webhooks["get"]["x-role"] == "member" and webhooks["post"]["x-role"] == "admin"
+    assert webhooks["get"]["description"].endswith("Any member of the workspace may call this.")
+    assert "`x-role`" in doc["info"]["description"]
 
 
 def test_bearer_auth_everywhere_except_ping(doc: dict[str, Any], endpoints: list[Endpoint]) -> None:

@@ -208,45 +208,6 @@ async def test_delete_label_asks_with_the_impact_and_cleans_up(
     assert applier_now["leads"] == 1
 
 
-async def test_other_workspaces_labels_are_out_of_reach(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace
-) -> None:
-    mine, theirs = await make_workspace(), await make_workspace()
-    their_list = await new_list(http, theirs, "Their list")
-    their_label = await new_label(http, theirs, "Theirs", type="positive", color="#000000")
-    my_label = await new_label(http, mine, "Mine")
-    my_lead = (await add_leads(mine, "me@iso.test"))[0]
-    their_leads = await add_leads(theirs, "them@iso.test")
-    await ok(http, theirs, "POST", "/leads/labels/add", {"target": {"all": True}, "labelId": their_label})
-
-    for method, path, body in (
-        ("PATCH", f"/labels/{their_label}", {"name": "Hijacked"}),
-        ("DELETE", f"/labels/{their_label}", None),
-        ("POST", "/leads/labels/add", {"target": {"ids": [my_lead]}, "labelId": their_label}),
-        ("POST", "/leads/labels/remove", {"target": {"all": True}, "labelId": their_label}),
-        ("POST", "/labels", {"name": "Sneaky", "triggers": {"moveToListId": their_list}}),
-        (
-            "POST",
-            "/labels",
-            {"name": "Sneaky", "triggers": {"applyLabel": {"labelId": their_label, "afterDays": 1}}},
-        ),
-        ("PATCH", f"/labels/{my_label}", {"triggers": {"moveToListId": their_list}}),
-    ):
-        status, payload = await call(http, mine, method, path, body)
-        assert status == 404 and payload["error"]["code"] == "not_found", (method, path, body)
-
-    body = {"target": {"ids": their_leads}, "labelId": my_label}
-    assert (await ok(http, mine, "POST", "/leads/labels/add", body))["labeled"] == 0
-    body = {"target": {"filter": {"labelId": their_label}}, "labelId": my_label}
-    assert (await ok(http, mine, "POST", "/leads/labels/add", body))["labeled"] == 0
-    assert [x["name"] for x in made_here((await ok(http, mine, "GET", "/labels"))["labels"])] == ["Mine"]
-    their_view = made_here((await ok(http, theirs, "GET", "/labels"))["labels"])
-    assert [(x["name"], x["type"], x["color"], x["leads"]) for x in their_view] == [
-        ("Theirs", "positive", "#000000", 1)
-    ]
-    assert await carriers(theirs, their_label) == set(their_leads)
-
-
 @pytest.mark.parametrize("role", ["admin", "member"])
 async def test_every_role_manages_labels(
     role: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace

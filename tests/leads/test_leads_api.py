@@ -239,28 +239,6 @@ async def test_delete_by_ids_and_filter(http: httpx.AsyncClient, make_workspace:
         assert refused.status_code == 422, target
 
 
-async def test_leads_of_another_workspace_are_out_of_reach(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace
-) -> None:
-    mine, theirs = await make_workspace(), await make_workspace()
-    their = await create(http, theirs, "secret@theirs.io", company="Theirs")
-    lead_id = their["id"]
-    assert (await http.get(f"/api/v1/leads/{lead_id}", headers=mine.headers)).status_code == 404
-    assert (
-        await http.patch(f"/api/v1/leads/{lead_id}", headers=mine.headers, json={"company": "X"})
-    ).status_code == 404
-    assert (await http.post(f"/api/v1/leads/{lead_id}/won", headers=mine.headers, json={})).status_code == 404
-    deleted = await http.post(
-        "/api/v1/leads/delete", headers=mine.headers, json={"target": {"ids": [lead_id]}}
-    )
-    assert deleted.json() == {"deleted": 0}
-    wiped = await http.post("/api/v1/leads/delete", headers=mine.headers, json={"target": {"all": True}})
-    assert wiped.json() == {"deleted": 0}
-    assert await emails(http, mine, search="secret") == []
-    assert (await http.get("/api/v1/leads/stats", headers=mine.headers)).json()["total"] == 0
-    assert (await http.get(f"/api/v1/leads/{lead_id}", headers=theirs.headers)).json()["company"] == "Theirs"
-
-
 async def test_trigger_counters_agree_with_a_full_count(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:

@@ -510,31 +510,6 @@ async def test_delete_takes_the_mailbox_off_its_campaigns(
     assert await ws.runtime.read(await ws.principal(), attached) == [keep_id]
 
 
-async def test_another_workspaces_mailbox_is_not_found_on_every_route(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace, mcp_session: Any
-) -> None:
-    from tests.doors import call_mcp, call_rest
-
-    mine, theirs = await make_workspace(), await make_workspace()
-    their_id = await seed_mailbox(theirs, "theirs@example.com")
-    attempts = [
-        ("get_mailbox", {"id": their_id}),
-        ("update_mailbox", {"id": their_id, "status": "paused"}),
-        ("update_mailbox", {"id": their_id, "credentials": {"password": "x"}}),
-        ("retest_mailbox", {"id": their_id}),
-        ("delete_mailbox", {"id": their_id}),
-    ]
-    async with mcp_session(mine.api_key) as client:
-        for tool, args in attempts:
-            status, body = await call_rest(http, mine.headers, tool, args)
-            assert status == 404 and body["error"]["code"] == "not_found", (tool, body)
-            is_error, mcp_body = await call_mcp(client, tool, args)
-            assert is_error and mcp_body["error"]["code"] == "not_found", (tool, mcp_body)
-    assert (await listing(http, mine))["mailboxes"] == []
-    theirs_now = (await listing(http, theirs))["mailboxes"]
-    assert [m["id"] for m in theirs_now] == [their_id] and theirs_now[0]["status"] == "active"
-
-
 async def test_refused_hosts_name_the_server(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
     ws = await make_workspace()
     body = refused_body("ann@example.com")

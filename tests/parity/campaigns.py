@@ -9,7 +9,7 @@ import httpx
 
 from tests.campaigns.helpers import add_lead, add_mailbox, write_send
 from tests.conftest import WorkspaceHandle
-from tests.parity.common import Prepare
+from tests.parity.common import Foreign, Prepare, new_list, nothing_named
 
 API = "/api/v1"
 _unique = itertools.count()
@@ -245,4 +245,121 @@ CASES: dict[str, Prepare] = {
     "get_launch_checklist": get_launch_checklist_args,
     "launch_campaign": launch_campaign_args,
     "pause_campaign": pause_campaign_args,
+}
+
+
+async def _theirs(http: httpx.AsyncClient, theirs: WorkspaceHandle) -> dict[str, Any]:
+    """Their campaign with its sequence and one lead: ids of the campaign, a step, a variant, the campaign
+    lead and the lead."""
+    campaign = await parity_campaign(http, theirs, leads=1)
+    page = (await http.get(f"{API}/campaigns/{campaign['id']}/leads", headers=theirs.headers)).json()
+    return {
+        "id": campaign["id"],
+        "step": campaign["steps"][0]["id"],
+        "variant": campaign["steps"][0]["variants"][0]["id"],
+        "campaign_lead": page["leads"][0]["id"],
+        "lead": page["leads"][0]["leadId"],
+    }
+
+
+def _foreign(build: Any) -> Foreign:
+    """A foreign case from `build(theirs_ids, my_campaign_id)`: the argument sets naming their things."""
+
+    async def case(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+        return build(await _theirs(http, theirs), (await parity_campaign(http, mine))["id"])  # type: ignore[no-any-return]
+
+    return case
+
+
+async def their_campaign_listed(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    await _theirs(http, theirs)
+    return [{}]
+
+
+async def their_campaign_updated(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """Their campaign; my campaign sending from their mailbox."""
+    them = await _theirs(http, theirs)
+    box = await _shared_mailbox(theirs)
+    mine_id = (await parity_campaign(http, mine))["id"]
+    return [{"id": them["id"], "name": "Hijacked"}, {"id": mine_id, "mailboxIds": [box]}]
+
+
+async def their_leads_added(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """Their campaign; their list and lead into my campaign."""
+    them = await _theirs(http, theirs)
+    mine_id = (await parity_campaign(http, mine))["id"]
+    return [
+        {"id": them["id"], "allLeads": True},
+        {"id": mine_id, "listIds": [await new_list(http, theirs)]},
+        {"id": mine_id, "leadIds": [them["lead"]]},
+    ]
+
+
+async def their_sequence(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """Their campaign's sequence; my sequence keeping their step's and variant's ids."""
+    them = await _theirs(http, theirs)
+    mine_id = (await parity_campaign(http, mine))["id"]
+    variant = {"subject": "a", "body": "b"}
+    return [
+        {"id": them["id"], "steps": [{"variants": [variant]}]},
+        {"id": mine_id, "steps": [{"id": them["step"], "variants": [{**variant, "id": them["variant"]}]}]},
+    ]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "list_campaigns": their_campaign_listed,
+    "get_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
+    "create_campaign": nothing_named,
+    "update_campaign": their_campaign_updated,
+    "duplicate_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
+    "delete_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
+    "add_step": _foreign(lambda t, m: [{"id": t["id"], "waitDays": 2}]),
+    "update_step": _foreign(
+        lambda t, m: [
+            {"id": t["id"], "stepId": t["step"], "waitDays": 9},
+            {"id": m, "stepId": t["step"], "waitDays": 9},
+        ]
+    ),
+    "delete_step": _foreign(
+        lambda t, m: [{"id": t["id"], "stepId": t["step"]}, {"id": m, "stepId": t["step"]}]
+    ),
+    "move_step": _foreign(
+        lambda t, m: [{"id": t["id"], "stepId": t["step"], "to": 1}, {"id": m, "stepId": t["step"], "to": 1}]
+    ),
+    "add_variant": _foreign(
+        lambda t, m: [
+            {"id": t["id"], "stepId": t["step"]},
+            {"id": m, "stepId": t["step"]},
+            {"id": t["id"], "stepId": t["step"], "copyFrom": t["variant"]},
+        ]
+    ),
+    "update_variant": _foreign(
+        lambda t, m: [
+            {"id": t["id"], "variantId": t["variant"], "subject": "Hijacked"},
+            {"id": m, "variantId": t["variant"], "subject": "Hijacked"},
+        ]
+    ),
+    "delete_variant": _foreign(
+        lambda t, m: [{"id": t["id"], "variantId": t["variant"]}, {"id": m, "variantId": t["variant"]}]
+    ),
+    "set_sequence": their_sequence,
+    "list_campaign_leads": _foreign(lambda t, m: [{"id": t["id"]}]),
+    "add_leads_to_campaign": their_leads_added,
+    "remove_leads_from_campaign": _foreign(
+        lambda t, m: [{"id": t["id"], "ids": [t["campaign_lead"]]}, {"id": m, "ids": [t["campaign_lead"]]}]
+    ),
+    "list_campaign_lead_sends": _foreign(
+        lambda t, m: [
+            {"id": t["id"], "campaignLeadId": t["campaign_lead"]},
+            {"id": m, "campaignLeadId": t["campaign_lead"]},
+        ]
+    ),
+    "preview_campaign": _foreign(lambda t, m: [{"id": t["id"]}, {"id": m, "leadId": t["lead"]}]),
+    "get_launch_checklist": _foreign(lambda t, m: [{"id": t["id"]}]),
+    "launch_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
+    "pause_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
 }

@@ -1,4 +1,5 @@
-"""What the parity cases of several domains share: fresh data made through the API, unique names."""
+"""What the parity and foreign cases of several domains share: fresh data made through the API, unique
+names, the types of both kinds of case."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ from tests.conftest import WorkspaceHandle
 Args = list[dict[str, Any]]
 Prepare = Callable[[httpx.AsyncClient, WorkspaceHandle], Awaitable[Args]]
 """A parity case: builds fresh data in the workspace and returns the argument sets to call the tool with."""
+Foreign = Callable[[httpx.AsyncClient, WorkspaceHandle, WorkspaceHandle], Awaitable[Args]]
+"""A foreign case, `case(http, mine, theirs)`: builds objects in `theirs` (and in `mine` where a call names
+both, e.g. my campaign with their mailbox) and returns the argument sets with which `mine` names theirs.
+`tests/test_isolation_and_roles.py` calls the tool with each through every door and checks that it answers
+exactly as for ids that do not exist (404 for a path id), shows nothing of theirs and changes nothing of
+theirs. A tool that names nothing (a listing, a creation) gets a case too: its arguments are called the same
+way after `theirs` has data, so the listing must not show it and the creation must not touch it."""
 unique = itertools.count()
 
 
@@ -57,3 +65,28 @@ async def new_list(http: httpx.AsyncClient, ws: WorkspaceHandle) -> str:
 async def new_label(http: httpx.AsyncClient, ws: WorkspaceHandle, **fields: Any) -> str:
     body = {"name": parity_name(), **fields}
     return str((await http.post("/api/v1/labels", headers=ws.headers, json=body)).json()["id"])
+
+
+async def foreign_targets(http: httpx.AsyncClient, theirs: WorkspaceHandle) -> list[dict[str, Any]]:
+    """Lead targets naming another workspace's leads, list and label in each way a target can: by ids,
+    by list, by a filter on list and label (their lead is on that list and carries that label); and
+    `all`, which means all of the caller's own leads and none of theirs."""
+    lead, list_id, label_id = (
+        await row_lead(theirs),
+        await new_list(http, theirs),
+        await new_label(http, theirs),
+    )
+    for path, body in (("lists/add", {"listId": list_id}), ("labels/add", {"labelId": label_id})):
+        added = await http.post(
+            f"/api/v1/leads/{path}", headers=theirs.headers, json={**body, "target": {"ids": [lead]}}
+        )
+        assert added.status_code == 200, added.text
+    filtered = {"filter": {"listId": list_id, "labelId": label_id}}
+    return [{"ids": [lead]}, {"listId": list_id}, filtered, {"all": True}]
+
+
+async def nothing_named(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """The foreign case of a tool that takes no arguments and names nothing: called with `theirs` holding
+    a lead, a list and a label, it must show none of them."""
+    await foreign_targets(http, theirs)
+    return [{}]

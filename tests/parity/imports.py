@@ -7,11 +7,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import WorkspaceHandle
-from tests.parity.common import (
-    Prepare,
-    no_args,
-    unique,
-)
+from tests.parity.common import Args, Foreign, Prepare, new_list, no_args, unique
 
 
 async def import_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
@@ -32,4 +28,40 @@ CASES: dict[str, Prepare] = {
     "import_leads": import_args,
     "get_import": get_import_args,
     "list_imports": no_args,
+}
+
+
+async def _their_import(http: httpx.AsyncClient, theirs: WorkspaceHandle, *, final: bool) -> str:
+    body = {"rows": [{"email": f"p{next(unique)}@parity.test"}], "final": final}
+    imported = await http.post("/api/v1/leads/import", headers=theirs.headers, json=body)
+    assert imported.status_code == 200, imported.text
+    return str(imported.json()["id"])
+
+
+async def their_import_listed(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    await _their_import(http, theirs, final=True)
+    return [{}]
+
+
+async def their_import(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": await _their_import(http, theirs, final=True)}]
+
+
+async def their_import_continued(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """The next chunk of their open import, and a first chunk onto their list."""
+    rows = [{"email": f"p{next(unique)}@parity.test"}]
+    return [
+        {"importId": await _their_import(http, theirs, final=False), "rows": rows},
+        {"list": {"id": await new_list(http, theirs)}, "rows": rows},
+    ]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "import_leads": their_import_continued,
+    "get_import": their_import,
+    "list_imports": their_import_listed,
 }

@@ -10,7 +10,8 @@ from tests.campaigns.helpers import add_lead
 from tests.conftest import WorkspaceHandle
 from tests.inbox.thread_seed import T0, minutes, seed_message, seed_thread
 from tests.mail_servers import closed_port
-from tests.parity.common import Args, Prepare, new_label, unique
+from tests.parity.campaigns import parity_campaign
+from tests.parity.common import Args, Foreign, Prepare, new_label, unique
 
 _CLOSED_PORT = closed_port()
 
@@ -69,4 +70,60 @@ CASES: dict[str, Prepare] = {
     "get_thread": get_thread_args,
     "update_thread": update_thread_args,
     "reply_to_thread": reply_to_thread_args,
+}
+
+
+async def _their_thread(http: httpx.AsyncClient, theirs: WorkspaceHandle) -> dict[str, str]:
+    """Their thread (of their lead, mailbox and campaign), its message saying something confidential."""
+    from tests.mailboxes.helpers import seed_mailbox
+
+    n = next(unique)
+    box = await seed_mailbox(theirs, f"box{n}@parity.test", smtp_port=_CLOSED_PORT, imap_port=_CLOSED_PORT)
+    lead = await add_lead(theirs, f"p{n}@parity.test", first_name="Their")
+    campaign = (await parity_campaign(http, theirs))["id"]
+    thread = await seed_thread(theirs, lead, box, subject="Secret plans", campaign_id=campaign)
+    await seed_message(theirs, thread, box, at=T0 + minutes(1), from_email=f"p{n}@parity.test", text="secret")
+    return {"thread": thread, "lead": lead, "mailbox": box, "campaign": campaign}
+
+
+async def their_threads_filtered(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    them = await _their_thread(http, theirs)
+    label = await new_label(http, theirs)
+    return [
+        {},
+        {"search": "secret"},
+        {"leadId": them["lead"]},
+        {"mailboxId": them["mailbox"]},
+        {"campaignId": them["campaign"]},
+        {"labelId": label},
+    ]
+
+
+async def their_thread(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": (await _their_thread(http, theirs))["thread"]}]
+
+
+async def their_thread_or_label(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """Their thread; my thread with their label."""
+    return [
+        {"id": (await _their_thread(http, theirs))["thread"], "unread": False},
+        {"id": await _thread(mine), "labelId": await new_label(http, theirs)},
+    ]
+
+
+async def their_thread_answered(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    return [{"id": (await _their_thread(http, theirs))["thread"], "body": "Hijacked"}]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "list_threads": their_threads_filtered,
+    "get_thread": their_thread,
+    "update_thread": their_thread_or_label,
+    "reply_to_thread": their_thread_answered,
 }

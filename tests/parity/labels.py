@@ -8,9 +8,13 @@ import httpx
 
 from tests.conftest import WorkspaceHandle
 from tests.parity.common import (
+    Args,
+    Foreign,
     Prepare,
+    foreign_targets,
     new_label,
     new_list,
+    nothing_named,
     parity_name,
     row_lead,
 )
@@ -68,4 +72,51 @@ CASES: dict[str, Prepare] = {
     "delete_label": delete_label_args,
     "label_leads": label_leads_args,
     "unlabel_leads": unlabel_leads_args,
+}
+
+
+async def their_trigger_targets(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """A new label of mine whose triggers name their list or their label."""
+    their_list, their_label = await new_list(http, theirs), await new_label(http, theirs)
+    return [
+        {"name": parity_name(), "triggers": {"moveToListId": their_list}},
+        {"name": parity_name(), "triggers": {"applyLabel": {"labelId": their_label, "afterDays": 1}}},
+    ]
+
+
+async def their_label_changed(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """Their label; my label pointed at their list or label."""
+    mine_label = await new_label(http, mine)
+    triggers = await their_trigger_targets(http, mine, theirs)
+    return [
+        {"id": await new_label(http, theirs), "name": parity_name(), "triggers": {"suppress": True}},
+        *({"id": mine_label, "triggers": t["triggers"]} for t in triggers),
+    ]
+
+
+async def their_label(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": await new_label(http, theirs)}]
+
+
+async def their_leads_or_label(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """Their leads labelled (or unlabelled) with my label, and all my leads with their label."""
+    mine_label = await new_label(http, mine, triggers={"suppress": True})
+    await row_lead(mine)
+    sets = [{"target": target, "labelId": mine_label} for target in await foreign_targets(http, theirs)]
+    return [*sets, {"target": {"all": True}, "labelId": await new_label(http, theirs)}]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "list_labels": nothing_named,
+    "create_label": their_trigger_targets,
+    "update_label": their_label_changed,
+    "delete_label": their_label,
+    "label_leads": their_leads_or_label,
+    "unlabel_leads": their_leads_or_label,
 }

@@ -8,7 +8,12 @@ import httpx
 
 from tests.conftest import WorkspaceHandle
 from tests.parity.common import (
+    Args,
+    Foreign,
     Prepare,
+    foreign_targets,
+    new_label,
+    new_list,
     parity_lead,
     unique,
 )
@@ -57,4 +62,61 @@ CASES: dict[str, Prepare] = {
     "update_lead": update_lead_args,
     "mark_won": mark_won_args,
     "delete_leads": delete_leads_args,
+}
+
+
+async def their_filters(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    await parity_lead(http, theirs)
+    return [{}, {"listId": await new_list(http, theirs)}, {"labelId": await new_label(http, theirs)}]
+
+
+async def their_list_counted(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    await parity_lead(http, theirs)
+    return [{}, {"listId": await new_list(http, theirs)}]
+
+
+async def their_lead(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": await parity_lead(http, theirs)}]
+
+
+async def their_lead_changed(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": await parity_lead(http, theirs), "title": "Hijacked", "status": "won"}]
+
+
+async def their_lead_won(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """Their lead; my lead won in their campaign."""
+    campaign = await http.post("/api/v1/campaigns", headers=theirs.headers, json={"name": "Theirs"})
+    return [
+        {"id": await parity_lead(http, theirs), "value": 1},
+        {"id": await parity_lead(http, mine), "campaignId": campaign.json()["id"]},
+    ]
+
+
+async def their_address_created(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    """Their lead's address is free here (leads are unique per workspace); their list is not mine."""
+    email = f"p{next(unique)}@parity.test"
+    created = await http.post("/api/v1/leads", headers=theirs.headers, json={"email": email})
+    assert created.status_code == 200, created.text
+    return [
+        {"email": email},
+        {"email": f"p{next(unique)}@parity.test", "listId": await new_list(http, theirs)},
+    ]
+
+
+async def their_leads_deleted(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    return [{"target": target} for target in await foreign_targets(http, theirs)]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "list_leads": their_filters,
+    "get_lead_stats": their_list_counted,
+    "get_lead": their_lead,
+    "create_lead": their_address_created,
+    "update_lead": their_lead_changed,
+    "mark_won": their_lead_won,
+    "delete_leads": their_leads_deleted,
 }

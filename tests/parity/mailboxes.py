@@ -8,10 +8,7 @@ import httpx
 
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import closed_port
-from tests.parity.common import (
-    Prepare,
-    unique,
-)
+from tests.parity.common import Args, Foreign, Prepare, unique
 
 _CLOSED_PORT = closed_port()
 
@@ -99,4 +96,65 @@ CASES: dict[str, Prepare] = {
     "delete_mailbox": delete_mailbox_args,
     "retest_mailbox": retest_mailbox_args,
     "detect_mailbox": detect_mailbox_args,
+}
+
+
+async def _their_mailbox(theirs: WorkspaceHandle) -> tuple[str, str]:
+    from tests.mailboxes.helpers import seed_mailbox
+
+    email = f"p{next(unique)}@parity.test"
+    return await seed_mailbox(theirs, email, smtp_port=_CLOSED_PORT, imap_port=_CLOSED_PORT), email
+
+
+async def their_mailbox(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": (await _their_mailbox(theirs))[0]}]
+
+
+async def their_mailbox_listed(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    await _their_mailbox(theirs)
+    return [{}]
+
+
+async def their_mailbox_changed(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    box = (await _their_mailbox(theirs))[0]
+    return [
+        {"id": box, "displayName": "Hijacked", "status": "paused"},
+        {"id": box, "credentials": {"password": "x"}},
+    ]
+
+
+async def their_address(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """Their mailbox's address, connected here: mailboxes are per workspace (the login test fails on the
+    closed port, as it would for any address)."""
+    email = (await _their_mailbox(theirs))[1]
+    return [{"provider": "smtp", "email": email, "password": "pw", **_refused_servers(email)}]
+
+
+async def their_address_imported(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    email = (await _their_mailbox(theirs))[1]
+    return [{"rows": [{"email": email, "password": "pw", **_refused_servers(email)}]}]
+
+
+async def their_address_detected(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    return [{"email": (await _their_mailbox(theirs))[1]}]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "list_mailboxes": their_mailbox_listed,
+    "get_mailbox": their_mailbox,
+    "create_mailbox": their_address,
+    "test_mailbox": their_address,
+    "import_mailboxes": their_address_imported,
+    "update_mailbox": their_mailbox_changed,
+    "delete_mailbox": their_mailbox,
+    "retest_mailbox": their_mailbox,
+    "detect_mailbox": their_address_detected,
 }

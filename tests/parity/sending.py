@@ -9,7 +9,7 @@ from outreach_core.db.tables import campaign_leads
 from tests.campaigns.helpers import write_send
 from tests.conftest import WorkspaceHandle
 from tests.parity.campaigns import Args, campaign_lead, parity_campaign
-from tests.parity.common import Prepare
+from tests.parity.common import Foreign, Prepare
 
 
 async def resolve_unknown_send_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
@@ -38,3 +38,22 @@ async def _stop(ws: WorkspaceHandle, campaign_lead_id: str) -> None:
 
 
 CASES: dict[str, Prepare] = {"resolve_unknown_send": resolve_unknown_send_args}
+
+
+async def their_send(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """Their lost send, through their campaign and through mine."""
+    cid = (await parity_campaign(http, theirs, leads=1))["id"]
+    cl = await campaign_lead(http, theirs, cid)
+    send = await write_send(theirs, cl, status="unknown")
+    await _stop(theirs, cl)
+    mine_id = (await parity_campaign(http, mine, leads=1))["id"]
+    mine_cl = await campaign_lead(http, mine, mine_id)
+    body = {"sendId": send, "delivered": True}
+    return [
+        {"id": cid, "campaignLeadId": cl, **body},
+        {"id": mine_id, "campaignLeadId": cl, **body},
+        {"id": mine_id, "campaignLeadId": mine_cl, **body},
+    ]
+
+
+FOREIGN: dict[str, Foreign] = {"resolve_unknown_send": their_send}

@@ -7,10 +7,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import WorkspaceHandle
-from tests.parity.common import (
-    Prepare,
-    unique,
-)
+from tests.parity.common import Args, Foreign, Prepare, foreign_targets, unique
 
 
 async def verify_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
@@ -28,3 +25,12 @@ async def verify_leads_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> lis
 CASES: dict[str, Prepare] = {
     "verify_leads": verify_leads_args,
 }
+
+
+async def their_leads_verified(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    return [{"target": target} for target in await foreign_targets(http, theirs)]
+
+
+FOREIGN: dict[str, Foreign] = {"verify_leads": their_leads_verified}

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import WorkspaceHandle
-from tests.parity.common import Args, Prepare
+from tests.parity.common import Args, Foreign, Prepare
 from tests.webhooks.helpers import seed_delivery
 
 
@@ -80,4 +80,40 @@ CASES: dict[str, Prepare] = {
     "list_webhook_deliveries": list_deliveries_args,
     "redeliver_webhook": redeliver_args,
     "rotate_webhook_secret": rotate_args,
+}
+
+
+async def their_hook(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": await _hook(http, theirs)}]
+
+
+async def their_hook_listed(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    await seed_delivery(theirs, await _hook(http, theirs), "failed")
+    return [{}]
+
+
+async def their_hook_changed(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    hook = await _hook(http, theirs)
+    return [{"id": hook, "url": "https://attacker.parity.test/in", "enabled": False}]
+
+
+async def their_delivery(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    return [{"id": await seed_delivery(theirs, await _hook(http, theirs), "failed")}]
+
+
+async def their_events(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """Their endpoint's URL and events, registered here: each workspace has its own endpoints."""
+    await _hook(http, theirs)
+    return [{"url": "https://hooks.parity.test/in", "events": ["lead.won"]}]
+
+
+FOREIGN: dict[str, Foreign] = {
+    "list_webhooks": their_hook_listed,
+    "create_webhook": their_events,
+    "update_webhook": their_hook_changed,
+    "delete_webhook": their_hook,
+    "test_webhook": their_hook,
+    "list_webhook_deliveries": their_hook,
+    "redeliver_webhook": their_delivery,
+    "rotate_webhook_secret": their_hook,
 }

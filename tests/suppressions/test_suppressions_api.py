@@ -227,30 +227,6 @@ async def test_suppressed_condition_and_suppressed_emails(
     }
 
 
-async def test_other_workspaces_suppressions_are_out_of_reach(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace
-) -> None:
-    mine, theirs = await make_workspace(), await make_workspace()
-    their_leads = await add_leads(theirs, "them@iso.test", "shared@iso.test")
-    my_leads = await add_leads(mine, "shared@iso.test")
-    await ok(http, theirs, "POST", "/suppressions", {"entries": ["theirs.test"], "reason": "theirs"})
-
-    assert (await ok(http, mine, "GET", "/suppressions"))["total"] == 0
-    assert (await ok(http, mine, "POST", "/suppressions/remove", {"entries": ["theirs.test"]}))[
-        "removed"
-    ] == 0
-    body = {"target": {"ids": their_leads}}
-    assert (await ok(http, mine, "POST", "/leads/suppress", body))["suppressed"] == 0
-    # the same address, suppressed here, leaves their lead alone
-    assert (await ok(http, mine, "POST", "/suppressions", {"entries": ["shared@iso.test", "iso.test"]}))[
-        "added"
-    ] == 2
-    assert await statuses(mine, my_leads) == ["suppressed"]
-    assert await statuses(theirs, their_leads) == ["active", "active"]
-    assert await suppressed_values(theirs) == {"theirs.test": ("domain", "theirs")}
-    assert (await ok(http, theirs, "GET", "/suppressions"))["total"] == 1
-
-
 @pytest.mark.parametrize("role", ["admin", "member"])
 async def test_every_role_manages_suppressions(
     role: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace

@@ -59,24 +59,6 @@ async def test_bad_targets_are_refused(http: httpx.AsyncClient, make_workspace: 
         assert response.json()["error"]["code"] == "invalid_input"
 
 
-async def test_another_workspaces_leads_are_never_queued(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace, mcp_session: Any
-) -> None:
-    mine, theirs = await make_workspace(), await make_workspace()
-    their_leads = await add_leads(
-        theirs, [f"t{i}@{unique('theirs')}" for i in range(2)], verify_status="valid"
-    )
-    args = {"target": {"ids": their_leads}}
-    assert await call_rest(http, mine.headers, "verify_leads", args) == (200, {"queued": 0, "api": False})
-    async with mcp_session(mine.api_key) as client:
-        assert await call_mcp(client, "verify_leads", args) == (False, {"queued": 0, "api": False})
-        assert await call_mcp(client, "verify_leads", {"target": {"all": True}}) == (
-            False,
-            {"queued": 0, "api": False},
-        )
-    assert {s.status for s in await states(theirs, their_leads)} == {"valid"}
-
-
 async def test_mcp_queues_like_rest(make_workspace: MakeWorkspace, mcp_session: Any) -> None:
     ws = await make_workspace()
     leads = await add_leads(ws, [f"m{i}@{unique('mcp')}" for i in range(3)], verify_status="invalid")

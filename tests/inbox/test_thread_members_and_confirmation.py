@@ -1,5 +1,5 @@
-"""Another workspace's threads cannot be seen, changed or answered through either door; every member may
-read, label and answer threads; `reply_to_thread` asks to confirm in MCP, stating what will be sent."""
+"""Every member may read, label and answer threads; `reply_to_thread` asks to confirm in MCP, stating what
+will be sent. (Another workspace's threads are out of reach: tests/test_isolation_and_roles.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from mcp_server.server import api_key_principal_source, build_mcp
 from tests.campaigns.helpers import add_lead
 from tests.conftest import MakeWorkspace, WorkspaceHandle
-from tests.doors import call_mcp, call_rest
 from tests.inbox.thread_seed import T0, minutes, seed_message, seed_thread
 from tests.lists.helpers import new_label
 from tests.mail_servers import closed_port
@@ -25,42 +24,6 @@ async def _thread(ws: WorkspaceHandle, email: str) -> tuple[str, str, str]:
     thread = await seed_thread(ws, lead, box, subject="Secret plans")
     await seed_message(ws, thread, box, at=T0 + minutes(1), from_email=email, text="confidential words")
     return thread, lead, box
-
-
-async def test_workspaces_cannot_reach_each_others_threads(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace, mcp_session: Any
-) -> None:
-    mine, theirs = await make_workspace(), await make_workspace()
-    await _thread(mine, "mine@lead.example")
-    their_thread, their_lead, their_box = await _thread(theirs, "theirs@lead.example")
-    my_label = await new_label(http, mine, "Mine")
-    attempts = [
-        ("get_thread", {"id": their_thread}),
-        ("update_thread", {"id": their_thread, "unread": False}),
-        ("update_thread", {"id": their_thread, "labelId": my_label}),
-        ("reply_to_thread", {"id": their_thread, "body": "hijack", "confirm": True}),
-    ]
-    async with mcp_session(mine.api_key) as client:
-        for tool, args in attempts:
-            status, body = await call_rest(http, mine.headers, tool, args)
-            assert status == 404 and body["error"]["code"] == "not_found", (tool, body)
-            is_error, mcp_body = await call_mcp(client, tool, args)
-            assert is_error and mcp_body["error"]["code"] == "not_found", (tool, mcp_body)
-        # without confirm, the confirmation's description must not reveal the thread either
-        is_error, mcp_body = await call_mcp(client, "reply_to_thread", {"id": their_thread, "body": "x"})
-        assert is_error and mcp_body["error"]["code"] == "not_found"
-
-        for args in ({}, {"leadId": their_lead}, {"mailboxId": their_box}, {"search": "secret"}):
-            _, rest_view = await call_rest(http, mine.headers, "list_threads", args)
-            _, mcp_view = await call_mcp(client, "list_threads", args)
-            text = str(rest_view) + str(mcp_view)
-            assert their_thread not in text and "theirs@lead.example" not in text, args
-        _, mine_only = await call_rest(http, mine.headers, "list_threads", {})
-        assert mine_only["total"] == 1
-
-    theirs_now = (await http.get(f"/api/v1/threads/{their_thread}", headers=theirs.headers)).json()
-    assert theirs_now["unread"] is True and theirs_now["label"] is None and theirs_now["messageCount"] == 1
-    assert [m["kind"] for m in theirs_now["messages"]] == ["reply"]
 
 
 async def test_members_read_label_and_answer_threads(
