@@ -10,7 +10,8 @@ In order (docs/inbox.md, "Matching"):
    lead (none: the thread has no campaign).
 
 Never matched: our own mail (its Message-ID is in `sends`: a self-CC, a copy delivered to a read folder) and
-anything whose From is the mailbox's own address.
+a person's message whose From is the mailbox's own address (bounce and complaint reports are matched
+whatever their From says).
 
 Every look-up is scoped to the workspace, so a forged `In-Reply-To` naming another workspace's email never
 matches. A message matching nothing is ignored by the caller.
@@ -80,7 +81,7 @@ async def match_messages(
     pending: list[tuple[int, list[str]]] = []
     for n, (parsed, verdict) in enumerate(items):
         found: Match | None = None
-        if ours(parsed, own_address, by_send.keys()):
+        if ours(parsed, verdict, own_address, by_send.keys()):
             results.append(None)
             continue
         for mid in thread_ids(parsed, verdict):
@@ -104,11 +105,21 @@ async def match_messages(
     return results
 
 
-def ours(parsed: ParsedMessage, own_address: str | None, sent_ids: Container[str]) -> bool:
+REPORT_KINDS = ("bounce", "complaint")
+"""Reports about an email of ours, whoever they say they are from."""
+
+
+def ours(
+    parsed: ParsedMessage, verdict: Classification, own_address: str | None, sent_ids: Container[str]
+) -> bool:
     """A copy of our own email (its Message-ID is in the send ledger: a self-CC, a copy delivered to the
-    inbox) or anything written from the mailbox's own address: not a lead's message, never recorded."""
+    inbox) or a person's message written from the mailbox's own address: not a lead's message, never
+    recorded. A bounce or complaint report is never taken for our own writing because of its `From`: some
+    report generators write the address they report to as the sender too (it is still about our email)."""
     if parsed.message_id and parsed.message_id in sent_ids:
         return True
+    if verdict.kind in REPORT_KINDS:
+        return False
     sender = (parsed.from_address or "").lower()
     return bool(sender) and sender == own_address
 

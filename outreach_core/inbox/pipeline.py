@@ -24,7 +24,7 @@ from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
 from outreach_core.inbox.folders import advance_checkpoint
 from outreach_core.inbox.leases import holds
 from outreach_core.inbox.matching import match_messages
-from outreach_core.inbox.record import Prepared, inbox_context, record_messages, to_record
+from outreach_core.inbox.record import Prepared, body_digest, inbox_context, record_messages, to_record
 from outreach_core.inbox.rules import classify, parse_message
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def prepare(batch: FolderBatch) -> list[Prepared]:
             continue
         if parsed.defects:
             _log.warning("inbox_message_malformed", defects=list(parsed.defects)[:5], **where)
-        out.append(Prepared(fetched, parsed, verdict))
+        out.append(Prepared(fetched, parsed, verdict, body_digest(fetched.raw)))
     return out
 
 

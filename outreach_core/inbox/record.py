@@ -4,6 +4,7 @@ thread, insert the message, apply its effects (docs/inbox.md, "Recording and eff
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +13,7 @@ from typing import Any, Protocol
 import nh3
 
 from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
-from outreach_core.db.tables import inbox_messages, mailboxes
+from outreach_core.db.tables import inbox_messages, leads, mailboxes
 from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
 from outreach_core.inbox.effects import (
@@ -57,11 +58,26 @@ class BatchFacts(Protocol):
 
 @dataclass(frozen=True)
 class Prepared:
-    """One fetched message, parsed and classified (outside the transaction)."""
+    """One fetched message, parsed and classified (outside the transaction); `digest` is its
+    `body_digest`."""
 
     fetched: FetchedFacts
     parsed: ParsedMessage
     verdict: Classification
+    digest: str
+
+
+_BODY_START = re.compile(rb"\r?\n\r?\n")
+
+
+def body_digest(raw: bytes) -> str:
+    """sha256 (hex) of the message below its top-level headers, line ends as LF. With the Message-ID it
+    tells a copy (the same message in another folder, or read again after the server renumbered a folder;
+    a header a filter added on the way changes nothing) from another message that reuses a Message-ID
+    (bounce generators that number their notices badly, a sender's broken mail software)."""
+    found = _BODY_START.search(raw)
+    body = raw[found.end() :] if found else b""
+    return hashlib.sha256(body.replace(b"\r\n", b"\n").rstrip()).hexdigest()
 
 
 def inbox_context(ctx: SystemContext, workspace_id: str) -> WorkspaceContext:
@@ -70,8 +86,13 @@ def inbox_context(ctx: SystemContext, workspace_id: str) -> WorkspaceContext:
 
 
 async def to_record(ctx: WorkspaceContext, batch: BatchFacts, prepared: Sequence[Prepared]) -> list[Prepared]:
-    """The messages of the batch that are new, stored kinds, and arrived after the mailbox's `inbox_since`;
-    one per Message-ID (a changed UIDVALIDITY re-reads a folder: what is recorded is recognised by it)."""
+    """The messages of the batch that are new, stored kinds, and arrived after the mailbox's `inbox_since`.
+
+    A message is not new when the mailbox has one with its (folder, UIDVALIDITY, UID), or one with its
+    Message-ID and body (`body_digest`: a changed UIDVALIDITY re-reads a folder, and the same message may be
+    in two folders); the same holds inside the batch. A Message-ID alone proves nothing: distinct messages
+    that share one (bounce notices numbered badly) are each recorded. Rows recorded before the digest
+    existed are recognised by their Message-ID alone."""
     since = (
         await ctx.conn.execute(
             scoped(ctx, mailboxes).select(mailboxes.c.inbox_since).where(mailboxes.c.id == batch.mailbox_id)
@@ -85,9 +106,9 @@ async def to_record(ctx: WorkspaceContext, batch: BatchFacts, prepared: Sequence
     if not wanted:
         return []
     seen_uids: set[int] = set()
-    seen_ids: set[str] = set()
+    seen: dict[str, set[str | None]] = {}  # Message-ID -> bodies recorded with it (None: any)
     uids = [p.fetched.uid for p in wanted]
-    ids = [p.parsed.message_id for p in wanted if p.parsed.message_id]
+    ids = sorted({p.parsed.message_id for p in wanted if p.parsed.message_id})
     im = scoped(ctx, inbox_messages)
     for start in range(0, len(uids), LOOKUP_CHUNK):
         rows = await ctx.conn.execute(
@@ -101,19 +122,21 @@ async def to_record(ctx: WorkspaceContext, batch: BatchFacts, prepared: Sequence
         seen_uids.update(int(u) for u in rows.scalars())
     for start in range(0, len(ids), LOOKUP_CHUNK):
         rows = await ctx.conn.execute(
-            im.select(inbox_messages.c.message_id).where(
+            im.select(inbox_messages.c.message_id, inbox_messages.c.body_digest).where(
                 inbox_messages.c.mailbox_id == batch.mailbox_id,
                 inbox_messages.c.message_id.in_(ids[start : start + LOOKUP_CHUNK]),
             )
         )
-        seen_ids.update(str(i) for i in rows.scalars())
+        for r in rows:
+            seen.setdefault(str(r.message_id), set()).add(r.body_digest)
     fresh: list[Prepared] = []
     for p in wanted:
         mid = p.parsed.message_id
-        if p.fetched.uid in seen_uids or (mid and mid in seen_ids):
+        bodies = seen.get(mid, set()) if mid else set()
+        if p.fetched.uid in seen_uids or None in bodies or p.digest in bodies:
             continue
         if mid:
-            seen_ids.add(mid)
+            seen.setdefault(mid, set()).add(p.digest)
         fresh.append(p)
     return fresh
 
@@ -133,6 +156,7 @@ async def record_messages(
     matched = [(p, m) for p, m in zip(fresh, matches, strict=True) if m is not None]
     if not matched:
         return 0
+    await lock_leads(wctx, [m.lead_id for _, m in matched])
     builtin = await builtin_label_ids(wctx)
     known = await load_known(
         wctx,
@@ -149,6 +173,22 @@ async def record_messages(
     await pending.flush(wctx)
     await check_bounce_rates(wctx, pending)
     return len(matched)
+
+
+async def lock_leads(ctx: WorkspaceContext, lead_ids: Sequence[str]) -> None:
+    """Lock the batch's leads first, in id order (PostgreSQL; SQLite writes one transaction at a time).
+    Batches of two mailboxes that touch the same lead (a lead emailed from both, its bounces read by both)
+    then take turns, instead of locking that lead's rows (lead, campaign lead, suppression, thread) in
+    opposite orders and failing with a deadlock, to be read again after a back-off."""
+    wanted = sorted(set(lead_ids))
+    for start in range(0, len(wanted), LOOKUP_CHUNK):
+        await ctx.conn.execute(
+            scoped(ctx, leads)
+            .select(leads.c.id)
+            .where(leads.c.id.in_(wanted[start : start + LOOKUP_CHUNK]))
+            .order_by(leads.c.id)
+            .with_for_update()
+        )
 
 
 def _label_verdict(p: Prepared, builtin: dict[str, str], ai: AiLabel | None) -> LabelVerdict:
@@ -259,6 +299,7 @@ async def _record_one(
             "uidvalidity": batch.uidvalidity,
             "uid": p.fetched.uid,
             "message_id": parsed.message_id,
+            "body_digest": p.digest,
             "kind": message_kind(verdict.kind),
             "from_email": (parsed.from_address or "")[:320],
             "from_name": parsed.from_name[:200] or None,

@@ -86,6 +86,8 @@ inbox_messages = Table(
     Column("uidvalidity", BigInteger, nullable=True),
     Column("uid", BigInteger, nullable=True),
     Column("message_id", String(998), nullable=True),  # the Message-ID header as given
+    # sha256 of the body (below the top-level headers): with the Message-ID, what makes a copy a copy
+    Column("body_digest", String(64), nullable=True),
     Column("kind", String(20), nullable=False),  # the thread kinds, complaint (in); campaign, manual (out)
     Column("from_email", String(320), nullable=False, server_default=""),
     Column("from_name", String(200), nullable=True),

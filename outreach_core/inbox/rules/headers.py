@@ -64,7 +64,20 @@ def _codec(charset: str | None) -> str | None:
 
 def decode_bytes(data: bytes, charset: str | None = None) -> str:
     """Bytes of a header or body part as text: the declared charset when it decodes them cleanly (unless it
-    is a single-byte label on text that is valid UTF-8), else UTF-8, else Windows-1252 with replacement."""
+    is a single-byte label on text that is valid UTF-8), else UTF-8, else Windows-1252 with replacement.
+    NUL characters are dropped (`without_nul`)."""
+    return without_nul(_decode_bytes(data, charset))
+
+
+def without_nul(text: str) -> str:
+    """Text without NUL characters. Mail text never means one, yet they come: a stray byte, a
+    quoted-printable `=00` (an unescaped "LinkId=00000" in an Exchange notice), UTF-16 read as 8-bit; and
+    PostgreSQL stores none (neither in text nor in JSON), so one would fail the whole batch that records
+    the message, again at every try."""
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+def _decode_bytes(data: bytes, charset: str | None) -> str:
     if data.isascii():
         codec = _codec(charset)
         if codec and codec not in ("ascii", "utf-8") and not _SINGLE_BYTE.match(codec.replace("_", "-")):
@@ -91,12 +104,12 @@ def decode_bytes(data: bytes, charset: str | None = None) -> str:
 
 
 def recover(value: str) -> str:
-    """A header value read with surrogate escapes (8-bit bytes in headers) as readable text."""
+    """A header value read with surrogate escapes (8-bit bytes in headers) as readable text, without NUL."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         return decode_bytes(value.encode("utf-8", "surrogateescape"))
-    return value
+    return without_nul(value)
 
 
 def header_text(value: object) -> str:
