@@ -1,8 +1,8 @@
 """inbox_messages.body_digest: a received message is a copy of one already recorded only when its Message-ID
 and its body are the same (distinct bounces that share a Message-ID were dropped as copies)
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0018
+Revises: 0017
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0017"
-down_revision = "0016"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
