@@ -17,14 +17,14 @@ Setup = Callable[[httpx.AsyncClient, WorkspaceHandle], Awaitable[dict[str, Any]]
 
 
 async def _hook(http: httpx.AsyncClient, owner: WorkspaceHandle) -> str:
-    body = {"url": "https://crm.roles.test/in", "events": ["lead.won"]}
+    body = {"url": "https://crm.roles.example.com/in", "events": ["lead.won"]}
     response = await http.post("/api/v1/webhooks", headers=owner.headers, json=body)
     assert response.status_code == 200, response.text
     return str(response.json()["webhook"]["id"])
 
 
 async def creation(http: httpx.AsyncClient, owner: WorkspaceHandle) -> dict[str, Any]:
-    return {"url": "https://crm.roles.test/in", "events": ["lead.won"]}
+    return {"url": "https://crm.roles.example.com/in", "events": ["lead.won"]}
 
 
 async def change(http: httpx.AsyncClient, owner: WorkspaceHandle) -> dict[str, Any]:
@@ -112,7 +112,7 @@ async def test_workspaces_cannot_reach_each_others_webhooks(
     their_hook = await _hook(http, theirs)
     their_delivery = await seed_delivery(theirs, their_hook, "failed")
     attempts = [
-        ("update_webhook", {"id": their_hook, "url": "https://attacker.example/in", "enabled": True}),
+        ("update_webhook", {"id": their_hook, "url": "https://attacker.example.net/in", "enabled": True}),
         ("delete_webhook", {"id": their_hook, "confirm": True}),
         ("test_webhook", {"id": their_hook}),
         ("list_webhook_deliveries", {"id": their_hook}),
@@ -132,7 +132,7 @@ async def test_workspaces_cannot_reach_each_others_webhooks(
 
     # theirs is untouched: same URL, still one failed delivery, not requeued
     [hook] = (await http.get("/api/v1/webhooks", headers=theirs.headers)).json()["webhooks"]
-    assert hook["url"] == "https://crm.roles.test/in" and hook["enabled"] is True
+    assert hook["url"] == "https://crm.roles.example.com/in" and hook["enabled"] is True
     [delivery] = (await http.get(f"/api/v1/webhooks/{their_hook}/deliveries", headers=theirs.headers)).json()[
         "deliveries"
     ]
