@@ -41,7 +41,10 @@ def test_public_addresses_are_not(address: str) -> None:
         ("http://93.184.216.34:8080/x", None),
         ("ftp://example.com/", "only http and https URLs are allowed"),
         ("https:///nohost", "the URL has no host"),
-        ("http://localhost:8000/", f"localhost is a local host name (this server itself); {ALLOW_PRIVATE_HINT}"),
+        (
+            "http://localhost:8000/",
+            f"localhost is a local host name (this server itself); {ALLOW_PRIVATE_HINT}",
+        ),
         (
             "http://api.localhost/",
             f"api.localhost is a local host name (this server itself); {ALLOW_PRIVATE_HINT}",
