@@ -146,7 +146,8 @@ def normal_host(host: str) -> str:
     `127.1`, `0177.0.0.1`, `127.000.000.001`); an IP address spelled with other characters than ASCII
     digits and dots (full-width or circled digits, ideographic full stops); invisible characters that the
     mapping would drop; labels that are empty, longer than 63 characters or not letters, digits and
-    hyphens; names over 253 characters.
+    hyphens; names over 253 characters. (An ASCII label starting `xn--` is not decoded: a name that is
+    not valid punycode is only a name that does not resolve.)
     """
     if not host:
         raise NotAHost("the host is empty")
@@ -166,12 +167,23 @@ def normal_host(host: str) -> str:
                 f"{host} is not a valid host name: each part between dots must be 1 to 63 letters, digits or "
                 "hyphens, not starting or ending with a hyphen"
             )
-        if label.startswith("xn--"):
-            try:
-                idna.decode(label)
-            except idna.IDNAError:
-                raise NotAHost(f"{host} is not a valid host name: {label} is not a valid A-label") from None
     return name
+
+
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+_LDH = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+LOWERCASE_HOST_SCHEMA: dict[str, object] = {
+    "anyOf": [
+        {"pattern": f"^(?:{_OCTET}\\.){{3}}{_OCTET}$"},
+        {
+            "pattern": f"^(?:{_LDH}\\.)*{_LDH}\\.?$",
+            "not": {"pattern": "(?:^|\\.)(?:[0-9]+|0x[0-9a-f]*)\\.?$"},
+        },
+    ]
+}
+"""JSON Schema (ECMA-262 patterns) of exactly the lower-case ASCII hosts `normal_host` accepts: an IPv4
+address in dotted-decimal form, or labels of letters, digits and hyphens whose last is not a number. For
+OpenAPI documents, so clients and fuzzers build the hosts the server accepts (length limits apart)."""
 
 
 def _normal_ipv6(host: str, text: str) -> str:

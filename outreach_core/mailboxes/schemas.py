@@ -5,9 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, ConfigDict, Field, SecretStr, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 
-from outreach_core.urls import normal_host
+from outreach_core.urls import LOWERCASE_HOST_SCHEMA, normal_host
 from outreach_core.wire import SINGLE_LINE, EmailAddress, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
@@ -30,6 +38,8 @@ Host = Annotated[
     str,
     StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$"),
     AfterValidator(_host_form),
+    # the document states the whole rule (the pattern above lets through what `_host_form` refuses)
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 253, **LOWERCASE_HOST_SCHEMA}),
 ]
 Port = Annotated[int, Field(ge=1, le=65535)]
 User = Annotated[str, StringConstraints(min_length=1, max_length=320)]
