@@ -1,18 +1,22 @@
 """Outgoing connections to hosts that users name: mail servers (login tests and sending), the verifier API,
 and any other outgoing HTTP (webhooks, website fetches).
 
-`AddressGuard` resolves a host name **once**, refuses it unless every address is globally routable
-(`outreach_core.urls`; `OUTREACH_ALLOW_PRIVATE_URLS=1` turns the refusal off), and the caller connects to an
-address it returned, never to the name: a DNS answer cannot change between the check and the connection
-(DNS rebinding). TLS still verifies the certificate against the host name (SNI and the name check use the
-name, the TCP connection the checked address).
+`AddressGuard` first checks the host itself with `outreach_core.urls.host_problem` (the one check of a host,
+also applied when a URL or a mail server is saved: its form as a client reads it, then, unless
+`OUTREACH_ALLOW_PRIVATE_URLS=1`, a public address or a registrable, non-local name). It then resolves a
+name **once**, refuses it unless every address is globally routable, and the caller connects to an address
+it returned, never to the name: a DNS answer cannot change between the check and the connection (DNS
+rebinding). TLS still verifies the certificate against the host name (SNI and the name check use the name,
+the TCP connection the checked address).
 
 - Mail: `open_socket` connects to a checked address; aiosmtplib takes the socket (`sock=`) with
   `hostname` = the name, and `SocketIMAP4` does the same for aioimaplib.
 - HTTP: `outreach_app.adapters.http.GuardedHttpClient` (aiohttp) resolves through the same guard and
   connects to an address it returned; kept connections stay keyed by the URL's host name, so a connection
-  opened (and its certificate checked) for one name is never reused for another. Webhook delivery and the
-  verifier API use it.
+  opened (and its certificate checked) for one name is never reused for another. aiohttp skips the resolver
+  for an IP address in a URL, so its sockets are also made by `AddressGuard.check_connect`, which refuses
+  every address the guard would refuse, whatever path led to it. Webhook delivery and the verifier API use
+  it.
 
 Names are resolved through `OUTREACH_DNS_NAMESERVERS` when it is set (the DNS port, as for every other
 lookup), else through the system resolver (`getaddrinfo`, which also reads /etc/hosts). `localhost` and
@@ -32,7 +36,14 @@ import aioimaplib
 import dns.exception
 
 from outreach_core.ports import DnsResolver
-from outreach_core.urls import ALLOW_PRIVATE_HINT, address_kind, is_local_name, parse_ip
+from outreach_core.urls import (
+    ALLOW_PRIVATE_HINT,
+    address_kind,
+    host_problem,
+    is_local_name,
+    normal_host,
+    parse_ip,
+)
 
 
 class NotContacted(Exception):
@@ -52,32 +63,48 @@ class AddressGuard:
     dns: DnsResolver | None = None  # None: the system resolver
 
     async def addresses(self, host: str, port: int) -> list[str]:
-        """The addresses to connect to, in order; raises `NotContacted` when the host has none, or when
-        one of them is not globally routable (unless private addresses are allowed)."""
-        literal = parse_ip(host)
+        """The addresses to connect to, in order; raises `NotContacted` when the host is refused
+        (`outreach_core.urls.host_problem`: its form, and unless private addresses are allowed a
+        non-public address or name) or has no address, or when one of its addresses is not globally
+        routable (unless private addresses are allowed)."""
+        problem = host_problem(host, allow_private=self.allow_private)
+        if problem is not None:
+            raise NotContacted(f"refused: {problem}")
+        name = normal_host(host)
+        literal = parse_ip(name)
         if literal is not None:
-            found = [str(literal)]
-        elif is_local_name(host):
+            return [name]
+        if is_local_name(name):
             found = ["127.0.0.1", "::1"]
         else:
-            found = await self._resolve(host.rstrip("."), port)
+            found = await self._resolve(name, port)
         if not found:
             raise NotContacted(f"host not found: {host}")
-        if not self.allow_private:
-            for address in found:
-                ip = parse_ip(address)
-                kind = address_kind(ip) if ip is not None else "unknown"
-                if kind is None:
-                    continue
-                if literal is not None:
-                    raise NotContacted(
-                        f"refused: {host} is a {kind} address, not a public one; {ALLOW_PRIVATE_HINT}"
-                    )
+        for address in found:
+            kind = self.refused_kind(address)
+            if kind is not None:
                 raise NotContacted(
                     f"refused: {host} resolves to {address}, a {kind} address, not a public one; "
                     f"{ALLOW_PRIVATE_HINT}"
                 )
         return found
+
+    def refused_kind(self, address: str) -> str | None:
+        """What `address` is ("loopback", "private" ...) when a connection to it is refused; None when it is
+        allowed (a globally routable address, or any address when private addresses are allowed)."""
+        if self.allow_private:
+            return None
+        ip = parse_ip(address)
+        return address_kind(ip) if ip is not None else "unknown"
+
+    def check_connect(self, address: str) -> None:
+        """Raises `NotContacted` unless a socket may connect to `address` (the last check before a connect,
+        for clients that can skip the resolver, e.g. for an IP address in a URL)."""
+        kind = self.refused_kind(address)
+        if kind is not None:
+            raise NotContacted(
+                f"refused: {address} is a {kind} address, not a public one; {ALLOW_PRIVATE_HINT}"
+            )
 
     async def _resolve(self, host: str, port: int) -> list[str]:
         if self.dns is not None:

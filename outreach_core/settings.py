@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from outreach_core.urls import url_problem
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./outreach.db"
 DEFAULT_PORT = 8000
@@ -118,6 +120,16 @@ class Settings(BaseSettings):
     def webhook_retry_delays(self) -> list[float]:
         """`webhook_retry_schedule` as seconds: the wait before the 2nd, 3rd ... attempt."""
         return parse_retry_schedule(self.webhook_retry_schedule)
+
+    @model_validator(mode="after")
+    def _verifier_url_allowed(self) -> Self:
+        """The verifier API is an outgoing URL like any other (docs/protection.md): refused at start-up when
+        every request to it would be refused."""
+        if self.verifier_url and self.verifier_url.strip():
+            problem = url_problem(self.verifier_url.strip(), allow_private=self.allow_private_urls)
+            if problem is not None:
+                raise ValueError(f"OUTREACH_VERIFIER_URL cannot be used: {problem}")
+        return self
 
     @field_validator("public_url")
     @classmethod

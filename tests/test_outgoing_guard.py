@@ -86,18 +86,18 @@ async def test_addresses_that_are_not_globally_routable_are_refused(address: str
 async def test_a_name_that_resolves_to_a_private_address_is_refused_before_connecting(
     dns_server: DnsServer, mail_servers: MailServers, https_receiver: tuple[Receiver, int]
 ) -> None:
-    dns_server.add("private-mx.guard.test", "A", "10.20.30.40")
-    dns_server.add("loopback.guard.test", "A", "127.0.0.1")
-    dns_server.add("mixed.guard.test", "A", "93.184.216.34", "127.0.0.1")  # one bad address is enough
+    dns_server.add("private-mx.guard.example.com", "A", "10.20.30.40")
+    dns_server.add("loopback.guard.example.com", "A", "127.0.0.1")
+    dns_server.add("mixed.guard.example.com", "A", "93.184.216.34", "127.0.0.1")  # one bad address is enough
     smtp = mail_servers.smtp["tls"]
     before = len(smtp.messages)
     logins = MailLoginClient(
         timeout_s=2.0, dns=resolver(dns_server), tls_ca_file=str(mail_servers.ca.ca_file)
     )
     for host, address, kind in [
-        ("private-mx.guard.test", "10.20.30.40", "private"),
-        ("loopback.guard.test", "127.0.0.1", "loopback"),
-        ("mixed.guard.test", "127.0.0.1", "loopback"),
+        ("private-mx.guard.example.com", "10.20.30.40", "private"),
+        ("loopback.guard.example.com", "127.0.0.1", "loopback"),
+        ("mixed.guard.example.com", "127.0.0.1", "loopback"),
     ]:
         problem = await logins.test_smtp(MailServer(host, smtp.port, "tls", "u@mail.test"), "pw")
         assert problem == (
@@ -108,7 +108,7 @@ async def test_a_name_that_resolves_to_a_private_address_is_refused_before_conne
     sender = SmtpMailSender(timeout_s=2.0, dns=resolver(dns_server))
     try:
         delivery = await sender.send(
-            MailServer("loopback.guard.test", smtp.port, "tls", "u@mail.test"), "pw", "u@mail.test",
+            MailServer("loopback.guard.example.com", smtp.port, "tls", "u@mail.test"), "pw", "u@mail.test",
             "lead@example.com", b"Subject: x\r\n\r\nx\r\n",
         )  # fmt: skip
     finally:
@@ -117,14 +117,14 @@ async def test_a_name_that_resolves_to_a_private_address_is_refused_before_conne
     assert len(smtp.messages) == before
 
     receiver, port = https_receiver
-    dns_server.add("hook.guard.test", "A", "127.0.0.1")
+    dns_server.add("hook.guard.example.com", "A", "127.0.0.1")
     seen = len(receiver.requests)
     http = GuardedHttpClient(dns=resolver(dns_server))
     try:
-        status, body = await http.post_json(f"https://hook.guard.test:{port}/", b"{}", {}, 2.0)
+        status, body = await http.post_json(f"https://hook.guard.example.com:{port}/", b"{}", {}, 2.0)
     finally:
         await http.aclose()
-    assert status == 0 and body.startswith(b"refused: hook.guard.test resolves to 127.0.0.1")
+    assert status == 0 and body.startswith(b"refused: hook.guard.example.com resolves to 127.0.0.1")
     assert len(receiver.requests) == seen  # nothing was sent
 
 

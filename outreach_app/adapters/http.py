@@ -2,13 +2,18 @@
 
 The same rules as every outgoing connection (`outreach_app.outgoing`, docs/protection.md):
 
-- the URL is checked first (`urls.url_problem`: http or https, and no private or loopback literal address
-  or local name unless `OUTREACH_ALLOW_PRIVATE_URLS=1`);
+- the URL is checked first (`urls.url_problem`: http or https, a host of the right form, and no private
+  or loopback address, local or non-public name unless `OUTREACH_ALLOW_PRIVATE_URLS=1`), and its host is
+  checked again as aiohttp will use it (yarl's `raw_host`, after its IDNA/UTS-46 mapping: 127.0.0.1 in
+  full-width digits is 127.0.0.1 there) with the same `urls.host_problem`;
 - a host name is resolved **once per connection** by `GuardResolver`, which asks `AddressGuard` (through
   `OUTREACH_DNS_NAMESERVERS` when set) and refuses the name when any of its addresses is not globally
   routable; aiohttp then connects to an address the guard returned (no DNS cache, so no later answer can
   slip in) while TLS still uses the name for SNI and the certificate check; kept connections are keyed by
   the URL's host name, never reused for another name;
+- aiohttp connects to an IP address in a URL without asking the resolver, so every socket it opens is
+  made by `_socket_factory`, which refuses any address the guard refuses (`AddressGuard.check_connect`):
+  the connected address is checked whichever way aiohttp found it;
 - redirects are never followed, proxy variables and cookies are ignored, no compression is asked for;
 - `timeout_s` bounds the whole exchange, and the answer is read up to a limit (the rest is never read).
 
@@ -29,13 +34,15 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import structlog
+from aiohappyeyeballs import AddrInfoType
 from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
 
 from outreach_app.adapters.dns import DnspythonResolver
 from outreach_app.outgoing import AddressGuard, NotContacted, tls_context
 from outreach_core.ports import DnsResolver
 from outreach_core.settings import Settings
-from outreach_core.urls import ALLOW_PRIVATE_HINT, parse_ip, url_problem
+from outreach_core.urls import host_problem, parse_ip, url_problem
 
 _log = structlog.get_logger()
 
@@ -104,11 +111,10 @@ class GuardedHttpClient:
     ) -> tuple[int, bytes]:
         """POST `body` to `url`; `(status, body)` read up to `max_bytes` (default `max_response_bytes`), or
         `(0, what happened)` when there was no answer."""
-        problem = url_problem(url, allow_private=self._allow_private)
+        problem = self._problem(url)
         if problem is not None:
             _log.warning("http_refused", url=_redact(url), problem=problem)
-            hint = f"; {ALLOW_PRIVATE_HINT}" if "private" in problem or "local" in problem else ""
-            return 0, f"refused: {problem}{hint}".encode()
+            return 0, f"refused: {problem}".encode()
         try:
             async with asyncio.timeout(timeout_s):
                 return await self._post(url, body, headers, max_bytes or self._max_bytes)
@@ -121,6 +127,25 @@ class GuardedHttpClient:
             return 0, describe(exc).encode()
         except (ValueError, UnicodeError):
             return 0, b"not a valid URL"
+
+    def _problem(self, url: str) -> str | None:
+        """Why `url` is refused: as the service reads it, then its host as aiohttp will connect to it."""
+        problem = url_problem(url, allow_private=self._allow_private)
+        if problem is not None:
+            return problem
+        try:
+            host = URL(url).raw_host
+        except (ValueError, UnicodeError):
+            return "not a valid URL"
+        if not host:
+            return "the URL has no host"
+        return host_problem(host, allow_private=self._allow_private)
+
+    def _socket_factory(self, addr_info: AddrInfoType) -> socket.socket:
+        """Every socket aiohttp connects: only to an address the guard allows (else `NotContacted`)."""
+        family, kind, proto, _, address = addr_info
+        self._guard.check_connect(str(address[0]))
+        return socket.socket(family, kind, proto)
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -135,6 +160,7 @@ class GuardedHttpClient:
                 ssl=self._tls,
                 limit=self._max_connections,
                 limit_per_host=0,
+                socket_factory=self._socket_factory,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,

@@ -5,8 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import ConfigDict, Field, SecretStr, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    WithJsonSchema,
+    model_validator,
+)
 
+from outreach_core.urls import LOWERCASE_HOST_SCHEMA, normal_host
 from outreach_core.wire import SINGLE_LINE, EmailAddress, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
@@ -16,7 +25,22 @@ Badge = Literal["pass", "warn", "fail", "info"]
 
 GOOGLE_APP_PASSWORD_MAX = 64
 DisplayName = Annotated[str, StringConstraints(max_length=120), SINGLE_LINE]  # the From name: a header
-Host = Annotated[str, StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$")]
+
+
+def _host_form(host: str) -> str:
+    """A DNS name or an IPv4 address in dotted-decimal form; never a legacy numeric form such as 127.1 or
+    2130706433 (`urls.normal_host`). Whether the server may connect to it is the login test's answer."""
+    normal_host(host)
+    return host
+
+
+Host = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=253, pattern=r"^[a-z0-9.-]+$"),
+    AfterValidator(_host_form),
+    # the document states the whole rule (the pattern above lets through what `_host_form` refuses)
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 253, **LOWERCASE_HOST_SCHEMA}),
+]
 Port = Annotated[int, Field(ge=1, le=65535)]
 User = Annotated[str, StringConstraints(min_length=1, max_length=320)]
 Password = Annotated[SecretStr, Field(min_length=1, max_length=512)]
@@ -24,7 +48,11 @@ DailyLimit = Annotated[int, Field(ge=1, le=500)]
 
 
 class ServerIn(WireModel):
-    host: Host = Field(description="Server host name: lowercase letters, digits, dots and hyphens.")
+    host: Host = Field(
+        description="Server host name (lowercase letters, digits, dots and hyphens; each part between dots "
+        "1 to 63 characters, not starting or ending with a hyphen), or an IPv4 address written a.b.c.d. "
+        "Numeric forms such as 127.1 or 2130706433 are refused."
+    )
     port: Port
     security: Security = Field(description="tls = implicit TLS (465, 993); starttls = upgrade (587, 143).")
     user: User = Field(description="Login name, usually the full email address.")

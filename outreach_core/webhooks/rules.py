@@ -75,12 +75,11 @@ def webhook_url_problem(url: str, *, allow_private: bool) -> str | None:
     """Why `url` cannot be a webhook endpoint, in a sentence for the person who typed it; None when it can.
 
     https is required (http only when the server allows private URLs, as tests and on-premises set-ups do);
-    a literal private or loopback address, or a local name, is refused unless private URLs are allowed
-    (names are checked again, once resolved, on every delivery); credentials in the URL are refused."""
+    the host is checked as every outgoing host is (`urls.url_problem`: its form as the HTTP client reads it,
+    and unless private URLs are allowed a public address or a registrable, non-local name; names are
+    checked again, once resolved, on every delivery); credentials in the URL are refused."""
     problem = url_problem(url, allow_private=allow_private)
     if problem is not None:
-        if "private" in problem or "local" in problem:
-            return f"{problem}: {ALLOW_PRIVATE_HINT}"
         return problem
     parts = urlsplit(url)
     if parts.scheme != "https" and not allow_private:

@@ -14,7 +14,7 @@ from tests.webhooks.helpers import seed_delivery
 
 
 async def _hook(http: httpx.AsyncClient, ws: WorkspaceHandle, **body: Any) -> str:
-    payload = {"url": "https://hooks.parity.test/in", "events": ["lead.won"], **body}
+    payload = {"url": "https://hooks.example.org/in", "events": ["lead.won"], **body}
     response = await http.post("/api/v1/webhooks", headers=ws.headers, json=payload)
     assert response.status_code == 200, response.text
     return str(response.json()["webhook"]["id"])
@@ -28,11 +28,11 @@ async def list_webhooks_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Ar
 
 async def create_webhook_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
     return [
-        {"url": "https://crm.parity.test/in", "events": ["lead.won", "campaign.paused"], "description": "p"},
-        {"url": "ftp://crm.parity.test/in", "events": ["lead.won"]},
+        {"url": "https://crm.example.org/in", "events": ["lead.won", "campaign.paused"], "description": "p"},
+        {"url": "ftp://crm.example.org/in", "events": ["lead.won"]},
         {"url": "https://10.0.0.1/in", "events": ["lead.won"]},
-        {"url": "https://crm.parity.test/in", "events": []},
-        {"url": "https://crm.parity.test/in", "events": ["lead.sold"]},
+        {"url": "https://crm.example.org/in", "events": []},
+        {"url": "https://crm.example.org/in", "events": ["lead.sold"]},
     ]
 
 
@@ -41,7 +41,7 @@ async def update_webhook_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> A
     return [
         {"id": hook, "description": "changed", "enabled": False},
         {"id": hook, "enabled": True, "events": ["lead.bounced"]},
-        {"id": hook, "url": "http://crm.parity.test/in"},
+        {"id": hook, "url": "http://crm.example.org/in"},
         {"id": "whk_missing", "description": "x"},
     ]
 

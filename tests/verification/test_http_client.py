@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from outreach_app.adapters.http import GuardedHttpClient
-from outreach_core.urls import is_blocked_address, url_problem
+from outreach_core.urls import ALLOW_PRIVATE_HINT, is_blocked_address, url_problem
 from tests.conftest import free_port
 from tests.verification.conftest import VerifierApi
 
@@ -41,11 +41,17 @@ def test_public_addresses_are_not(address: str) -> None:
         ("http://93.184.216.34:8080/x", None),
         ("ftp://example.com/", "only http and https URLs are allowed"),
         ("https:///nohost", "the URL has no host"),
-        ("http://localhost:8000/", "local host names are not allowed"),
-        ("http://api.localhost/", "local host names are not allowed"),
-        ("http://127.0.0.1/", "private and loopback addresses are not allowed"),
-        ("http://[::1]:80/", "private and loopback addresses are not allowed"),
-        ("http://10.0.0.8/", "private and loopback addresses are not allowed"),
+        (
+            "http://localhost:8000/",
+            f"localhost is a local host name (this server itself); {ALLOW_PRIVATE_HINT}",
+        ),
+        (
+            "http://api.localhost/",
+            f"api.localhost is a local host name (this server itself); {ALLOW_PRIVATE_HINT}",
+        ),
+        ("http://127.0.0.1/", f"127.0.0.1 is a loopback address, not a public one; {ALLOW_PRIVATE_HINT}"),
+        ("http://[::1]:80/", f"::1 is a loopback address, not a public one; {ALLOW_PRIVATE_HINT}"),
+        ("http://10.0.0.8/", f"10.0.0.8 is a private address, not a public one; {ALLOW_PRIVATE_HINT}"),
         ("http://example.com:99999/", "not a valid URL"),
     ],
 )

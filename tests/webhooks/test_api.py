@@ -221,9 +221,9 @@ async def test_the_test_refuses_a_private_address_on_a_server_that_does_not_allo
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: Any
 ) -> None:
     """A public name that resolves to a loopback address: refused on the address, never contacted."""
-    dns_server.add("hooks.rebind.test", "A", "127.0.0.1")
+    dns_server.add("hooks.rebind.example.com", "A", "127.0.0.1")
     ws = await make_workspace()
-    body = {"url": "https://hooks.rebind.test/x", "events": ["lead.won"]}
+    body = {"url": "https://hooks.rebind.example.com/x", "events": ["lead.won"]}
     hook = (await http.post("/api/v1/webhooks", headers=ws.headers, json=body)).json()["webhook"]
     result = (await http.post(f"/api/v1/webhooks/{hook['id']}/test", headers=ws.headers)).json()
     assert result["delivered"] is False and result["status"] == 0
