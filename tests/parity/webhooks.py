@@ -94,7 +94,7 @@ async def their_hook_listed(http: httpx.AsyncClient, mine: WorkspaceHandle, thei
 
 async def their_hook_changed(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
     hook = await _hook(http, theirs)
-    return [{"id": hook, "url": "https://attacker.parity.test/in", "enabled": False}]
+    return [{"id": hook, "url": "https://attacker.parity-example.org/in", "enabled": False}]
 
 
 async def their_delivery(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
@@ -104,7 +104,7 @@ async def their_delivery(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs:
 async def their_events(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
     """Their endpoint's URL and events, registered here: each workspace has its own endpoints."""
     await _hook(http, theirs)
-    return [{"url": "https://hooks.parity.test/in", "events": ["lead.won"]}]
+    return [{"url": "https://hooks.parity-example.org/in", "events": ["lead.won"]}]
 
 
 FOREIGN: dict[str, Foreign] = {
