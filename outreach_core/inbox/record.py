@@ -182,6 +182,27 @@ def keeps_label(thread: Mapping[str, Any], label: LabelVerdict, known: Known) ->
     return new is None or new[1] == "neutral"
 
 
+KIND_RANK: dict[str, int] = {
+    "unsubscribe_request": 3,  # the person asked to stop (or complained): nothing after it changes that
+    "reply": 2,  # a person's answer
+    "bounce": 1,  # automatic answers
+    "out_of_office": 1,
+    "auto_reply": 1,
+}
+"""The precedence of thread kinds (docs/inbox.md, "Threads and messages"): a new message sets its thread's
+kind only when its own kind ranks at least as high, so an out-of-office after a person's reply leaves the
+thread a `reply`; between kinds of the same rank the later arrival wins."""
+
+
+def thread_kind(current: str, last_at: dt.datetime, new: str, arrived: dt.datetime) -> str:
+    """The thread's kind once a message of kind `new` that arrived at `arrived` joins a thread of kind
+    `current` whose latest message is from `last_at`."""
+    rank, held = KIND_RANK[new], KIND_RANK.get(current, 0)
+    if rank > held or (rank == held and _utc(arrived) >= _utc(last_at)):
+        return new
+    return current
+
+
 def message_kind(classified: str) -> str:
     """A received message's own kind: its thread kind, except a spam complaint (ARF), kept as `complaint` so
     complaints can be counted (its thread is an `unsubscribe_request`: the thread kinds are fixed)."""
@@ -240,7 +261,7 @@ async def _record_one(
         pending.threads[conversation] = thread
     else:
         thread.values.update(
-            kind=kind,
+            kind=thread_kind(thread.values["kind"], thread.values["last_message_at"], kind, arrived),
             last_message_at=_later(thread.values["last_message_at"], arrived),
             unread=True,
             message_count=thread.values["message_count"] + 1,
@@ -310,6 +331,9 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:
     """The later of two instants (naive values are UTC)."""
-    if a.tzinfo is None:
-        a = a.replace(tzinfo=dt.UTC)
-    return max(a, b.astimezone(dt.UTC))
+    return max(_utc(a), _utc(b))
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    """An instant in UTC (a naive value, as SQLite may give one back, is UTC)."""
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import email
 import email.policy
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 
 import httpx
@@ -124,3 +124,44 @@ async def test_a_received_html_body_is_sanitized_before_it_is_shown(
     html = thread["messages"][-1]["html"]
     assert "<p>Hi <b>there</b></p>" in html and "<td>cell</td>" in html
     assert "script" not in html and "alert" not in html and "onerror" not in html
+
+
+async def test_a_persons_reply_outranks_automatic_answers_and_an_unsubscribe_outranks_it(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    ws = await make_workspace()
+    lead = "kai.kinds@kinds-corp.example"
+    sent = await sent_campaign(http, ws, smtp_servers["starttls"], mail_users, [lead])
+    first = sent.received[lead]
+    start = datetime.now(UTC)
+
+    async def answer(n: int, text: str, **headers: str) -> None:
+        raw = reply_to(first, text, headers=headers or None)
+        assert await ingest(sent, fetched(raw, at=start + timedelta(minutes=n))) == 1
+
+    async def listed(kind: str) -> list[str]:
+        page = await http.get(f"{API}/threads", headers=ws.headers, params={"kind": kind})
+        return [t["id"] for t in page.json()["threads"]]
+
+    await answer(1, "I am out of the office until Monday.", **{"Auto-Submitted": "auto-replied"})
+    [thread] = await listed("out_of_office")
+    await answer(2, "Back now. Tell me more about it.")  # a person's reply replaces the automatic answer
+    assert await listed("reply") == [thread] and await listed("out_of_office") == []
+    await answer(3, "I am on vacation until Friday.", **{"Auto-Submitted": "auto-replied"})
+    await answer(4, "Thanks for your email, we will get back to you.", **{"Auto-Submitted": "auto-replied"})
+    # automatic answers after it never hide the conversation from ?kind=reply
+    assert await listed("reply") == [thread]
+    assert await listed("out_of_office") == [] and await listed("auto_reply") == []
+    detail = (await http.get(f"{API}/threads/{thread}", headers=ws.headers)).json()
+    assert detail["kind"] == "reply" and detail["messageCount"] == 4
+    assert [m["kind"] for m in detail["messages"]] == [
+        "campaign", "out_of_office", "reply", "out_of_office", "auto_reply"
+    ]  # fmt: skip
+
+    await answer(5, "Please remove me from your mailing list.")  # asking to stop outranks a reply
+    assert await listed("unsubscribe_request") == [thread]
+    await answer(6, "Sorry, one more question: do you ship to Norway?")  # it stays unsubscribed
+    assert await listed("unsubscribe_request") == [thread] and await listed("reply") == []
