@@ -169,6 +169,12 @@ def _bounce(p: Prepared, m: Match) -> dict[str, Any] | None:
     }
 
 
+def _hard_bounce(p: Prepared, m: Match) -> bool:
+    """A bounce that says the lead's address cannot receive mail (not a soft bounce, not a delay warning)."""
+    first = failed_recipient(p.verdict, m.lead_email)
+    return first is not None and first.hard and first.action != "delayed"
+
+
 def keeps_label(thread: Mapping[str, Any], label: LabelVerdict, known: Known) -> bool:
     """Whether the thread keeps its label over the new message's (docs/inbox.md, "Labels"): a manual label
     always; a positive or negative one against a message with no label, or a neutral one (auto-reply,
@@ -185,7 +191,7 @@ def keeps_label(thread: Mapping[str, Any], label: LabelVerdict, known: Known) ->
 KIND_RANK: dict[str, int] = {
     "unsubscribe_request": 3,  # the person asked to stop (or complained): nothing after it changes that
     "reply": 2,  # a person's answer
-    "bounce": 1,  # automatic answers
+    "bounce": 1,  # automatic answers (a hard bounce arriving is an exception: `thread_kind`)
     "out_of_office": 1,
     "auto_reply": 1,
 }
@@ -194,10 +200,13 @@ kind only when its own kind ranks at least as high, so an out-of-office after a 
 thread a `reply`; between kinds of the same rank the later arrival wins."""
 
 
-def thread_kind(current: str, last_at: dt.datetime, new: str, arrived: dt.datetime) -> str:
+def thread_kind(
+    current: str, last_at: dt.datetime, new: str, arrived: dt.datetime, *, hard_bounce: bool = False
+) -> str:
     """The thread's kind once a message of kind `new` that arrived at `arrived` joins a thread of kind
-    `current` whose latest message is from `last_at`."""
-    rank, held = KIND_RANK[new], KIND_RANK.get(current, 0)
+    `current` whose latest message is from `last_at`. A hard bounce ranks with an unsubscribe request as it
+    arrives (the address cannot receive mail: the conversation is over, as its Bounce label says)."""
+    rank, held = (3 if hard_bounce else KIND_RANK[new]), KIND_RANK.get(current, 0)
     if rank > held or (rank == held and _utc(arrived) >= _utc(last_at)):
         return new
     return current
@@ -261,7 +270,13 @@ async def _record_one(
         pending.threads[conversation] = thread
     else:
         thread.values.update(
-            kind=thread_kind(thread.values["kind"], thread.values["last_message_at"], kind, arrived),
+            kind=thread_kind(
+                thread.values["kind"],
+                thread.values["last_message_at"],
+                kind,
+                arrived,
+                hard_bounce=_hard_bounce(p, m),
+            ),
             last_message_at=_later(thread.values["last_message_at"], arrived),
             unread=True,
             message_count=thread.values["message_count"] + 1,

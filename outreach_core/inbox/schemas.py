@@ -37,8 +37,9 @@ class Thread(WireModel):
     )
     subject: str
     kind: ThreadKind = Field(
-        description="What the conversation is: unsubscribe_request outranks reply, which outranks the "
-        "automatic answers (bounce, out_of_office, auto_reply); among those the latest counts."
+        description="What the conversation is: unsubscribe_request (and a hard bounce as it arrives) "
+        "outranks reply, which outranks the automatic answers (bounce, out_of_office, auto_reply); among "
+        "kinds of one rank the latest counts."
     )
     label: ThreadLabel | None
     label_source: LabelSource | None = Field(

@@ -36,7 +36,7 @@ from outreach_core.inbox.schemas import (
     ThreadPage,
     UpdateThreadIn,
 )
-from outreach_core.labels.apply import put_label_on
+from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data
 from outreach_core.labels.store import label_row
 from outreach_core.outbox import record_event
 
@@ -140,10 +140,12 @@ async def get_thread(ctx: WorkspaceContext, id: str) -> ThreadDetail:
 
 async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) -> Thread:
     """Change a thread's label or its unread flag. `labelId` (a label of the workspace) becomes the
-    thread's label and is also put on the lead, running the label's triggers (and a `lead.labeled`
-    event); `labelId: null` clears the thread's label. A label chosen here is manual: the thread says who
-    chose it, and the automatic classifier never changes it afterwards. Labels already on the lead stay
-    (remove them with `unlabel_leads`). `unread: false` marks the thread read."""
+    thread's label and does what the same label set by the classifier does: a positive label (e.g.
+    Interested) makes the lead `interested`, a negative one takes that back; the label is put on the lead,
+    running its triggers, with a `lead.labeled` event. `labelId: null` clears the thread's label. A label
+    chosen here is manual: the thread says who chose it, and the automatic classifier never changes it
+    afterwards. Labels already on the lead stay (remove them with `unlabel_leads`). `unread: false` marks
+    the thread read."""
     row = await thread_row(ctx, id)
     values: dict[str, Any] = {}
     if "label_id" in body.model_fields_set:
@@ -151,17 +153,21 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         if body.label_id is not None:
             label = await label_row(ctx, body.label_id)
             values |= {"label_id": label.id, "label_source": "manual", "label_reason": f"set by {who}"}
-            lead = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == row.lead_id)
-            if await put_label_on(ctx, label, lead, "manual", record_events=False):
+            label_type = (
+                await ctx.conn.execute(
+                    scoped(ctx, labels).select(labels.c.type).where(labels.c.id == label.id)
+                )
+            ).scalar_one()
+            # what the classifier's label does, by the same code: status, triggers, `lead.labeled`
+            if await label_thread_leads(ctx, label, label_type, [row.lead_id], "manual"):
                 data = await lead_event_data(
                     ctx,
                     row.lead_id,
                     campaign_id=row.campaign_id,
+                    send_id=await _answered(ctx, id),
                     thread_id=id,
-                    label={"id": label.id, "name": label.name},
-                    source="manual",
                 )
-                await record_event(ctx, "lead.labeled", data)
+                await record_event(ctx, "lead.labeled", labeled_data(data, label, "manual"))
         else:
             values |= {"label_id": None, "label_source": "manual", "label_reason": f"cleared by {who}"}
     if body.unread is not None:
@@ -170,6 +176,23 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         await ctx.conn.execute(scoped(ctx, threads).update().where(t.c.id == id).values(**values))
         row = await thread_row(ctx, id)
     return thread_item(row)
+
+
+async def _answered(ctx: WorkspaceContext, thread_id: str) -> str | None:
+    """The campaign email the thread's latest received message answered (for the event's step and variant)."""
+    found = await ctx.conn.execute(
+        scoped(ctx, inbox_messages)
+        .select(inbox_messages.c.send_id)
+        .where(
+            inbox_messages.c.thread_id == thread_id,
+            inbox_messages.c.direction == "in",
+            inbox_messages.c.send_id.is_not(None),
+        )
+        .order_by(inbox_messages.c.arrived_at.desc(), inbox_messages.c.id.desc())
+        .limit(1)
+    )
+    value = found.scalar_one_or_none()
+    return None if value is None else str(value)
 
 
 # --- helpers shared with the reply ---------------------------------------------------------------------
