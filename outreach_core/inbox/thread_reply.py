@@ -29,7 +29,14 @@ from outreach_core.endpoint import Outside
 from outreach_core.errors import InvalidInput, InvalidState
 from outreach_core.ids import new_id
 from outreach_core.inbox.schemas import ReplyIn, ReplySent
-from outreach_core.inbox.threads import ledger_rows, message_item, message_rows, thread_row, who_acts
+from outreach_core.inbox.threads import (
+    arrival_order,
+    ledger_rows,
+    message_item,
+    message_rows,
+    thread_row,
+    who_acts,
+)
 from outreach_core.ports import MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 
@@ -115,17 +122,10 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
     refused = await refusal(ctx, row, lead)
     if refused is not None:
         raise refused
-    chain: list[tuple[datetime, str]] = [
-        (s.sent_at or s.created_at, s.message_id) for s in await ledger_rows(ctx, row)
-    ]
-    last_in: tuple[datetime, str] | None = None
-    for m in await message_rows(ctx, id):
-        if m.message_id:
-            chain.append((m.arrived_at, m.message_id))
-            if m.direction == "in" and (last_in is None or m.arrived_at >= last_in[0]):
-                last_in = (m.arrived_at, m.message_id)
-    chain.sort(key=lambda pair: pair[0])
-    in_reply_to, references = threading([m for _, m in chain], last_in[1] if last_in else None)
+    conversation = arrival_order(await ledger_rows(ctx, row), await message_rows(ctx, id))
+    chain = [item.message_id for _, item in conversation if item.message_id]
+    received = [m.message_id for is_sent, m in conversation if not is_sent and m.direction == "in"]
+    in_reply_to, references = threading(chain, next((m for m in reversed(received) if m), None))
     html, text = reply_body(body.body, box.signature)
     email = Outgoing(
         from_email=box.email,

@@ -8,6 +8,8 @@ member may read and change threads (docs/inbox.md#threads); another workspace's 
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func
@@ -133,8 +135,12 @@ async def get_thread(ctx: WorkspaceContext, id: str) -> ThreadDetail:
     (`out`, kind `manual`). Opening does not mark the thread read: use `update_thread` with
     `unread: false`."""
     row = await thread_row(ctx, id)
-    messages = [*await _ledger_messages(ctx, row), *await _inbox_messages(ctx, id)]
-    messages.sort(key=lambda m: (m.at, m.id))
+    sent, received = await ledger_rows(ctx, row), await message_rows(ctx, id)
+    sender = await _mailbox_email(ctx, row.mailbox_id) if sent else ""
+    messages = [
+        _ledger_item(item, sender) if is_sent else message_item(item)
+        for is_sent, item in arrival_order(sent, received)
+    ]
     return ThreadDetail(**thread_item(row).model_dump(), messages=messages)
 
 
@@ -273,35 +279,62 @@ async def message_rows(ctx: WorkspaceContext, thread_id: str) -> list[Any]:
     )
 
 
-async def _ledger_messages(ctx: WorkspaceContext, row: Any) -> list[ThreadMessage]:
-    sent = await ledger_rows(ctx, row)
-    if not sent:
-        return []
-    sender = ""
-    if row.mailbox_id is not None:
-        found = await ctx.conn.execute(
-            scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == row.mailbox_id)
-        )
-        sender = found.scalar_one_or_none() or ""
-    return [
-        ThreadMessage(
-            id=s.id,
-            direction="out",
-            kind="campaign",
-            from_=sender,
-            to=[s.to_email],
-            subject=s.subject,
-            text=s.body_text,
-            html=s.body_html,
-            at=s.sent_at or s.created_at,
-            send_id=s.id,
-        )
-        for s in sent
-    ]
+def arrival_order(sent: Sequence[Any], received: Sequence[Any]) -> list[tuple[bool, Any]]:
+    """The conversation in the order its messages arrived, `(is a ledger row, row)`; an answer is never
+    listed before what it answers (docs/inbox.md, "Opening a thread").
+
+    Our emails (the ledger's, and replies sent from the thread) count at the instant the SMTP server took
+    them. A received message's INTERNALDATE has whole seconds (the true arrival is up to a second later) and
+    it arrived before the worker recorded it (`created_at`): it counts at the earlier of the two. It never
+    counts before the campaign email it answers (`send_id`: also when the mail server's clock is behind
+    ours), and at the same instant it comes after ours."""
+    answered = {s.id: _utc(s.sent_at or s.created_at) for s in sent}
+    keyed: list[tuple[tuple[dt.datetime, int, dt.datetime, str], bool, Any]] = []
+    for s in sent:
+        at = _utc(s.sent_at or s.created_at)
+        keyed.append(((at, 0, at, s.id), True, s))
+    for m in received:
+        arrived = _utc(m.arrived_at)
+        if m.direction == "in":
+            at = min(arrived + WHOLE_SECOND, _utc(m.created_at))
+            at = max(at, answered.get(m.send_id, at))
+            keyed.append(((at, 1, arrived, m.id), False, m))
+        else:
+            keyed.append(((arrived, 0, arrived, m.id), False, m))
+    keyed.sort(key=lambda k: k[0])
+    return [(is_sent, item) for _, is_sent, item in keyed]
 
 
-async def _inbox_messages(ctx: WorkspaceContext, thread_id: str) -> list[ThreadMessage]:
-    return [message_item(m) for m in await message_rows(ctx, thread_id)]
+WHOLE_SECOND = dt.timedelta(seconds=1) - dt.timedelta(microseconds=1)
+"""How much later than its INTERNALDATE (whole seconds) a received message may have arrived."""
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+
+
+async def _mailbox_email(ctx: WorkspaceContext, mailbox_id: str | None) -> str:
+    if mailbox_id is None:
+        return ""
+    found = await ctx.conn.execute(
+        scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == mailbox_id)
+    )
+    return str(found.scalar_one_or_none() or "")
+
+
+def _ledger_item(s: Any, sender: str) -> ThreadMessage:
+    return ThreadMessage(
+        id=s.id,
+        direction="out",
+        kind="campaign",
+        from_=sender,
+        to=[s.to_email],
+        subject=s.subject,
+        text=s.body_text,
+        html=s.body_html,
+        at=s.sent_at or s.created_at,
+        send_id=s.id,
+    )
 
 
 def message_item(m: Any) -> ThreadMessage:
