@@ -335,13 +335,34 @@ async def _record_one(
 
 def received_html(markup: str | None) -> str | None:
     """A received HTML body as stored and shown (DESIGN section 7): through nh3's default allow-list (tables
-    and inline formatting kept; scripts, styles, event handlers, `javascript:` links removed)."""
+    and inline formatting kept; scripts, styles, event handlers, `javascript:` links removed), and with
+    **remote content blocked**: an image's `src` is kept only when it is inline (`cid:`, `data:image/...`),
+    so a client rendering the stored HTML never tells the sender when and where it was read (the `img`
+    stays, with its `alt` text). The original is unchanged in the mailbox."""
     if markup is None:
         return None
-    return nh3.clean(_SURROGATES.sub("\ufffd", markup), clean_content_tags={"script", "style"})
+    return nh3.clean(
+        _SURROGATES.sub("\ufffd", markup),
+        clean_content_tags={"script", "style"},
+        url_schemes=nh3.ALLOWED_URL_SCHEMES | INLINE_SCHEMES,
+        attribute_filter=_no_remote_content,
+    )
 
 
+INLINE_SCHEMES = {"cid", "data"}
+"""URL schemes of inline images (RFC 2392 `cid:` parts, RFC 2397 `data:`): allowed only as an image's `src`."""
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _no_remote_content(element: str, attribute: str, value: str) -> str | None:
+    """nh3's attribute filter: an `img` keeps `src` only when it is inline; `cid:` and `data:` URLs are
+    dropped anywhere else (as nh3's default schemes do). Other attributes nh3 allows load nothing."""
+    scheme = value.strip().lower()
+    if element == "img" and attribute == "src":
+        return value if scheme.startswith(("cid:", "data:image/")) else None
+    if attribute in ("href", "cite") and scheme.startswith(("cid:", "data:")):
+        return None
+    return value
 
 
 def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:
