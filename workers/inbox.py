@@ -12,7 +12,9 @@ longer holds (paused, quarantined, deleted, taken over) or whose settings change
    and IDLE starts again, which also renews it long before the 29 minutes of RFC 2177), or, when `inboxPoll`
    is on or the server has no IDLE, a sleep of `OUTREACH_INBOX_POLL_S`; then back to 2.
 
-A lost connection or a timeout ends the session (`syncError` set) and the task reconnects after the back-off;
+Every transaction of a task waits for one of `DB_SLOTS` (many tasks syncing at once never time out waiting
+for the database pool). A lost connection or a timeout ends the session (`syncError` set) and the task
+reconnects after the back-off;
 the next sync starts from the checkpoints, so nothing is missed or read twice. If this process cannot renew
 its leases for most of a lease's span, it stops its tasks itself before another process may take them over.
 """
@@ -51,6 +53,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 TICK_S = 5.0
 """How often leases are renewed and mailboxes started or stopped (at most a quarter of the lease span)."""
+DB_SLOTS = 16
+"""Transactions of the mailbox tasks of one process running at once. A process that starts (or whose mail
+server came back) syncs all its mailboxes together: 1,000 first syncs asking the database pool (10 + 10
+connections) at once waited more than its 30 s for a connection on a loaded PostgreSQL and failed. They
+wait here instead, without a time limit, leaving the pool room for the tick; the IMAP work is not limited."""
 BACKOFF_BASE_S = 2.0
 BACKOFF_MAX_S = 300.0
 
@@ -84,6 +91,7 @@ class Supervisor:
         self.last_held = time.monotonic()
         self.rng = random.Random()
         self.synced = asyncio.Event()  # set after every sync (tests wait on it)
+        self.db_slots = asyncio.Semaphore(DB_SLOTS)
         self.db_calls: dict[str, set[asyncio.Future[Any]]] = {}  # per mailbox
 
     @property
@@ -144,11 +152,16 @@ class Supervisor:
 
     async def _db(self, mailbox_id: str, work: Awaitable[T]) -> T:
         """A transaction of a mailbox task, shielded from the task's cancellation: a stopped task never
-        leaves a transaction half done (nor, on SQLite, the write lock held); `stop_tasks` waits for it."""
-        call = asyncio.ensure_future(work)
+        leaves a transaction half done (nor, on SQLite, the write lock held); `stop_tasks` waits for it. At
+        most `DB_SLOTS` run at once (the others wait their turn)."""
+        call = asyncio.ensure_future(self._in_turn(work))
         self.db_calls.setdefault(mailbox_id, set()).add(call)
         call.add_done_callback(lambda done: self._db_done(mailbox_id, done))
         return await asyncio.shield(call)
+
+    async def _in_turn(self, work: Awaitable[T]) -> T:
+        async with self.db_slots:
+            return await work
 
     def _db_done(self, mailbox_id: str, call: asyncio.Future[Any]) -> None:
         calls = self.db_calls.get(mailbox_id)
@@ -233,7 +246,12 @@ class Supervisor:
         while True:
             current = self.running.get(mailbox.id)
             await sync_mailbox(
-                self.runtime, session, current.mailbox if current else mailbox, ordered, ingest=self._ingest
+                self.runtime,
+                session,
+                current.mailbox if current else mailbox,
+                ordered,
+                ingest=self._ingest,
+                read=lambda work: self._db(mailbox.id, work),
             )
             progress.synced = True
             now = time.monotonic()

@@ -350,7 +350,7 @@ def received_html(markup: str | None) -> str | None:
 
 
 INLINE_SCHEMES = {"cid", "data"}
-"""URL schemes of inline images (RFC 2392 `cid:` parts, RFC 2397 `data:`): allowed only as an image's `src`."""
+"""URL schemes of inline images (RFC 2392 `cid:` parts, RFC 2397 `data:`): kept only as an image's `src`."""
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
