@@ -14,9 +14,9 @@ longer holds (paused, quarantined, deleted, taken over) or whose settings change
 
 Every transaction of a task waits for one of `DB_SLOTS` (many tasks syncing at once never time out waiting
 for the database pool). A lost connection or a timeout ends the session (`syncError` set) and the task
-reconnects after the back-off;
-the next sync starts from the checkpoints, so nothing is missed or read twice. If this process cannot renew
-its leases for most of a lease's span, it stops its tasks itself before another process may take them over.
+reconnects after the back-off; the next sync starts from the checkpoints, so nothing is missed or read
+twice. If this process cannot renew its leases for most of a lease's span, it stops its tasks itself before
+another process may take them over.
 """
 
 from __future__ import annotations
