@@ -1,8 +1,8 @@
 """What a recorded message changes, in the transaction that records it (docs/inbox.md, "Effects").
 
-- reply: lead `replied` (`interested` when its label is positive); the campaign lead `replied` when the
-  campaign stops on reply (its sequence ends) or had already finished its steps; `stopForCompany` stops
-  the other leads of the same company domain in that campaign; `lead.replied`.
+- reply: lead `replied`, `interested` with a positive label (`thread_labels.status_moves`); the campaign
+  lead `replied` when the campaign stops on reply (its sequence ends) or had already finished its steps;
+  `stopForCompany` stops the other leads of the same company domain in that campaign; `lead.replied`.
 - out of office with a return date: the campaign lead `rescheduled`, its next step due the working day
   after that date (midnight in the lead's zone), never earlier than planned.
 - unsubscribe request, complaint report: exactly the one-click link's unsubscribe (`campaigns/unsubscribe`).
@@ -10,8 +10,9 @@
   counts toward the campaign's bounce threshold, checked once per campaign after the batch, as by the
   sender), `lead.bounced`.
 - soft bounce (not a delay warning): the step is sent again once, 12 hours later.
-- the thread's label (not manual) is put on the lead with its triggers, `lead.labeled`: once per label for
-  the whole batch (`put_labels`, called by the recorder at the end).
+- the thread's label (not manual) does to the lead what a person's label does (`thread_labels`): status,
+  triggers, `lead.labeled`; once per label for the whole batch (`put_labels`, called by the recorder at the
+  end).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from typing import Any, Literal
 from outreach_core.campaigns.schedule import zone
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, inbox_messages, lead_labels, leads, sends
+from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
 from outreach_core.event_data import iso_z
 from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
 from outreach_core.inbox.rules import BounceRecipient, Classification
-from outreach_core.labels.apply import put_label_on
+from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data, status_moves
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
 from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids
@@ -36,7 +37,6 @@ from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_le
 SOFT_BOUNCE_RETRY = send_rules.RETRY_CAP
 """A soft-bounced step is sent again once, this long after the bounce was read."""
 EVENT_TEXT_LIMIT = 4000
-REPLY_FROM = ("active", "replied")  # lead statuses a reply moves on (won, bounced, unsubscribed stay)
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ async def apply_effects(ctx: WorkspaceContext, m: Received) -> None:
     kind = m.verdict.kind
     label = m.known.labels.get(m.label_id) if m.label_id is not None else None
     if kind == "reply":
-        await _replied(ctx, m, positive=label is not None and label[1] == "positive")
+        await _replied(ctx, m, label_type=None if label is None else label[1])
     elif kind == "out_of_office" and m.verdict.return_date is not None:
         await _away(ctx, m, m.verdict.return_date)
     elif kind in ("unsubscribe_request", "complaint"):
@@ -109,11 +109,11 @@ async def _set_campaign_lead(ctx: WorkspaceContext, cl: CampaignLead, **values: 
             setattr(cl, name, values[name])
 
 
-async def _replied(ctx: WorkspaceContext, m: Received, *, positive: bool) -> None:
+async def _replied(ctx: WorkspaceContext, m: Received, *, label_type: str | None) -> None:
     now = ctx.now
     person = m.known.people[m.lead_id]
-    status = "interested" if positive else "replied"
-    if person.status in REPLY_FROM and person.status != status:
+    status = status_moves(label_type, replied=True).get(person.status, person.status)
+    if status != person.status:
         await ctx.conn.execute(
             scoped(ctx, leads).update().where(leads.c.id == m.lead_id).values(status=status, updated_at=now)
         )
@@ -314,28 +314,22 @@ async def check_bounce_rates(ctx: WorkspaceContext, pending: Pending) -> None:
 
 
 async def put_labels(ctx: WorkspaceContext, received: Sequence[Received]) -> None:
-    """Put the labels the batch's messages set on their leads, once per label for the whole batch (the
-    label's triggers run on the leads stamped with the transaction's time: a second call for the same label
-    would run them again for the first call's leads); `lead.labeled` for each lead newly labelled."""
+    """Put the labels the batch's messages set on their leads (`thread_labels.label_thread_leads`, the path a
+    person's label takes too), once per label for the whole batch (the label's triggers run on the leads
+    stamped with the transaction's time: a second call for the same label would run them again for the
+    first call's leads); `lead.labeled` for each lead newly labelled."""
     by_label: dict[str, list[Received]] = {}
     for m in received:
         if m.label_id is not None and m.label_id in m.known.labels:
             by_label.setdefault(m.label_id, []).append(m)
     for label_id, group in by_label.items():
-        row, _ = group[0].known.labels[label_id]
+        row, label_type = group[0].known.labels[label_id]
         ids = sorted({m.lead_id for m in group})
-        lead_ids = scoped(ctx, leads).select(leads.c.id).where(leads.c.id.in_(ids))
-        if not await put_label_on(ctx, row, lead_ids, group[0].label_source, record_events=False):
-            continue
-        newly = set(
-            (
-                await ctx.conn.execute(
-                    scoped(ctx, lead_labels)
-                    .select(lead_labels.c.lead_id)
-                    .where(lead_labels.c.label_id == label_id, lead_labels.c.labeled_at == ctx.now)
-                )
-            ).scalars()
-        )
+        newly = await label_thread_leads(ctx, row, label_type, ids, group[0].label_source)
+        moves = status_moves(label_type)
+        for lead_id in ids:  # what the status moves did to the rows
+            person = group[0].known.people[lead_id]
+            person.status = moves.get(person.status, person.status)
         for m in group:
             if m.lead_id not in newly:
                 continue
@@ -343,5 +337,5 @@ async def put_labels(ctx: WorkspaceContext, received: Sequence[Received]) -> Non
             person = m.known.people[m.lead_id]
             if row.triggers.suppress and person.status in SUPPRESSIBLE_STATUSES:
                 person.status = "suppressed"  # what the trigger did to the row
-            data = await m.data(ctx, label={"id": row.id, "name": row.name}, source=m.label_source)
-            m.pending.events.append(("lead.labeled", data))
+            data = await m.data(ctx)
+            m.pending.events.append(("lead.labeled", labeled_data(data, row, m.label_source)))

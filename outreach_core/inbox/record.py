@@ -209,6 +209,12 @@ def _bounce(p: Prepared, m: Match) -> dict[str, Any] | None:
     }
 
 
+def _hard_bounce(p: Prepared, m: Match) -> bool:
+    """A bounce that says the lead's address cannot receive mail (not a soft bounce, not a delay warning)."""
+    first = failed_recipient(p.verdict, m.lead_email)
+    return first is not None and first.hard and first.action != "delayed"
+
+
 def keeps_label(thread: Mapping[str, Any], label: LabelVerdict, known: Known) -> bool:
     """Whether the thread keeps its label over the new message's (docs/inbox.md, "Labels"): a manual label
     always; a positive or negative one against a message with no label, or a neutral one (auto-reply,
@@ -220,6 +226,30 @@ def keeps_label(thread: Mapping[str, Any], label: LabelVerdict, known: Known) ->
         return False
     new = known.labels.get(label.label_id or "")
     return new is None or new[1] == "neutral"
+
+
+KIND_RANK: dict[str, int] = {
+    "unsubscribe_request": 3,  # the person asked to stop (or complained): nothing after it changes that
+    "reply": 2,  # a person's answer
+    "bounce": 1,  # automatic answers (a hard bounce arriving is an exception: `thread_kind`)
+    "out_of_office": 1,
+    "auto_reply": 1,
+}
+"""The precedence of thread kinds (docs/inbox.md, "Threads and messages"): a new message sets its thread's
+kind only when its own kind ranks at least as high, so an out-of-office after a person's reply leaves the
+thread a `reply`; between kinds of the same rank the later arrival wins."""
+
+
+def thread_kind(
+    current: str, last_at: dt.datetime, new: str, arrived: dt.datetime, *, hard_bounce: bool = False
+) -> str:
+    """The thread's kind once a message of kind `new` that arrived at `arrived` joins a thread of kind
+    `current` whose latest message is from `last_at`. A hard bounce ranks with an unsubscribe request as it
+    arrives (the address cannot receive mail: the conversation is over, as its Bounce label says)."""
+    rank, held = (3 if hard_bounce else KIND_RANK[new]), KIND_RANK.get(current, 0)
+    if rank > held or (rank == held and _utc(arrived) >= _utc(last_at)):
+        return new
+    return current
 
 
 def message_kind(classified: str) -> str:
@@ -280,7 +310,13 @@ async def _record_one(
         pending.threads[conversation] = thread
     else:
         thread.values.update(
-            kind=kind,
+            kind=thread_kind(
+                thread.values["kind"],
+                thread.values["last_message_at"],
+                kind,
+                arrived,
+                hard_bounce=_hard_bounce(p, m),
+            ),
             last_message_at=_later(thread.values["last_message_at"], arrived),
             unread=True,
             message_count=thread.values["message_count"] + 1,
@@ -340,17 +376,41 @@ async def _record_one(
 
 def received_html(markup: str | None) -> str | None:
     """A received HTML body as stored and shown (DESIGN section 7): through nh3's default allow-list (tables
-    and inline formatting kept; scripts, styles, event handlers, `javascript:` links removed)."""
+    and inline formatting kept; scripts, styles, event handlers, `javascript:` links removed), and with
+    **remote content blocked**: an image's `src` is kept only when it is inline (`cid:`, `data:image/...`),
+    so a client rendering the stored HTML never tells the sender when and where it was read (the `img`
+    stays, with its `alt` text). The original is unchanged in the mailbox."""
     if markup is None:
         return None
-    return nh3.clean(_SURROGATES.sub("\ufffd", markup), clean_content_tags={"script", "style"})
+    return nh3.clean(
+        _SURROGATES.sub("\ufffd", markup),
+        clean_content_tags={"script", "style"},
+        url_schemes=nh3.ALLOWED_URL_SCHEMES | INLINE_SCHEMES,
+        attribute_filter=_no_remote_content,
+    )
 
 
+INLINE_SCHEMES = {"cid", "data"}
+"""URL schemes of inline images (RFC 2392 `cid:` parts, RFC 2397 `data:`): kept only as an image's `src`."""
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _no_remote_content(element: str, attribute: str, value: str) -> str | None:
+    """nh3's attribute filter: an `img` keeps `src` only when it is inline; `cid:` and `data:` URLs are
+    dropped anywhere else (as nh3's default schemes do). Other attributes nh3 allows load nothing."""
+    scheme = value.strip().lower()
+    if element == "img" and attribute == "src":
+        return value if scheme.startswith(("cid:", "data:image/")) else None
+    if attribute in ("href", "cite") and scheme.startswith(("cid:", "data:")):
+        return None
+    return value
 
 
 def _later(a: dt.datetime, b: dt.datetime) -> dt.datetime:
     """The later of two instants (naive values are UTC)."""
-    if a.tzinfo is None:
-        a = a.replace(tzinfo=dt.UTC)
-    return max(a, b.astimezone(dt.UTC))
+    return max(_utc(a), _utc(b))
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    """An instant in UTC (a naive value, as SQLite may give one back, is UTC)."""
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)

@@ -36,7 +36,11 @@ class Thread(WireModel):
         description="The mailbox the conversation runs through (null once deleted)."
     )
     subject: str
-    kind: ThreadKind = Field(description="What the latest received message is.")
+    kind: ThreadKind = Field(
+        description="What the conversation is: unsubscribe_request (and a hard bounce as it arrives) "
+        "outranks reply, which outranks the automatic answers (bounce, out_of_office, auto_reply); among "
+        "kinds of one rank the latest counts."
+    )
     label: ThreadLabel | None
     label_source: LabelSource | None = Field(
         description="Who chose the label: `ai`, `rules`, or `manual` (a person; the classifier then never "

@@ -52,9 +52,12 @@ async def sync_mailbox(
     folders: Sequence[InboxFolder],
     *,
     ingest: Ingest = ingest_batch,
+    read: Callable[[Awaitable[dict[str, Checkpoint]]], Awaitable[dict[str, Checkpoint]]] | None = None,
 ) -> int:
-    """Sync `folders` in order (the last one stays open, for IDLE); returns the messages handed over."""
-    saved = await runtime.system_read(checkpoints, mailbox.id)
+    """Sync `folders` in order (the last one stays open, for IDLE); returns the messages handed over. `read`
+    wraps the transaction that reads the checkpoints (the worker makes it wait its turn)."""
+    work = runtime.system_read(checkpoints, mailbox.id)
+    saved = await (work if read is None else read(work))
     handed = 0
     for folder in folders:
         handed += await sync_folder(runtime, session, mailbox, folder, saved.get(folder.name), ingest=ingest)

@@ -17,26 +17,32 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
 from outreach_core.campaigns.sanitize import sanitize_body as sanitize
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import UndecryptableSecret, decrypt
-from outreach_core.db.tables import inbox_messages, leads, mailboxes, threads
+from outreach_core.db.tables import inbox_messages, leads, mailboxes, suppressions, threads
 from outreach_core.endpoint import Outside
 from outreach_core.errors import DeliveryFailed, InvalidInput, InvalidState
 from outreach_core.ids import new_id
 from outreach_core.inbox.schemas import ReplyIn, ReplySent
-from outreach_core.inbox.threads import ledger_rows, message_item, message_rows, thread_row, who_acts
+from outreach_core.inbox.threads import (
+    arrival_order,
+    ledger_rows,
+    message_item,
+    message_rows,
+    thread_row,
+    who_acts,
+)
 from outreach_core.ports import MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
-from outreach_core.targets.suppression import suppressed_emails
 
 MAX_REFERENCES = 20
 """`References` keeps the first Message-ID and the latest ones up to this many (RFC 5322 3.6.4 allows
 trimming; mail clients thread on the first and the last)."""
-NOT_REPLYABLE = ("unsubscribed",)
 _RE = re.compile(r"^\s*(re|aw|sv|antw|réf|ref)\s*:", re.IGNORECASE)
 
 
@@ -113,22 +119,13 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
             .where(leads.c.id == row.lead_id)
         )
     ).one()
-    if lead.status in NOT_REPLYABLE or await suppressed_emails(ctx, [(lead.email, lead.domain)]):
-        raise InvalidState(
-            f"{lead.email} is unsubscribed or suppressed: the service never emails it.",
-            {"leadId": row.lead_id, "status": lead.status},
-        )
-    chain: list[tuple[datetime, str]] = [
-        (s.sent_at or s.created_at, s.message_id) for s in await ledger_rows(ctx, row)
-    ]
-    last_in: tuple[datetime, str] | None = None
-    for m in await message_rows(ctx, id):
-        if m.message_id:
-            chain.append((m.arrived_at, m.message_id))
-            if m.direction == "in" and (last_in is None or m.arrived_at >= last_in[0]):
-                last_in = (m.arrived_at, m.message_id)
-    chain.sort(key=lambda pair: pair[0])
-    in_reply_to, references = threading([m for _, m in chain], last_in[1] if last_in else None)
+    refused = await refusal(ctx, row, lead)
+    if refused is not None:
+        raise refused
+    conversation = arrival_order(await ledger_rows(ctx, row), await message_rows(ctx, id))
+    chain = [item.message_id for _, item in conversation if item.message_id]
+    received = [m.message_id for is_sent, m in conversation if not is_sent and m.direction == "in"]
+    in_reply_to, references = threading(chain, next((m for m in reversed(received) if m), None))
     html, text = reply_body(body.body, box.signature)
     email = Outgoing(
         from_email=box.email,
@@ -150,6 +147,71 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
         password_encrypted=box.password_encrypted,
         email=email,
     )
+
+
+async def refusal(ctx: WorkspaceContext, thread: Any, lead: Any) -> InvalidState | None:
+    """Why the lead may not be emailed, naming the real cause (the sender's rules, `sending/rules.py`): it
+    unsubscribed, it bounced, its address or its domain is on the suppression list (with the entry's
+    reason). None when a reply may go out."""
+    entries = (
+        await ctx.conn.execute(
+            scoped(ctx, suppressions)
+            .select(suppressions.c.value, suppressions.c.reason)
+            .where(suppressions.c.value.in_([lead.email, lead.domain]))
+        )
+    ).all()
+    address = next((e for e in entries if e.value == lead.email), None)
+    domain = next((e for e in entries if e.value != lead.email), None)
+    details: dict[str, Any] = {"leadId": thread.lead_id, "status": lead.status}
+    if lead.status == "unsubscribed" or (address is not None and address.reason == "unsubscribed"):
+        return InvalidState(
+            f"{lead.email} unsubscribed: the service never emails it again.",
+            details | {"cause": "unsubscribed"},
+        )
+    if lead.status == "bounced" or (address is not None and address.reason == "bounced"):
+        bounce = await _last_bounce(ctx, thread.id)
+        why = f" ({bounce})" if bounce else ""
+        return InvalidState(
+            f"Email to {lead.email} bounced{why}: the address cannot receive mail, so the service never "
+            "emails it again.",
+            details | {"cause": "bounced"},
+        )
+    if address is not None:
+        return InvalidState(
+            f"{lead.email} is on the suppression list{_reason(address.reason)}: the service never emails it.",
+            details | {"cause": "suppressed", "reason": address.reason},
+        )
+    if domain is not None:
+        return InvalidState(
+            f"The domain {lead.domain} is on the suppression list{_reason(domain.reason)}: the service never "
+            f"emails {lead.email}.",
+            details | {"cause": "domain_suppressed", "reason": domain.reason},
+        )
+    if lead.status == "suppressed":  # an entry removed meanwhile restores the status; kept as the sender does
+        return InvalidState(
+            f"{lead.email} is suppressed: the service never emails it.", details | {"cause": "suppressed"}
+        )
+    return None
+
+
+def _reason(reason: str | None) -> str:
+    return f" (reason: {reason})" if reason else ""
+
+
+async def _last_bounce(ctx: WorkspaceContext, thread_id: str) -> str | None:
+    """The thread's latest hard bounce as "5.1.1 user unknown", if it holds one."""
+    found = (
+        await ctx.conn.execute(
+            scoped(ctx, inbox_messages)
+            .select(inbox_messages.c.bounce)
+            .where(inbox_messages.c.thread_id == thread_id, inbox_messages.c.kind == "bounce")
+            .order_by(inbox_messages.c.arrived_at.desc(), inbox_messages.c.id.desc())
+        )
+    ).scalars()
+    for bounce in found:
+        if bounce and bounce.get("hard"):
+            return " ".join(str(x) for x in (bounce.get("status"), bounce.get("reason")) if x) or None
+    return None
 
 
 async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> Handed:
@@ -194,7 +256,8 @@ async def reply_to_thread(ctx: WorkspaceContext, id: str, body: ReplyIn, prepare
     subject>` unless `subject` is given and the mailbox's signature below the body. It is recorded in the
     thread (which becomes read) and a copy is stored in the mailbox's Sent folder where the IMAP server
     allows (`sentFolder` says `appended`, or why not). If the SMTP server refuses, the answer is the error
-    `delivery_failed` and nothing is recorded. Leads that unsubscribed or are suppressed are never emailed."""
+    `delivery_failed` and nothing is recorded. A lead that unsubscribed or bounced, or whose address or domain
+    is suppressed, is never emailed: the error `invalid_state` names which (`details.cause`)."""
     email = prepared.plan.email
     row = await thread_row(ctx, id)
     message_id = new_id("msg")

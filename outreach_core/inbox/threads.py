@@ -8,6 +8,8 @@ member may read and change threads (docs/inbox.md#threads); another workspace's 
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func
@@ -36,7 +38,7 @@ from outreach_core.inbox.schemas import (
     ThreadPage,
     UpdateThreadIn,
 )
-from outreach_core.labels.apply import put_label_on
+from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data
 from outreach_core.labels.store import label_row
 from outreach_core.outbox import record_event
 
@@ -133,17 +135,23 @@ async def get_thread(ctx: WorkspaceContext, id: str) -> ThreadDetail:
     (`out`, kind `manual`). Opening does not mark the thread read: use `update_thread` with
     `unread: false`."""
     row = await thread_row(ctx, id)
-    messages = [*await _ledger_messages(ctx, row), *await _inbox_messages(ctx, id)]
-    messages.sort(key=lambda m: (m.at, m.id))
+    sent, received = await ledger_rows(ctx, row), await message_rows(ctx, id)
+    sender = await _mailbox_email(ctx, row.mailbox_id) if sent else ""
+    messages = [
+        _ledger_item(item, sender) if is_sent else message_item(item)
+        for is_sent, item in arrival_order(sent, received)
+    ]
     return ThreadDetail(**thread_item(row).model_dump(), messages=messages)
 
 
 async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) -> Thread:
     """Change a thread's label or its unread flag. `labelId` (a label of the workspace) becomes the
-    thread's label and is also put on the lead, running the label's triggers (and a `lead.labeled`
-    event); `labelId: null` clears the thread's label. A label chosen here is manual: the thread says who
-    chose it, and the automatic classifier never changes it afterwards. Labels already on the lead stay
-    (remove them with `unlabel_leads`). `unread: false` marks the thread read."""
+    thread's label and does what the same label set by the classifier does: a positive label (e.g.
+    Interested) makes the lead `interested`, a negative one takes that back; the label is put on the lead,
+    running its triggers, with a `lead.labeled` event. `labelId: null` clears the thread's label. A label
+    chosen here is manual: the thread says who chose it, and the automatic classifier never changes it
+    afterwards. Labels already on the lead stay (remove them with `unlabel_leads`). `unread: false` marks
+    the thread read."""
     row = await thread_row(ctx, id)
     values: dict[str, Any] = {}
     if "label_id" in body.model_fields_set:
@@ -151,17 +159,21 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         if body.label_id is not None:
             label = await label_row(ctx, body.label_id)
             values |= {"label_id": label.id, "label_source": "manual", "label_reason": f"set by {who}"}
-            lead = scoped(ctx, leads).select(leads.c.id).where(leads.c.id == row.lead_id)
-            if await put_label_on(ctx, label, lead, "manual", record_events=False):
+            label_type = (
+                await ctx.conn.execute(
+                    scoped(ctx, labels).select(labels.c.type).where(labels.c.id == label.id)
+                )
+            ).scalar_one()
+            # what the classifier's label does, by the same code: status, triggers, `lead.labeled`
+            if await label_thread_leads(ctx, label, label_type, [row.lead_id], "manual"):
                 data = await lead_event_data(
                     ctx,
                     row.lead_id,
                     campaign_id=row.campaign_id,
+                    send_id=await _answered(ctx, id),
                     thread_id=id,
-                    label={"id": label.id, "name": label.name},
-                    source="manual",
                 )
-                await record_event(ctx, "lead.labeled", data)
+                await record_event(ctx, "lead.labeled", labeled_data(data, label, "manual"))
         else:
             values |= {"label_id": None, "label_source": "manual", "label_reason": f"cleared by {who}"}
     if body.unread is not None:
@@ -170,6 +182,23 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         await ctx.conn.execute(scoped(ctx, threads).update().where(t.c.id == id).values(**values))
         row = await thread_row(ctx, id)
     return thread_item(row)
+
+
+async def _answered(ctx: WorkspaceContext, thread_id: str) -> str | None:
+    """The campaign email the thread's latest received message answered (for the event's step and variant)."""
+    found = await ctx.conn.execute(
+        scoped(ctx, inbox_messages)
+        .select(inbox_messages.c.send_id)
+        .where(
+            inbox_messages.c.thread_id == thread_id,
+            inbox_messages.c.direction == "in",
+            inbox_messages.c.send_id.is_not(None),
+        )
+        .order_by(inbox_messages.c.arrived_at.desc(), inbox_messages.c.id.desc())
+        .limit(1)
+    )
+    value = found.scalar_one_or_none()
+    return None if value is None else str(value)
 
 
 # --- helpers shared with the reply ---------------------------------------------------------------------
@@ -250,35 +279,62 @@ async def message_rows(ctx: WorkspaceContext, thread_id: str) -> list[Any]:
     )
 
 
-async def _ledger_messages(ctx: WorkspaceContext, row: Any) -> list[ThreadMessage]:
-    sent = await ledger_rows(ctx, row)
-    if not sent:
-        return []
-    sender = ""
-    if row.mailbox_id is not None:
-        found = await ctx.conn.execute(
-            scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == row.mailbox_id)
-        )
-        sender = found.scalar_one_or_none() or ""
-    return [
-        ThreadMessage(
-            id=s.id,
-            direction="out",
-            kind="campaign",
-            from_=sender,
-            to=[s.to_email],
-            subject=s.subject,
-            text=s.body_text,
-            html=s.body_html,
-            at=s.sent_at or s.created_at,
-            send_id=s.id,
-        )
-        for s in sent
-    ]
+def arrival_order(sent: Sequence[Any], received: Sequence[Any]) -> list[tuple[bool, Any]]:
+    """The conversation in the order its messages arrived, `(is a ledger row, row)`; an answer is never
+    listed before what it answers (docs/inbox.md, "Opening a thread").
+
+    Our emails (the ledger's, and replies sent from the thread) count at the instant the SMTP server took
+    them. A received message's INTERNALDATE has whole seconds (the true arrival is up to a second later) and
+    it arrived before the worker recorded it (`created_at`): it counts at the earlier of the two. It never
+    counts before the campaign email it answers (`send_id`: also when the mail server's clock is behind
+    ours), and at the same instant it comes after ours."""
+    answered = {s.id: _utc(s.sent_at or s.created_at) for s in sent}
+    keyed: list[tuple[tuple[dt.datetime, int, dt.datetime, str], bool, Any]] = []
+    for s in sent:
+        at = _utc(s.sent_at or s.created_at)
+        keyed.append(((at, 0, at, s.id), True, s))
+    for m in received:
+        arrived = _utc(m.arrived_at)
+        if m.direction == "in":
+            at = min(arrived + WHOLE_SECOND, _utc(m.created_at))
+            at = max(at, answered.get(m.send_id, at))
+            keyed.append(((at, 1, arrived, m.id), False, m))
+        else:
+            keyed.append(((arrived, 0, arrived, m.id), False, m))
+    keyed.sort(key=lambda k: k[0])
+    return [(is_sent, item) for _, is_sent, item in keyed]
 
 
-async def _inbox_messages(ctx: WorkspaceContext, thread_id: str) -> list[ThreadMessage]:
-    return [message_item(m) for m in await message_rows(ctx, thread_id)]
+WHOLE_SECOND = dt.timedelta(seconds=1) - dt.timedelta(microseconds=1)
+"""How much later than its INTERNALDATE (whole seconds) a received message may have arrived."""
+
+
+def _utc(when: dt.datetime) -> dt.datetime:
+    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+
+
+async def _mailbox_email(ctx: WorkspaceContext, mailbox_id: str | None) -> str:
+    if mailbox_id is None:
+        return ""
+    found = await ctx.conn.execute(
+        scoped(ctx, mailboxes).select(mailboxes.c.email).where(mailboxes.c.id == mailbox_id)
+    )
+    return str(found.scalar_one_or_none() or "")
+
+
+def _ledger_item(s: Any, sender: str) -> ThreadMessage:
+    return ThreadMessage(
+        id=s.id,
+        direction="out",
+        kind="campaign",
+        from_=sender,
+        to=[s.to_email],
+        subject=s.subject,
+        text=s.body_text,
+        html=s.body_html,
+        at=s.sent_at or s.created_at,
+        send_id=s.id,
+    )
 
 
 def message_item(m: Any) -> ThreadMessage:

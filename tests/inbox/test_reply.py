@@ -18,7 +18,7 @@ import tests.mail_servers as mail_servers_module
 from tests.campaigns.helpers import add_lead
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.inbox.imap_box import create_folder, folder_messages
-from tests.inbox.ingest import Sent, fetched, ingest, reply_to, threads_of
+from tests.inbox.ingest import Sent, dsn, fetched, ingest, reply_to, threads_of
 from tests.mail_servers import Dovecot, MailServers
 from tests.sending.helpers import launched_campaign, rows, smtp_mailbox, update_rows
 from workers import sender
@@ -94,6 +94,8 @@ async def conversation(
         "thread": thread,
         "campaign": cid,
         "reply_id": reply_id,
+        "sent": sent,
+        "original": original,
     }
 
 
@@ -243,16 +245,57 @@ async def test_a_refused_hand_off_is_an_error_and_records_nothing(
     assert [m["kind"] for m in thread["messages"]] == ["campaign", "reply"] and thread["unread"] is True
 
 
-async def test_unsubscribed_or_suppressed_leads_are_never_emailed(
+async def test_each_refusal_names_its_real_cause_and_nothing_is_sent(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, mail_servers: MailServers
 ) -> None:
     ws = await make_workspace()
-    c = await conversation(http, ws, mail_servers)
-    add = {"entries": [c["lead_email"]], "reason": "asked"}
+
+    async def refused(c: dict[str, Any]) -> dict[str, Any]:
+        response = await reply(http, ws, c["thread"], {"body": "Sorry to hear."})
+        assert response.status_code == 409, response.text
+        error = response.json()["error"]
+        assert error["code"] == "invalid_state" and error["details"]["leadId"] == c["lead"]
+        assert replies(mail_servers, c["lead_email"]) == []
+        return dict(error)
+
+    # the campaign's email bounced (a hard bounce read from the mailbox): the refusal says so
+    bounced = await conversation(http, ws, mail_servers)
+    rcpt = bounced["lead_email"]
+    report = dsn(
+        bounced["original"], "5.1.1", f"550 5.1.1 <{rcpt}>: Recipient address rejected: User unknown"
+    )
+    assert await ingest(bounced["sent"], fetched(report)) == 1
+    error = await refused(bounced)
+    assert error["message"].startswith(f"Email to {rcpt} bounced (5.1.1 user unknown)"), error
+    assert error["details"]["cause"] == "bounced" and "unsubscribed" not in error["message"]
+
+    # the lead asked to be removed, in its own words
+    gone = await conversation(http, ws, mail_servers)
+    asked = reply_to(gone["original"], "Please remove me from your mailing list.")
+    assert await ingest(gone["sent"], fetched(asked)) == 1
+    error = await refused(gone)
+    assert error["message"] == f"{gone['lead_email']} unsubscribed: the service never emails it again."
+    assert error["details"]["cause"] == "unsubscribed"
+
+    # a person put the address on the suppression list, with a reason
+    listed = await conversation(http, ws, mail_servers)
+    add = {"entries": [listed["lead_email"]], "reason": "asked by phone"}
     assert (await http.post(f"{API}/suppressions", headers=ws.headers, json=add)).status_code == 200
-    response = await reply(http, ws, c["thread"], {"body": "Sorry to hear."})
-    assert response.status_code == 409 and response.json()["error"]["code"] == "invalid_state"
-    assert replies(mail_servers, c["lead_email"]) == []
+    error = await refused(listed)
+    assert error["message"].startswith(
+        f"{listed['lead_email']} is on the suppression list (reason: asked by phone)"
+    )
+    assert error["details"]["cause"] == "suppressed" and error["details"]["reason"] == "asked by phone"
+
+    # the whole domain is suppressed
+    domain = await conversation(http, ws, mail_servers)
+    add = {"entries": ["hopper.example"], "reason": "competitor"}
+    assert (await http.post(f"{API}/suppressions", headers=ws.headers, json=add)).status_code == 200
+    error = await refused(domain)
+    assert error["message"].startswith(
+        "The domain hopper.example is on the suppression list (reason: competitor)"
+    )
+    assert error["details"]["cause"] == "domain_suppressed"
 
 
 async def test_bad_input_and_missing_threads(

@@ -82,6 +82,7 @@ async def seed_message(
     send_id: str | None = None,
     bounce: dict[str, Any] | None = None,
     uid: int | None = None,
+    html: str | None = None,
 ) -> str:
     """A received message (`in`) in the thread, as the pipeline records it; the thread's count and last
     message time follow."""
@@ -104,7 +105,7 @@ async def seed_message(
                     "to_emails": ["box@mail.test"],
                     "subject": subject,
                     "text": text,
-                    "html": None,
+                    "html": html,
                     "bounce": bounce,
                     "send_id": send_id,
                     "source": "rules",

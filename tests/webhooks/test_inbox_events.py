@@ -97,3 +97,77 @@ async def test_ingested_messages_reach_a_webhook_signed(
         "source": "rules",
     }
     assert labeled[emails[2]]["label"]["name"] == "Unsubscribe request"
+
+
+async def test_a_label_set_by_hand_does_what_the_classifiers_label_does(
+    hook_http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    create_hook: CreateHook,
+    make_runtime: MakeRuntime,
+    receiver: Receiver,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    api = "/api/v1"
+    ws = await make_workspace()
+    clock = FixedClock(datetime.now(UTC))
+    ep = receiver.endpoint(now=lambda: clock.now().timestamp())
+    ep.secrets = [(await create_hook(ws, ep.url, ["lead.labeled"]))["secret"]]
+    email = "uma@uma-corp.example"
+    sent = await sent_campaign(hook_http, ws, smtp_servers["starttls"], mail_users, [email])
+    [send] = await rows(ws, "sends", campaign_id=sent.campaign_id)
+    assert (
+        await ingest(sent, fetched(reply_to(sent.received[email], "Sounds good, send me the details."))) == 1
+    )
+    [thread] = await threads_of(ws)
+    assert thread.label_id is None  # no AI configured: the reply is not labelled
+
+    # the workspace's Interested label moves leads to a list (a trigger, as a user sets one)
+    hot = (await hook_http.post(f"{api}/lists", headers=ws.headers, json={"name": "Hot"})).json()["id"]
+    interested = await builtin_id(ws, "interested")
+    moved = await hook_http.patch(
+        f"{api}/labels/{interested}", headers=ws.headers, json={"triggers": {"moveToListId": hot}}
+    )
+    assert moved.status_code == 200, moved.text
+
+    async def status_of_lead() -> str:
+        return str(
+            (await hook_http.get(f"{api}/leads/{sent.leads[email]}", headers=ws.headers)).json()["status"]
+        )
+
+    async def stats() -> dict[str, int]:
+        return dict((await hook_http.get(f"{api}/leads/stats", headers=ws.headers)).json()["status"])
+
+    assert await status_of_lead() == "replied"
+    assert (await stats())["replied"] == 1 and (await stats())["interested"] == 0
+
+    patched = await hook_http.patch(
+        f"{api}/threads/{thread.id}", headers=ws.headers, json={"labelId": interested}
+    )
+    assert patched.status_code == 200 and patched.json()["labelSource"] == "manual"
+    assert await status_of_lead() == "interested"
+    assert (await stats())["interested"] == 1 and (await stats())["replied"] == 0
+    listed = (await hook_http.get(f"{api}/leads", headers=ws.headers, params={"listId": hot})).json()
+    assert [lead["id"] for lead in listed["leads"]] == [sent.leads[email]]
+
+    await run_worker(make_runtime(clock))
+    [labeled] = _bodies(receiver, ep, "lead.labeled")
+    campaign = (await rows(ws, "campaigns", id=sent.campaign_id))[0].name
+    assert labeled["data"] == {  # the classifier's event, with source manual
+        "lead": {"id": sent.leads[email], "email": email, "firstName": None, "lastName": None,
+                 "company": None, "status": "interested"},
+        "campaign": {"id": sent.campaign_id, "name": campaign},
+        "thread": {"id": thread.id, "subject": thread.subject},
+        "step": {"id": send.step_id, "position": 0},
+        "variant": {"id": send.variant_id, "label": "A"},
+        "label": {"id": interested, "name": "Interested"},
+        "source": "manual",
+    }  # fmt: skip
+
+    # the person changes their mind: Not interested takes the interest back, as the classifier's would
+    no = await builtin_id(ws, "not_interested")
+    assert (
+        await hook_http.patch(f"{api}/threads/{thread.id}", headers=ws.headers, json={"labelId": no})
+    ).status_code == 200
+    assert await status_of_lead() == "replied"
+    assert (await stats())["interested"] == 0 and (await stats())["replied"] == 1
