@@ -253,9 +253,9 @@ async def test_remote_content_in_a_received_html_body_is_blocked_inline_images_k
     assert '<a href="https://pixel-corp.example/pricing"' in stored  # a link loads nothing until clicked
 
 
-async def test_migration_0017_blocks_remote_images_in_html_stored_before(tmp_path: Path) -> None:
+async def test_migration_0019_blocks_remote_images_in_html_stored_before(tmp_path: Path) -> None:
     rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32))
-    await migrate(rt.engine, "0016")
+    await migrate(rt.engine, "0018")
     made = await rt.system(init_workspace, email="o@example.com", name="O", workspace="Old", plan="growth")
     ws = WorkspaceHandle(rt, made.apiKey, made.workspaceId, made.userId, made.slug, "owner", "o@example.com")
     box = await seed_mailbox(ws, "box@mail.test")

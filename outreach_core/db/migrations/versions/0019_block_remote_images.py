@@ -1,8 +1,8 @@
 """received HTML already stored: remote images blocked as new messages' are (issue 25.8; docs/inbox.md,
 "Threads and messages"): an `img` keeps its `src` only when it is inline (`cid:`, `data:image/`)
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0019
+Revises: 0018
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import nh3
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0017"
-down_revision = "0016"
+revision = "0019"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
