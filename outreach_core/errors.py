@@ -131,7 +131,7 @@ def invalid_input_from_pydantic(errors: list[Any], *, prefix: str = "") -> Inval
     """Turn pydantic's error list into `invalid_input` with dotted field paths (values are not echoed)."""
     fields = []
     for err in errors:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query")]
+        loc = [str(p) for p in err.get("loc", ())]  # a field may be called `body` (a variant's, a reply's)
         path = ".".join(([prefix] if prefix else []) + loc) or "(root)"
         fields.append({"path": path, "message": str(err.get("msg", "invalid"))})
     summary = "; ".join(f"{f['path']}: {f['message']}" for f in fields[:5])

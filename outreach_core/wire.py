@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import UnionType
-from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -26,7 +26,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 
 def _iso_z(value: datetime) -> str:
@@ -141,6 +141,44 @@ after the length limits, so they keep their own messages:
 NAME = _TextRule(NAME_PATTERN, _name_problem)
 """For names people give things (API keys, lists, labels, campaigns, workspaces, members): `SINGLE_LINE`
 and not blank. `Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]`."""
+
+
+NULL_MESSAGE = "must not be null: leave the field out to keep its value"
+
+
+@dataclass(frozen=True)
+class _NotNull:
+    """Marks an optional field that may be left out but never sent as null (see `Omittable`)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def refuse_null(value: Any) -> Any:
+            if value is None:
+                raise PydanticCustomError("not_null", NULL_MESSAGE)
+            return value
+
+        # Checked before the (nullable) type itself: errors keep the plain field path (`smtp.host`).
+        return core_schema.no_info_before_validator_function(refuse_null, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        branches = generated.get("anyOf")
+        if isinstance(branches, list) and {"type": "null"} in branches:
+            kept = [b for b in branches if b != {"type": "null"}]
+            rest = {k: v for k, v in generated.items() if k != "anyOf"}
+            return {**kept[0], **rest} if len(kept) == 1 else {**rest, "anyOf": kept}
+        return generated
+
+
+_T = TypeVar("_T")
+
+Omittable = Annotated[_T | None, _NotNull()]
+"""An optional field that may be left out (Python sees None) but never sent as `null`: the API's one rule
+for explicit nulls (docs/api.md, "Absent and null"). `null` is accepted only where it means something (no
+value, or clear the stored one), and there the field is typed `X | None` and the document shows it as
+nullable; everywhere else the field is `Omittable[X] = None`, the document shows it as not nullable, and
+`null` is refused with 422 naming the field. `wait_days: Omittable[WaitDays] = None`."""
 
 
 FROM_STRINGS = "from_strings"

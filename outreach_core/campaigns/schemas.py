@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, Timestamp, WireModel
+from outreach_core.wire import NAME, Omittable, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
 CAMPAIGN_STATUSES: tuple[str, ...] = CampaignStatus.__args__  # type: ignore[attr-defined]
@@ -150,49 +150,43 @@ class CreatedId(WireModel):
 
 
 class UpdateCampaignIn(WireModel):
-    name: CampaignName | None = None
-    mailbox_ids: Annotated[list[Id], Field(max_length=1000)] | None = Field(
+    name: Omittable[CampaignName] = None
+    mailbox_ids: Omittable[Annotated[list[Id], Field(max_length=1000)]] = Field(
         default=None, description="Replaces the campaign's mailboxes."
     )
-    timezone_fallback: Timezone | None = None
-    window_start: Minutes | None = None
-    window_end: Minutes | None = None
-    days: Annotated[int, Field(ge=1, le=127)] | None = None
-    daily_cap: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    bounce_threshold: Annotated[float, Field(ge=0, le=100)] | None = None
-    esp_matching: bool | None = None
-    stop_on_reply: bool | None = None
-    track_clicks: bool | None = None
-    track_opens: bool | None = None
-    start_on: DateText | None = None
-    end_on: DateText | None = None
-    stop_for_company: bool | None = None
-    skip_risky: bool | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nulls_for_required(cls, data: Any) -> Any:
-        nullable = {"dailyCap", "bounceThreshold", "startOn", "endOn"}
-        if isinstance(data, dict):
-            for key, value in data.items():
-                if value is None and key not in nullable:
-                    raise ValueError(f"{key} cannot be null")
-        return data
+    timezone_fallback: Omittable[Timezone] = None
+    window_start: Omittable[Minutes] = None
+    window_end: Omittable[Minutes] = None
+    days: Omittable[Annotated[int, Field(ge=1, le=127)]] = None
+    daily_cap: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        default=None, description="First emails a day for the campaign; null = mailbox limits only."
+    )
+    bounce_threshold: Annotated[float, Field(ge=0, le=100)] | None = Field(
+        default=None, description="Percent; null = the workspace default."
+    )
+    esp_matching: Omittable[bool] = None
+    stop_on_reply: Omittable[bool] = None
+    track_clicks: Omittable[bool] = None
+    track_opens: Omittable[bool] = None
+    start_on: DateText | None = Field(default=None, description="null = from the launch.")
+    end_on: DateText | None = Field(default=None, description="null = no end date.")
+    stop_for_company: Omittable[bool] = None
+    skip_risky: Omittable[bool] = None
 
 
 # --- sequence --------------------------------------------------------------------------------------------
 
 
 class StepPatch(WireModel):
-    wait_days: WaitDays | None = None
-    same_thread: bool | None = None
+    wait_days: Omittable[WaitDays] = None
+    same_thread: Omittable[bool] = None
 
 
 class VariantPatch(WireModel):
-    subject: Subject | None = None
-    body: Body | None = None
-    weight: Weight | None = None
-    active: bool | None = None
+    subject: Omittable[Subject] = None
+    body: Omittable[Body] = None
+    weight: Omittable[Weight] = None
+    active: Omittable[bool] = None
 
 
 class SavedVariant(WireModel):
@@ -242,8 +236,8 @@ class SequenceIn(WireModel):
 
 
 class AddCampaignLeadsIn(WireModel):
-    list_ids: Annotated[list[Id], Field(max_length=100)] | None = None
-    lead_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
+    list_ids: Omittable[Annotated[list[Id], Field(max_length=100)]] = None
+    lead_ids: Omittable[Annotated[list[Id], Field(max_length=10_000)]] = None
     all_leads: bool = Field(default=False, description="Every lead in the workspace.")
 
     @model_validator(mode="after")

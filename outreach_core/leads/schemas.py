@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.targets.schemas import CountrySource, Esp, Id, LeadFilter, LeadStatus, VerifyStatus
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import Omittable, Timestamp, WireModel
 
 CustomValue = str | int | float | bool | None
 CustomKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -89,8 +89,8 @@ class CreateLeadIn(LeadFields):
 
 
 class UpdateLeadIn(LeadFields):
-    custom: Custom | None = None
-    status: LeadStatus | None = None
+    custom: Custom | None = Field(default=None, description="Replaces the whole object; null empties it.")
+    status: Omittable[LeadStatus] = None
 
 
 class MarkWonIn(WireModel):

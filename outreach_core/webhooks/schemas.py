@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field
 
 from outreach_core.outbox import EventKind
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import Omittable, Timestamp, WireModel
 
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 MAX_DESCRIPTION = 500
@@ -70,13 +70,13 @@ class WebhookCreated(WireModel):
 
 
 class UpdateWebhookIn(WireModel):
-    url: Url | None = Field(default=None, description="null keeps it.")
+    url: Omittable[Url] = None
     description: Description | None = Field(default=None, description="null clears it.")
-    events: EventKinds | None = Field(default=None, description="Replaces the list; null keeps it.")
-    enabled: bool | None = Field(
+    events: Omittable[EventKinds] = Field(default=None, description="Replaces the list.")
+    enabled: Omittable[bool] = Field(
         default=None,
         description="true turns the endpoint on again and clears its failure count; false turns it off "
-        "(its pending deliveries fail, and can be redelivered once it is on); null keeps it.",
+        "(its pending deliveries fail, and can be redelivered once it is on).",
     )
 
 
