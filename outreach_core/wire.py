@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import UnionType
@@ -27,6 +27,8 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+from outreach_core.geo import iso_names, valid_zones
 
 
 def _iso_z(value: datetime) -> str:
@@ -181,6 +183,69 @@ nullable; everywhere else the field is `Omittable[X] = None`, the document shows
 `null` is refused with 422 naming the field. `wait_days: Omittable[WaitDays] = None`."""
 
 
+@dataclass(frozen=True)
+class SchemaPattern:
+    """States in the JSON schema (input only) a rule that the operation checks itself, as a regular
+    expression: every value matching it is accepted (the server may accept more, such as the spellings a
+    normaliser corrects, which the field's description names). Generated clients and fuzzers then build
+    values the API takes. The model does not check it: the operation's own check decides."""
+
+    pattern: str
+    also: tuple[str, ...] = ()
+    """More patterns the value matches as well (`allOf`), e.g. a length limit on one part of it."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        if handler.mode == "validation":
+            generated["pattern"] = self.pattern
+            generated.pop("not", None)  # the "no NUL" rule: a stated pattern admits none
+            if self.also:
+                generated.setdefault("allOf", []).extend({"pattern": p} for p in self.also)
+        return generated
+
+
+NAMED_PATTERNS: dict[str, Callable[[], str]] = {}
+"""Rules too long to repeat in every MCP tool schema (every IANA zone name, every top-level domain): the
+models' JSON schemas show them as a `format` name; the OpenAPI document (`http_api/openapi.py`) replaces the
+name with the pattern made by this function."""
+
+
+@dataclass(frozen=True)
+class NamedPattern:
+    """Like `SchemaPattern` for a long pattern: `format: <name>` in the JSON schema, the pattern made by
+    `make` in the OpenAPI document (registered in `NAMED_PATTERNS`)."""
+
+    name: str
+    make: Callable[[], str]
+
+    def __post_init__(self) -> None:
+        NAMED_PATTERNS.setdefault(self.name, self.make)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        if handler.mode == "validation":
+            generated["format"] = self.name
+        return generated
+
+
+def one_of_pattern(values: Iterable[str]) -> str:
+    """A pattern matching exactly these strings (letters, digits and `/_-+.` in them), in the dialect shared
+    by ECMA-262 (JSON Schema) and Python."""
+    escaped = sorted(v.replace(".", "\\.").replace("+", "\\+") for v in values)
+    return "^(?:" + "|".join(escaped) + ")$"
+
+
+TIME_ZONE = NamedPattern("iana-time-zone", lambda: one_of_pattern(valid_zones()))
+"""Every IANA zone name this server knows, as the OpenAPI document lists them."""
+
+COUNTRY_CODE = NamedPattern("iso-country-code", lambda: one_of_pattern(iso_names()))
+"""Every ISO 3166-1 alpha-2 code, as the OpenAPI document lists them."""
+
+
 FROM_STRINGS = "from_strings"
 """Validation context flag for input that arrives as text (query strings), where "true" means true."""
 
@@ -281,8 +346,8 @@ class WireModel(BaseModel):
 class ExactlyOne(WireModel):
     """An object that must carry exactly one of its (optional) fields, none of them null.
 
-    Subclasses declare fields as `X | SkipJsonSchema[None] = None`, so the JSON schema shows them as
-    non-nullable with `minProperties`/`maxProperties` 1: the document and the server agree."""
+    Subclasses declare fields as `Omittable[X] = None`, so the JSON schema shows them as non-nullable with
+    `minProperties`/`maxProperties` 1: the document and the server agree."""
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
 

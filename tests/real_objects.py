@@ -52,7 +52,9 @@ async def make_real_objects(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Rea
 
     ids["lists"] = (await post("/lists", {"name": f"List {tag}"}))["id"]
     ids["labels"] = (await post("/labels", {"name": f"Label {tag}"}))["id"]
-    lead = await post("/leads", {"email": f"ada-{tag}@example.com", "firstName": "Ada", "listId": ids["lists"]})
+    lead = await post(
+        "/leads", {"email": f"ada-{tag}@example.com", "firstName": "Ada", "listId": ids["lists"]}
+    )
     ids["leads"] = lead["id"]
     await post("/leads/labels/add", {"labelId": ids["labels"], "target": {"ids": [ids["leads"]]}})
     imported = await post("/leads/import", {"rows": [{"email": f"bob-{tag}@example.com"}], "final": True})

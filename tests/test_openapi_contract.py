@@ -1,105 +1,69 @@
-"""Schemathesis runs every operation of the served OpenAPI document, with positive and negative data, and
-finds no 500 and no response that contradicts the document."""
+"""Schemathesis fuzzes every operation of the served OpenAPI document, with positive and negative data, on
+real objects and on ids that do not exist, and finds no 500, no status the document does not list and no
+response that contradicts the document; and the API accepts the requests the document calls valid.
+
+This is a test of the suite rather than a separate step of `.ci/run`: it needs what the suite's fixtures
+start (the migrated database of the engine under test, the DNS server, a served app with the rate limit
+raised), so it runs on SQLite and on PostgreSQL with the rest, and `make test` runs it locally as CI does.
+
+The server is the whole composed app behind a real uvicorn on loopback, as `outreach serve` runs it, fed
+the document it serves itself (`/api/v1/openapi.json`), with a real API key of a workspace that has one of
+everything a path can name (`tests/real_objects.py`): most cases call the operation on those objects, the
+rest on the ids schemathesis generates. Generation is seeded (`derandomize`): the same cases on every run;
+`OUTREACH_FUZZ_SEED=<n>` explores others, `OUTREACH_FUZZ_EXAMPLES=<n>` changes how many per operation.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
-from collections.abc import Iterator
+import os
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 import schemathesis
-import uvicorn
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, seed, settings
+from hypothesis import strategies as st
 from schemathesis import GenerationMode
-from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    positive_data_acceptance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from outreach_app.adapters import MailLoginClient
 from outreach_app.asgi import build_app
-from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
-from outreach_core.workspace.setup import init_workspace
-from tests.conftest import free_port, served_ports
+from tests.conftest import MakeWorkspace, free_port, served_ports, serving
 from tests.dns_server import DnsServer
+from tests.real_objects import make_real_objects, path_values
 
-
-def _owner_key(test_settings: Settings) -> str:
-    async def make() -> str:
-        rt = Runtime(test_settings)
-        try:
-            result = await rt.system(
-                init_workspace,
-                email="fuzz@example.com",
-                name="Fuzz",
-                workspace="Fuzz",
-                slug="fuzz",
-                plan="growth",
-            )
-            return result.apiKey
-        finally:
-            await rt.dispose()
-
-    return asyncio.run(make())
-
-
-def _ports(settings: Settings, dns_server: DnsServer) -> Ports:
-    """Real adapters as in production: mail logins refuse loopback and private hosts (generated hosts such
-    as "0" or "localhost" must not reach the test machine's own ports), with a short timeout."""
-    return served_ports(settings, dns_server, mail=MailLoginClient(timeout_s=2.0, allow_private=False))
+EXAMPLES = int(os.environ.get("OUTREACH_FUZZ_EXAMPLES", "25"))
+SEED = os.environ.get("OUTREACH_FUZZ_SEED")
+CHECKS = [not_a_server_error, status_code_conformance, response_schema_conformance]
 
 
 @pytest.fixture(scope="module")
-def fuzz_target(settings: Settings, runtime: Any, dns_server: DnsServer) -> Iterator[tuple[str, str]]:
-    """The whole composed app behind a real uvicorn server, in its own thread and event loop (the fuzzer's
-    HTTP calls are blocking, so it cannot share the test loop)."""
-    key = _owner_key(settings)
+async def fuzz_server(runtime: Runtime, dns_server: DnsServer) -> AsyncIterator[str]:
+    """The app on its own port, sharing the session's database. Its mail logins refuse loopback and private
+    hosts (generated hosts such as "0" or "localhost" must not reach this machine's ports), with a short
+    timeout; the rate limit is the session's, raised far above what the fuzzer sends."""
     port = free_port()
-    app_settings = settings.model_copy(update={"public_url": f"http://127.0.0.1:{port}"})
-    server = uvicorn.Server(
-        uvicorn.Config(
-            build_app(Runtime(app_settings, ports=_ports(app_settings, dns_server))),
-            host="127.0.0.1",
-            port=port,
-            log_config=None,
-            access_log=False,
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    yield app_settings.public_url, key
-    server.should_exit = True
-    thread.join(timeout=10)
+    base = f"http://127.0.0.1:{port}"
+    app_settings = runtime.settings.model_copy(update={"public_url": base})
+    assert app_settings.rate_limit_per_minute >= 1_000_000 and app_settings.rate_limit_burst >= 1_000_000
+    ports = served_ports(app_settings, dns_server, mail=MailLoginClient(timeout_s=2.0, allow_private=False))
+    app = build_app(Runtime(app_settings, engine=runtime.engine, ports=ports), flush_usage=False)
+    async with serving(app, port) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
-def fuzz_schema(fuzz_target: tuple[str, str]) -> Any:
-    url, _ = fuzz_target
-    return schemathesis.openapi.from_url(f"{url}/api/v1/openapi.json")
-
-
-SEMANTIC_VALIDATION = {
-    "POST /leads",
-    "PATCH /leads/{id}",
-    "PATCH /campaigns/{id}",
-    "PUT /campaigns/{id}/sequence",
-    "POST /campaigns/{id}/leads",
-    "PATCH /mailboxes/{id}",
-    "POST /webhooks",
-    "PATCH /webhooks/{id}",
-}
-"""Operations that refuse some schema-valid input by meaning, with 422: an address that is not a usable
-email (the schema cannot express the normaliser's rules), a country that is not recognised, a time zone
-that is not an IANA name, a date that is not on the calendar, a window that ends before it starts, a step
-without an active variant, an add-leads request that names no leads, mailbox limits with minGapS above
-maxGapS (JSON Schema cannot compare two fields), a webhook URL that is not https or points at a private
-address (which depends on the server's OUTREACH_ALLOW_PRIVATE_URLS). Every other check still applies."""
+async def fuzz_schema(fuzz_server: str) -> Any:
+    # schemathesis fetches with a blocking client: from a thread, so that this loop keeps serving it
+    return await asyncio.to_thread(schemathesis.openapi.from_url, f"{fuzz_server}/api/v1/openapi.json")
 
 
 def _cases() -> list[Any]:
@@ -116,20 +80,37 @@ def _cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("label", "mode"), _cases())
-def test_operation_honours_the_document(
-    label: str, mode: GenerationMode, fuzz_schema: Any, fuzz_target: tuple[str, str]
+async def test_operation_honours_the_document(
+    label: str,
+    mode: GenerationMode,
+    fuzz_server: str,
+    fuzz_schema: Any,
+    make_workspace: MakeWorkspace,
 ) -> None:
-    _, key = fuzz_target
     operation = fuzz_schema.find_operation_by_label(label)
     assert operation is not None, f"{label} is missing from the OpenAPI document"
+    ws = await make_workspace()
+    async with httpx.AsyncClient(base_url=fuzz_server, timeout=30) as http:
+        objects = await make_real_objects(http, ws)
+    real = path_values(operation.path, objects)
+    checks = CHECKS + ([positive_data_acceptance] if mode is GenerationMode.POSITIVE else [])
+    headers = {"Authorization": f"Bearer {ws.api_key}"}
 
-    excluded = [positive_data_acceptance] if label in SEMANTIC_VALIDATION else []
-
-    @given(operation.as_strategy(generation_mode=mode))
-    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    def run(case: schemathesis.Case) -> None:
+    @given(case=operation.as_strategy(generation_mode=mode), on_real_objects=st.booleans())
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=SEED is None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: schemathesis.Case, on_real_objects: bool) -> None:
         # An empty list is sent as no parameter at all: such a "negative" case cannot be sent as generated.
         assume(all(value != [] for value in (case.query or {}).values()))
-        case.call_and_validate(headers={"Authorization": f"Bearer {key}"}, excluded_checks=excluded)
+        if on_real_objects and real:
+            case.path_parameters = {**case.path_parameters, **real}
+        case.call_and_validate(base_url=f"{fuzz_server}/api/v1", headers=headers, checks=checks)
 
-    run()
+    if SEED is not None:
+        run = seed(int(SEED))(run)
+    await asyncio.to_thread(run)

@@ -90,14 +90,11 @@ async def delete_step(ctx: WorkspaceContext, id: str, stepId: str) -> Campaign:
 
 
 async def move_step(ctx: WorkspaceContext, id: str, stepId: str, body: MoveStepIn) -> Campaign:
-    """Move a step to position `to` (0 = first email). Only while the campaign is a draft or paused."""
+    """Move a step to position `to` (0 = first email; a position past the last step moves it to the end).
+    Only while the campaign is a draft or paused."""
     await _editable(ctx, id, "move a step")
     steps = await load_steps(ctx, id)
     await _step(ctx, id, stepId)
-    if body.to >= len(steps):
-        raise InvalidInput.field(
-            "to", f"must be between 0 and {len(steps) - 1} (the campaign has {len(steps)})"
-        )
     order = [s.id for s in steps if s.id != stepId]
     order.insert(body.to, stepId)
     await _renumber_steps(ctx, order)

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, SecretStr, StringConstraints, model_validator
 
-from outreach_core.wire import SINGLE_LINE, EmailAddress, Omittable, Timestamp, WireModel
+from outreach_core.wire import SINGLE_LINE, TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
 Status = Literal["active", "paused", "error", "quarantined"]
@@ -100,14 +100,14 @@ class ImportMailboxesIn(WireModel):
 
 
 class LimitsIn(WireModel):
-    """All five together; minGapS must not exceed maxGapS."""
+    """All six together; minGapS must not exceed maxGapS."""
 
     daily_limit: DailyLimit
     ramp_enabled: bool
     ramp_start: int = Field(ge=1, le=500)
     ramp_increment: int = Field(ge=1, le=100)
     min_gap_s: int = Field(ge=30, le=3600)
-    max_gap_s: int = Field(ge=30, le=7200)
+    max_gap_s: int = Field(ge=30, le=7200, description="Not less than minGapS.")
 
     @model_validator(mode="after")
     def _gaps(self) -> Self:
@@ -129,8 +129,10 @@ class CredentialsIn(WireModel):
 class UpdateMailboxIn(WireModel):
     display_name: DisplayName | None = None
     signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
-    timezone: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=64)]] = Field(
-        default=None, description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits."
+    timezone: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=64), TIME_ZONE]] = Field(
+        default=None,
+        description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits. Case is corrected, "
+        "and common abbreviations (EST) and whole-hour offsets (UTC+2) are accepted too.",
     )
     status: Omittable[Literal["active", "paused"]] = None
     limits: Omittable[LimitsIn] = None
