@@ -59,6 +59,12 @@ class NotFound(OutreachError):
     def __init__(self, what: str, ident: str | None = None):
         super().__init__(f"{what} not found", {"id": ident} if ident is not None else {})
 
+    def at(self, path: str) -> NotFound:
+        """The same error, saying where in the body the id was given (`details.path`)."""
+        self.details["path"] = path
+        self.message += f" ({path}; leave the id out for a new one)" if path.endswith(".id") else f" ({path})"
+        return self
+
 
 class MethodNotAllowed(OutreachError):
     status = 405

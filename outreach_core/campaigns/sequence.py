@@ -214,8 +214,9 @@ async def set_sequence(ctx: WorkspaceContext, id: str, body: SequenceIn) -> Camp
 def _kept(given: str | None, existing: set[str], seen: set[str], path: str, prefix: str) -> str:
     if given is None:
         return new_id(prefix)
-    if given not in existing:
-        raise InvalidInput.field(path, "not a step or variant of this campaign; leave it out for a new one")
+    if given not in existing:  # like any id the workspace does not have: 404, naming where it was given
+        kind = "step" if prefix == "stp" else "variant"
+        raise NotFound(f"{kind} of this campaign", given).at(path)
     if given in seen:
         raise InvalidInput.field(path, "this id is used twice")
     seen.add(given)

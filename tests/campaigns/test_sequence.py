@@ -204,7 +204,8 @@ async def test_set_sequence_replaces_everything_and_keeps_given_ids(
     foreign_step = (await ok(http, ws, "GET", f"/campaigns/{other}"))["steps"][0]["id"]
     bad = {"steps": [{"id": foreign_step, "variants": [{"subject": "x", "body": "y"}]}]}
     status, answer = await call(http, ws, "PUT", f"/campaigns/{cid}/sequence", bad)
-    assert status == 422 and answer["error"]["details"]["fields"][0]["path"] == "steps.0.id"
+    assert status == 404 and answer["error"]["code"] == "not_found"
+    assert answer["error"]["details"] == {"id": foreign_step, "path": "steps.0.id"}
     twice = {
         "steps": [{"id": first["id"], "variants": [{"body": "x"}]}, {"id": first["id"], "variants": [{}]}]
     }
