@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
@@ -24,6 +25,7 @@ _PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2
 _LABEL = "[a-z0-9]{1,30}(?:-[a-z0-9]{1,30})?"
 
 
+@functools.cache
 def _public_https_url() -> str:
     """https, a host name under a top-level domain of the public suffix list (ICANN section) that registers
     names directly (`example.com`; not `*.bd`), an optional port, and a path, query or fragment of visible
