@@ -145,7 +145,7 @@ NAME = _TextRule(NAME_PATTERN, _name_problem)
 and not blank. `Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]`."""
 
 
-NULL_MESSAGE = "must not be null: leave the field out to keep its value"
+NULL_MESSAGE = "must not be null: leave the field out instead"
 
 
 @dataclass(frozen=True)
