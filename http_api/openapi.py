@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
 from outreach_core.endpoint import AnyEndpoint
+from outreach_core.wire import NAMED_PATTERNS
 
 OPENAPI_VERSION = "3.1.0"
 API_PREFIX = "/api/v1"
@@ -216,6 +217,7 @@ def build_openapi(
     _title_by_component_name(components)
     _alternatives_under_all_of(components)
     _drop_impossible_defaults(components, paths)
+    _state_named_patterns(components, paths)
 
     tags: list[str] = []
     for ep in endpoints:
@@ -412,6 +414,30 @@ def _drop_impossible_defaults(components: dict[str, Any], paths: dict[str, Any])
         if isinstance(node, dict):
             if "default" in node and node["default"] is None and not _admits_null(node, components):
                 del node["default"]
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(components)
+    visit(paths)
+
+
+def _state_named_patterns(components: dict[str, Any], paths: dict[str, Any]) -> None:
+    """Replace each `format` naming a long rule (`outreach_core.wire.NamedPattern`: every IANA zone, every
+    top-level domain) by the rule itself, as a `pattern`. MCP tool schemas keep the short name."""
+    made: dict[str, str] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            name = node.get("format")
+            if isinstance(name, str) and name in NAMED_PATTERNS:
+                if name not in made:
+                    made[name] = NAMED_PATTERNS[name]()
+                del node["format"]
+                node["pattern"] = made[name]
+                node.pop("not", None)  # the "no NUL" rule: the named pattern admits none
             for value in node.values():
                 visit(value)
         elif isinstance(node, list):

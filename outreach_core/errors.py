@@ -67,6 +67,12 @@ class NotFound(OutreachError):
     def __init__(self, what: str, ident: str | None = None):
         super().__init__(f"{what} not found", {"id": ident} if ident is not None else {})
 
+    def at(self, path: str) -> NotFound:
+        """The same error, saying where in the body the id was given (`details.path`)."""
+        self.details["path"] = path
+        self.message += f" ({path}; leave the id out for a new one)" if path.endswith(".id") else f" ({path})"
+        return self
+
 
 class MethodNotAllowed(OutreachError):
     status = 405
@@ -161,7 +167,7 @@ def invalid_input_from_pydantic(errors: list[Any], *, prefix: str = "") -> Inval
     """Turn pydantic's error list into `invalid_input` with dotted field paths (values are not echoed)."""
     fields = []
     for err in errors:
-        loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query")]
+        loc = [str(p) for p in err.get("loc", ())]  # a field may be called `body` (a variant's, a reply's)
         path = ".".join(([prefix] if prefix else []) + loc) or "(root)"
         fields.append({"path": path, "message": str(err.get("msg", "invalid"))})
     summary = "; ".join(f"{f['path']}: {f['message']}" for f in fields[:5])

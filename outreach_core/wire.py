@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import UnionType
-from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -26,7 +26,9 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema, core_schema
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+from outreach_core.geo import iso_names, valid_zones
 
 
 def _iso_z(value: datetime) -> str:
@@ -143,6 +145,107 @@ NAME = _TextRule(NAME_PATTERN, _name_problem)
 and not blank. `Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]`."""
 
 
+NULL_MESSAGE = "must not be null: leave the field out instead"
+
+
+@dataclass(frozen=True)
+class _NotNull:
+    """Marks an optional field that may be left out but never sent as null (see `Omittable`)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        def refuse_null(value: Any) -> Any:
+            if value is None:
+                raise PydanticCustomError("not_null", NULL_MESSAGE)
+            return value
+
+        # Checked before the (nullable) type itself: errors keep the plain field path (`smtp.host`).
+        return core_schema.no_info_before_validator_function(refuse_null, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        branches = generated.get("anyOf")
+        if isinstance(branches, list) and {"type": "null"} in branches:
+            kept = [b for b in branches if b != {"type": "null"}]
+            rest = {k: v for k, v in generated.items() if k != "anyOf"}
+            return {**kept[0], **rest} if len(kept) == 1 else {**rest, "anyOf": kept}
+        return generated
+
+
+_T = TypeVar("_T")
+
+Omittable = Annotated[_T | None, _NotNull()]
+"""An optional field that may be left out (Python sees None) but never sent as `null`: the API's one rule
+for explicit nulls (docs/api.md, "Absent and null"). `null` is accepted only where it means something (no
+value, or clear the stored one), and there the field is typed `X | None` and the document shows it as
+nullable; everywhere else the field is `Omittable[X] = None`, the document shows it as not nullable, and
+`null` is refused with 422 naming the field. `wait_days: Omittable[WaitDays] = None`."""
+
+
+@dataclass(frozen=True)
+class SchemaPattern:
+    """States in the JSON schema (input only) a rule that the operation checks itself, as a regular
+    expression: every value matching it is accepted (the server may accept more, such as the spellings a
+    normaliser corrects, which the field's description names). Generated clients and fuzzers then build
+    values the API takes. The model does not check it: the operation's own check decides."""
+
+    pattern: str
+    also: tuple[str, ...] = ()
+    """More patterns the value matches as well (`allOf`), e.g. a length limit on one part of it."""
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        if handler.mode == "validation":
+            generated["pattern"] = self.pattern
+            generated.pop("not", None)  # the "no NUL" rule: a stated pattern admits none
+            if self.also:
+                generated.setdefault("allOf", []).extend({"pattern": p} for p in self.also)
+        return generated
+
+
+NAMED_PATTERNS: dict[str, Callable[[], str]] = {}
+"""Rules too long to repeat in every MCP tool schema (every IANA zone name, every top-level domain): the
+models' JSON schemas show them as a `format` name; the OpenAPI document (`http_api/openapi.py`) replaces the
+name with the pattern made by this function."""
+
+
+@dataclass(frozen=True)
+class NamedPattern:
+    """Like `SchemaPattern` for a long pattern: `format: <name>` in the JSON schema, the pattern made by
+    `make` in the OpenAPI document (registered in `NAMED_PATTERNS`)."""
+
+    name: str
+    make: Callable[[], str]
+
+    def __post_init__(self) -> None:
+        NAMED_PATTERNS.setdefault(self.name, self.make)
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        generated = handler(schema)
+        if handler.mode == "validation":
+            generated["format"] = self.name
+        return generated
+
+
+def one_of_pattern(values: Iterable[str]) -> str:
+    """A pattern matching exactly these strings (letters, digits and `/_-+.` in them), in the dialect shared
+    by ECMA-262 (JSON Schema) and Python."""
+    escaped = sorted(v.replace(".", "\\.").replace("+", "\\+") for v in values)
+    return "^(?:" + "|".join(escaped) + ")$"
+
+
+TIME_ZONE = NamedPattern("iana-time-zone", lambda: one_of_pattern(valid_zones()))
+"""Every IANA zone name this server knows, as the OpenAPI document lists them."""
+
+COUNTRY_CODE = NamedPattern("iso-country-code", lambda: one_of_pattern(iso_names()))
+"""Every ISO 3166-1 alpha-2 code, as the OpenAPI document lists them."""
+
+
 FROM_STRINGS = "from_strings"
 """Validation context flag for input that arrives as text (query strings), where "true" means true."""
 
@@ -243,8 +346,8 @@ class WireModel(BaseModel):
 class ExactlyOne(WireModel):
     """An object that must carry exactly one of its (optional) fields, none of them null.
 
-    Subclasses declare fields as `X | SkipJsonSchema[None] = None`, so the JSON schema shows them as
-    non-nullable with `minProperties`/`maxProperties` 1: the document and the server agree."""
+    Subclasses declare fields as `Omittable[X] = None`, so the JSON schema shows them as non-nullable with
+    `minProperties`/`maxProperties` 1: the document and the server agree."""
 
     model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
 

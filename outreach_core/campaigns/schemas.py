@@ -6,10 +6,10 @@ import datetime as dt
 from typing import Annotated, Any, Literal, Self, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, Timestamp, WireModel
+from outreach_core.wire import NAME, TIME_ZONE, Omittable, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
 CAMPAIGN_STATUSES: tuple[str, ...] = get_args(CampaignStatus)
@@ -43,18 +43,37 @@ def _iana(value: str) -> str:
     return value
 
 
+_YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+DATE_PATTERN = (
+    f"^(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    f"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)$"
+)
+"""A calendar date `YYYY-MM-DD` (years 0001-9999, leap days included): exactly the dates
+`datetime.date.fromisoformat` takes in that form, as a pattern the document states and the model checks."""
+
+
 def _date(value: str) -> str:
     try:
         dt.date.fromisoformat(value)
     except ValueError as exc:
         raise ValueError("must be a date YYYY-MM-DD") from exc
-    if len(value) != 10:
-        raise ValueError("must be a date YYYY-MM-DD")
     return value
 
 
-Timezone = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_iana)]
-DateText = Annotated[str, StringConstraints(min_length=10, max_length=10), AfterValidator(_date)]
+Timezone = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=64),
+    AfterValidator(_iana),
+    TIME_ZONE,
+    Field(description="An IANA time zone name such as Europe/Berlin."),
+]
+DateText = Annotated[
+    str,
+    StringConstraints(min_length=10, max_length=10, pattern=DATE_PATTERN),
+    AfterValidator(_date),
+    Field(json_schema_extra={"format": "date"}),
+]
 CampaignName = Annotated[str, StringConstraints(min_length=1, max_length=200), NAME]
 Minutes = Annotated[int, Field(ge=0, le=MINUTES_A_DAY)]
 Subject = Annotated[str, StringConstraints(max_length=MAX_SUBJECT)]
@@ -150,49 +169,50 @@ class CreatedId(WireModel):
 
 
 class UpdateCampaignIn(WireModel):
-    name: CampaignName | None = None
-    mailbox_ids: Annotated[list[Id], Field(max_length=1000)] | None = Field(
+    name: Omittable[CampaignName] = None
+    mailbox_ids: Omittable[Annotated[list[Id], Field(max_length=1000)]] = Field(
         default=None, description="Replaces the campaign's mailboxes."
     )
-    timezone_fallback: Timezone | None = None
-    window_start: Minutes | None = None
-    window_end: Minutes | None = None
-    days: Annotated[int, Field(ge=1, le=127)] | None = None
-    daily_cap: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    bounce_threshold: Annotated[float, Field(ge=0, le=100)] | None = None
-    esp_matching: bool | None = None
-    stop_on_reply: bool | None = None
-    track_clicks: bool | None = None
-    track_opens: bool | None = None
-    start_on: DateText | None = None
-    end_on: DateText | None = None
-    stop_for_company: bool | None = None
-    skip_risky: bool | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_nulls_for_required(cls, data: Any) -> Any:
-        nullable = {"dailyCap", "bounceThreshold", "startOn", "endOn"}
-        if isinstance(data, dict):
-            for key, value in data.items():
-                if value is None and key not in nullable:
-                    raise ValueError(f"{key} cannot be null")
-        return data
+    timezone_fallback: Omittable[Timezone] = None
+    window_start: Omittable[Minutes] = Field(
+        default=None, description="Minutes after midnight; before windowEnd (the stored one when not given)."
+    )
+    window_end: Omittable[Minutes] = Field(
+        default=None, description="Minutes after midnight; after windowStart (the stored one when not given)."
+    )
+    days: Omittable[Annotated[int, Field(ge=1, le=127)]] = None
+    daily_cap: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        default=None, description="First emails a day for the campaign; null = mailbox limits only."
+    )
+    bounce_threshold: Annotated[float, Field(ge=0, le=100)] | None = Field(
+        default=None, description="Percent; null = the workspace default."
+    )
+    esp_matching: Omittable[bool] = None
+    stop_on_reply: Omittable[bool] = None
+    track_clicks: Omittable[bool] = None
+    track_opens: Omittable[bool] = None
+    start_on: DateText | None = Field(default=None, description="null = from the launch.")
+    end_on: DateText | None = Field(
+        default=None,
+        description="null = no end date. Not before startOn (the stored one when not given).",
+    )
+    stop_for_company: Omittable[bool] = None
+    skip_risky: Omittable[bool] = None
 
 
 # --- sequence --------------------------------------------------------------------------------------------
 
 
 class StepPatch(WireModel):
-    wait_days: WaitDays | None = None
-    same_thread: bool | None = None
+    wait_days: Omittable[WaitDays] = None
+    same_thread: Omittable[bool] = None
 
 
 class VariantPatch(WireModel):
-    subject: Subject | None = None
-    body: Body | None = None
-    weight: Weight | None = None
-    active: bool | None = None
+    subject: Omittable[Subject] = None
+    body: Omittable[Body] = None
+    weight: Omittable[Weight] = None
+    active: Omittable[bool] = None
 
 
 class SavedVariant(WireModel):
@@ -210,7 +230,11 @@ class AddVariantIn(WireModel):
 
 
 class MoveStepIn(WireModel):
-    to: int = Field(ge=0, le=MAX_STEPS - 1, description="The new position, 0 for the first email.")
+    to: int = Field(
+        ge=0,
+        le=MAX_STEPS - 1,
+        description="The new position, 0 for the first email; past the last step = the end.",
+    )
 
 
 class VariantIn(WireModel):
@@ -221,7 +245,16 @@ class VariantIn(WireModel):
     active: bool = True
 
 
+def _an_active_variant(schema: dict[str, Any]) -> None:
+    """The document states `_one_active`: some variant does not say `active: false`."""
+    schema["properties"]["variants"]["contains"] = {
+        "not": {"required": ["active"], "properties": {"active": {"const": False}}}
+    }
+
+
 class StepIn(WireModel):
+    model_config = ConfigDict(json_schema_extra=_an_active_variant)
+
     id: Id | None = Field(default=None, description="Keep this step's id.")
     wait_days: WaitDays = 3
     same_thread: bool = True
@@ -241,9 +274,22 @@ class SequenceIn(WireModel):
 # --- campaign leads --------------------------------------------------------------------------------------
 
 
+def _some_leads(schema: dict[str, Any]) -> None:
+    """The document states `_something`: a non-empty list of lists or leads, or all leads."""
+    schema["anyOf"] = [
+        {"required": ["listIds"], "properties": {"listIds": {"minItems": 1}}},
+        {"required": ["leadIds"], "properties": {"leadIds": {"minItems": 1}}},
+        {"required": ["allLeads"], "properties": {"allLeads": {"const": True}}},
+    ]
+
+
 class AddCampaignLeadsIn(WireModel):
-    list_ids: Annotated[list[Id], Field(max_length=100)] | None = None
-    lead_ids: Annotated[list[Id], Field(max_length=10_000)] | None = None
+    """Name some leads: a non-empty `listIds` or `leadIds`, or `allLeads: true` (any combination)."""
+
+    model_config = ConfigDict(json_schema_extra=_some_leads)
+
+    list_ids: Omittable[Annotated[list[Id], Field(max_length=100)]] = None
+    lead_ids: Omittable[Annotated[list[Id], Field(max_length=10_000)]] = None
     all_leads: bool = Field(default=False, description="Every lead in the workspace.")
 
     @model_validator(mode="after")

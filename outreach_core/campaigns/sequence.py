@@ -90,14 +90,11 @@ async def delete_step(ctx: WorkspaceContext, id: str, stepId: str) -> Campaign:
 
 
 async def move_step(ctx: WorkspaceContext, id: str, stepId: str, body: MoveStepIn) -> Campaign:
-    """Move a step to position `to` (0 = first email). Only while the campaign is a draft or paused."""
+    """Move a step to position `to` (0 = first email; a position past the last step moves it to the end).
+    Only while the campaign is a draft or paused."""
     await _editable(ctx, id, "move a step")
     steps = await load_steps(ctx, id)
     await _step(ctx, id, stepId)
-    if body.to >= len(steps):
-        raise InvalidInput.field(
-            "to", f"must be between 0 and {len(steps) - 1} (the campaign has {len(steps)})"
-        )
     order = [s.id for s in steps if s.id != stepId]
     order.insert(body.to, stepId)
     await _renumber_steps(ctx, order)
@@ -217,8 +214,9 @@ async def set_sequence(ctx: WorkspaceContext, id: str, body: SequenceIn) -> Camp
 def _kept(given: str | None, existing: set[str], seen: set[str], path: str, prefix: str) -> str:
     if given is None:
         return new_id(prefix)
-    if given not in existing:
-        raise InvalidInput.field(path, "not a step or variant of this campaign; leave it out for a new one")
+    if given not in existing:  # like any id the workspace does not have: 404, naming where it was given
+        kind = "step" if prefix == "stp" else "variant"
+        raise NotFound(f"{kind} of this campaign", given).at(path)
     if given in seen:
         raise InvalidInput.field(path, "this id is used twice")
     seen.add(given)

@@ -6,11 +6,10 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
-from pydantic.json_schema import SkipJsonSchema
 
 from outreach_core.leads.schemas import Custom, LeadFields
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, SINGLE_LINE, ExactlyOne, Timestamp, WireModel
+from outreach_core.wire import NAME, SINGLE_LINE, ExactlyOne, Omittable, Timestamp, WireModel
 
 MAX_IMPORT_ROWS = 5_000
 
@@ -38,8 +37,8 @@ ListName = Annotated[str, StringConstraints(min_length=1, max_length=120), NAME]
 class ImportList(ExactlyOne):
     """An existing list (`id`) or a new one (`name`) that every imported lead joins."""
 
-    id: Id | SkipJsonSchema[None] = None
-    name: ListName | SkipJsonSchema[None] = None
+    id: Omittable[Id] = None
+    name: Omittable[ListName] = None
 
 
 class ImportIn(WireModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import Omittable, Timestamp, WireModel
 
 ThreadKind = Literal["reply", "auto_reply", "out_of_office", "bounce", "unsubscribe_request"]
 LabelSource = Literal["ai", "rules", "manual"]
@@ -110,7 +110,7 @@ class UpdateThreadIn(WireModel):
         description="A label of the workspace: the thread's label, also put on the lead (its triggers run). "
         "null clears the thread's label. Either way the choice is manual and the classifier keeps it.",
     )
-    unread: bool | None = Field(default=None, description="null keeps it.")
+    unread: Omittable[bool] = None
 
 
 ReplyBody = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REPLY_BODY)]

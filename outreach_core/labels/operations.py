@@ -73,9 +73,10 @@ async def create_label(ctx: WorkspaceContext, body: CreateLabelIn) -> Label:
 
 
 async def update_label(ctx: WorkspaceContext, id: str, body: UpdateLabelIn) -> Label:
-    """Change a label's name, type, color or triggers; fields left out (or null) stay as they are, except
-    `color: null`, which removes the color. `triggers` replaces all of them (`{}` switches them off); new
-    triggers apply to leads labelled from now on (timers already started keep running)."""
+    """Change a label's name, type, color or triggers; fields left out stay as they are; `color: null`
+    removes the color (null is refused for the other fields). `triggers` replaces all of them (`{}`
+    switches them off); new triggers apply to leads labelled from now on (timers already started keep
+    running)."""
     await get_label(ctx, id)
     values: dict[str, Any] = {}
     if body.name is not None:

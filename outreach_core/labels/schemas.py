@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, Timestamp, WireModel
+from outreach_core.wire import NAME, Omittable, Timestamp, WireModel
 
 MAX_LABELS = 500
 LabelType = Literal["positive", "negative", "neutral", "warning"]
@@ -62,9 +62,9 @@ class CreateLabelIn(WireModel):
 
 
 class UpdateLabelIn(WireModel):
-    name: LabelName | None = Field(default=None, description="Unique in the workspace; null keeps it.")
-    type: LabelType | None = Field(default=None, description="null keeps it.")
+    name: Omittable[LabelName] = Field(default=None, description="Unique in the workspace.")
+    type: Omittable[LabelType] = None
     color: Color | None = Field(default=None, description="`#rrggbb`; null removes the color.")
-    triggers: LabelTriggers | None = Field(
-        default=None, description="Replaces every trigger; `{}` switches them all off; null keeps them."
+    triggers: Omittable[LabelTriggers] = Field(
+        default=None, description="Replaces every trigger; `{}` switches them all off."
     )

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.targets.schemas import CountrySource, Esp, Id, LeadFilter, LeadStatus, VerifyStatus
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import COUNTRY_CODE, Omittable, SchemaPattern, Timestamp, WireModel
 
 CustomValue = str | int | float | bool | None
 CustomKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]
@@ -82,15 +82,48 @@ LEAD_FIELDS: tuple[str, ...] = tuple(LeadFields.model_fields)
 update and import rows set, what templates read besides `email` and `custom`."""
 
 
+_WS = (
+    "[\\u0009-\\u000d\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+_NOT_WS = "[^" + _WS[1:]
+_MAILTO = "(?:[Mm][Aa][Ii][Ll][Tt][Oo]:)?"
+_ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+LEAD_EMAIL = SchemaPattern(
+    f"^{_WS}*{_MAILTO}{_ATOM}(?:\\.{_ATOM})*@(?:{_LABEL}\\.)+[A-Za-z]{{2,63}}{_WS}*$",
+    also=(f"^{_WS}*{_MAILTO}[^@]{{1,64}}@", f"^{_WS}*{_MAILTO}{_NOT_WS}{{1,254}}{_WS}*$"),
+)
+"""What `normalize_email` takes on its plain-ASCII path (the form of nearly every address in a lead list):
+surrounding whitespace and a `mailto:` prefix dropped, any case, at most 64 characters before the @ and 254
+in all. Internationalised addresses are accepted too (see the field's description)."""
+
+Country = Annotated[
+    str,
+    StringConstraints(max_length=64),
+    COUNTRY_CODE,
+    Field(
+        description="ISO 3166-1 alpha-2 code such as DE. English names and common spellings (Germany, UK, "
+        "USA, lower case) are accepted too and stored as the code; blank or null = none."
+    ),
+]
+
+
 class CreateLeadIn(LeadFields):
-    email: str = Field(max_length=320)
+    email: Annotated[str, LEAD_EMAIL] = Field(
+        max_length=320,
+        description="Trimmed and lower-cased; a `mailto:` prefix is dropped. Internationalised addresses "
+        "(a non-ASCII domain or local part) are accepted when valid (RFC 6531), though the pattern shows "
+        "only the ASCII form.",
+    )
+    country: Country | None = None
     custom: Custom = Field(default_factory=dict)
     list_id: Id | None = None
 
 
 class UpdateLeadIn(LeadFields):
-    custom: Custom | None = None
-    status: LeadStatus | None = None
+    country: Country | None = None
+    custom: Custom | None = Field(default=None, description="Replaces the whole object; null empties it.")
+    status: Omittable[LeadStatus] = None
 
 
 class MarkWonIn(WireModel):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -16,7 +15,7 @@ from pydantic import (
 )
 
 from outreach_core.urls import LOWERCASE_HOST_SCHEMA, normal_host
-from outreach_core.wire import SINGLE_LINE, EmailAddress, Timestamp, WireModel
+from outreach_core.wire import SINGLE_LINE, TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
 Status = Literal["active", "paused", "error", "quarantined"]
@@ -65,31 +64,8 @@ class ServerOut(WireModel):
     user: str
 
 
-def _absent_not_null(*names: str) -> Callable[[dict[str, Any]], None]:
-    """JSON schema fix-up: these optional fields may be left out but not sent as null (each model refuses
-    null itself). They are typed `X | None` rather than `X | SkipJsonSchema[None]` so that validation
-    errors keep plain paths (`smtp.host`, not `smtp.ServerIn.host`)."""
-
-    def fix(schema: dict[str, Any]) -> None:
-        for name in names:
-            prop = schema["properties"][name]
-            options = [o for o in prop.get("anyOf", []) if o != {"type": "null"}]
-            if len(options) == 1:
-                rest = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
-                schema["properties"][name] = {**options[0], **rest}
-
-    return fix
-
-
-def _refuse_nulls(model: WireModel, *names: str) -> None:
-    for name in names:
-        if name in model.model_fields_set and getattr(model, name) is None:
-            raise ValueError(f"{type(model).model_fields[name].alias or name} cannot be null")
-
-
 def _shapes(schema: dict[str, Any]) -> None:
     """The document shows the spec's two shapes; the model checks the same rules (`_one_shape`)."""
-    _absent_not_null("smtp", "imap")(schema)
     schema["oneOf"] = [
         {
             "properties": {
@@ -115,10 +91,10 @@ class CreateMailboxIn(WireModel):
     password: Password = Field(
         description="The mailbox password (google_app: the 16-letter app password, at most 64 characters)."
     )
-    smtp: ServerIn | None = Field(
+    smtp: Omittable[ServerIn] = Field(
         default=None, description="Required for provider smtp; not accepted for google_app."
     )
-    imap: ServerIn | None = Field(
+    imap: Omittable[ServerIn] = Field(
         default=None, description="Required for provider smtp; not accepted for google_app."
     )
     daily_limit: DailyLimit = 30
@@ -126,7 +102,6 @@ class CreateMailboxIn(WireModel):
 
     @model_validator(mode="after")
     def _one_shape(self) -> Self:
-        _refuse_nulls(self, "smtp", "imap")
         given = self.model_fields_set
         if self.provider == "google_app":
             extra = [name for name in ("smtp", "imap") if name in given]
@@ -153,14 +128,14 @@ class ImportMailboxesIn(WireModel):
 
 
 class LimitsIn(WireModel):
-    """All five together; minGapS must not exceed maxGapS."""
+    """All six together; minGapS must not exceed maxGapS."""
 
     daily_limit: DailyLimit
     ramp_enabled: bool
     ramp_start: int = Field(ge=1, le=500)
     ramp_increment: int = Field(ge=1, le=100)
     min_gap_s: int = Field(ge=30, le=3600)
-    max_gap_s: int = Field(ge=30, le=7200)
+    max_gap_s: int = Field(ge=30, le=7200, description="Not less than minGapS.")
 
     @model_validator(mode="after")
     def _gaps(self) -> Self:
@@ -170,54 +145,35 @@ class LimitsIn(WireModel):
 
 
 class CredentialsIn(WireModel):
-    model_config = ConfigDict(json_schema_extra=_absent_not_null("smtp", "imap"))
-
     password: Password
-    smtp: ServerIn | None = Field(
+    smtp: Omittable[ServerIn] = Field(
         default=None, description="New SMTP settings (smtp mailboxes only); the stored ones when absent."
     )
-    imap: ServerIn | None = Field(
+    imap: Omittable[ServerIn] = Field(
         default=None, description="New IMAP settings (smtp mailboxes only); the stored ones when absent."
     )
 
-    @model_validator(mode="after")
-    def _no_nulls(self) -> Self:
-        _refuse_nulls(self, "smtp", "imap")
-        return self
-
-
-_NOT_NULL = ("timezone", "status", "limits", "restart_ramp", "inbox_poll", "credentials")
-
 
 class UpdateMailboxIn(WireModel):
-    model_config = ConfigDict(
-        json_schema_extra=_absent_not_null(
-            "timezone", "status", "limits", "restartRamp", "inboxPoll", "credentials"
-        )
-    )
-
     display_name: DisplayName | None = None
     signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
-    timezone: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = Field(
-        default=None, description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits."
+    timezone: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=64), TIME_ZONE]] = Field(
+        default=None,
+        description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits. Case is corrected, "
+        "and common abbreviations (EST) and whole-hour offsets (UTC+2) are accepted too.",
     )
-    status: Literal["active", "paused"] | None = None
-    limits: LimitsIn | None = None
-    restart_ramp: bool | None = Field(
+    status: Omittable[Literal["active", "paused"]] = None
+    limits: Omittable[LimitsIn] = None
+    restart_ramp: Omittable[bool] = Field(
         default=None, description="true: start the ramp again from day 1 today."
     )
-    inbox_poll: bool | None = Field(
+    inbox_poll: Omittable[bool] = Field(
         default=None,
         description="true: read the inbox every 60 s instead of keeping an IMAP connection open.",
     )
-    credentials: CredentialsIn | None = Field(
+    credentials: Omittable[CredentialsIn] = Field(
         default=None, description="New password (and servers); tested before anything is saved."
     )
-
-    @model_validator(mode="after")
-    def _no_nulls(self) -> Self:
-        _refuse_nulls(self, *_NOT_NULL)
-        return self
 
 
 class DetectQuery(WireModel):

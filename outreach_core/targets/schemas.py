@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints
-from pydantic.json_schema import SkipJsonSchema
 
-from outreach_core.wire import ExactlyOne, WireModel
+from outreach_core.wire import ExactlyOne, Omittable, WireModel
 
 LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
 VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]
@@ -38,10 +37,10 @@ TargetIds = Annotated[list[Id], Field(min_length=1, max_length=10_000)]
 class LeadTarget(ExactlyOne):
     """Which leads an action applies to: exactly one of `ids`, `listId`, `filter`, `all`."""
 
-    ids: TargetIds | SkipJsonSchema[None] = None
-    list_id: Id | SkipJsonSchema[None] = None
-    filter: LeadFilter | SkipJsonSchema[None] = None
-    all: Literal[True] | SkipJsonSchema[None] = None
+    ids: Omittable[TargetIds] = None
+    list_id: Omittable[Id] = None
+    filter: Omittable[LeadFilter] = None
+    all: Omittable[Literal[True]] = None
 
 
 class TargetIn(WireModel):

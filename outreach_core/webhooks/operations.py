@@ -88,9 +88,9 @@ async def create_webhook(ctx: WorkspaceContext, body: CreateWebhookIn) -> Webhoo
 
 async def update_webhook(ctx: WorkspaceContext, id: str, body: UpdateWebhookIn) -> Webhook:
     """Change an endpoint's URL, description, event kinds or enabled state (owners and admins); fields left
-    out or null stay, except `description: null`, which clears it. `enabled: true` turns it on again and
-    clears its failure count and `disabledReason`; `enabled: false` turns it off: nothing more is sent to it
-    and its pending deliveries fail (redeliver them once it is on again)."""
+    out stay; `description: null` clears it (null is refused for the other fields). `enabled: true` turns it
+    on again and clears its failure count and `disabledReason`; `enabled: false` turns it off: nothing more
+    is sent to it and its pending deliveries fail (redeliver them once it is on again)."""
     row = await webhook_row(ctx, id)
     values: dict[str, Any] = {}
     if body.url is not None:

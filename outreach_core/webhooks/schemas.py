@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
 from outreach_core.outbox import EventKind
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.wire import NamedPattern, Omittable, Timestamp, WireModel
 
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 MAX_DESCRIPTION = 500
@@ -20,7 +21,36 @@ def _unique(kinds: list[EventKind]) -> list[EventKind]:
 
 EventKinds = Annotated[list[EventKind], Field(min_length=1, max_length=20), AfterValidator(_unique)]
 """At least one event kind; repeats are dropped."""
-Url = Annotated[str, Field(min_length=1, max_length=MAX_URL)]
+_PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+_LABEL = "[a-z0-9]{1,30}(?:-[a-z0-9]{1,30})?"
+
+
+@functools.cache
+def _public_https_url() -> str:
+    """https, a host name under a top-level domain of the public suffix list (ICANN section) that registers
+    names directly (`example.com`; not `*.bd`), an optional port, and a path, query or fragment of visible
+    ASCII. Hosts with longer labels, IDN hosts and, on servers that allow private URLs, http and IP
+    addresses are accepted too (the field's description); this is the form any server accepts."""
+    import tldextract
+
+    extractor = tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True, include_psl_private_domains=False
+    )
+    rules = set(extractor.tlds)
+    tlds = sorted(
+        r
+        for r in rules
+        if "." not in r
+        and r.isascii()
+        and r.isalpha()
+        and r not in ("arpa", "onion")
+        and f"*.{r}" not in rules
+    )
+    return f"^https://(?:{_LABEL}\\.)+(?:{'|'.join(tlds)})(?::{_PORT})?(?:[/?#][!-~]*)?$"
+
+
+PUBLIC_HTTPS_URL = NamedPattern("public-https-url", _public_https_url)
+Url = Annotated[str, Field(min_length=1, max_length=MAX_URL), PUBLIC_HTTPS_URL]
 Description = Annotated[str, Field(max_length=MAX_DESCRIPTION)]
 
 
@@ -56,7 +86,8 @@ class WebhookList(WireModel):
 
 class CreateWebhookIn(WireModel):
     url: Url = Field(
-        description="Where events are POSTed: an https URL (http only on servers that allow it)."
+        description="Where events are POSTed: an https URL on a public host name (http, IP addresses and "
+        "private hosts only on servers that allow private URLs)."
     )
     description: Description | None = None
     events: EventKinds
@@ -70,13 +101,13 @@ class WebhookCreated(WireModel):
 
 
 class UpdateWebhookIn(WireModel):
-    url: Url | None = Field(default=None, description="null keeps it.")
+    url: Omittable[Url] = None
     description: Description | None = Field(default=None, description="null clears it.")
-    events: EventKinds | None = Field(default=None, description="Replaces the list; null keeps it.")
-    enabled: bool | None = Field(
+    events: Omittable[EventKinds] = Field(default=None, description="Replaces the list.")
+    enabled: Omittable[bool] = Field(
         default=None,
         description="true turns the endpoint on again and clears its failure count; false turns it off "
-        "(its pending deliveries fail, and can be redelivered once it is on); null keeps it.",
+        "(its pending deliveries fail, and can be redelivered once it is on).",
     )
 
 

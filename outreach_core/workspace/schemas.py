@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.billing.schemas import BillingSummary
-from outreach_core.wire import EmailAddress, Timestamp, WireModel
+from outreach_core.wire import EmailAddress, Omittable, Timestamp, WireModel
 
 Role = Literal["owner", "admin", "member"]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$")]
@@ -82,5 +82,5 @@ class SendingSettings(WireModel):
 
 
 class SendingSettingsPatch(WireModel):
-    unsubscribe_mode: Literal["link", "reply_text"] | None = None
-    ai_labels: bool | None = None
+    unsubscribe_mode: Omittable[Literal["link", "reply_text"]] = None
+    ai_labels: Omittable[bool] = None

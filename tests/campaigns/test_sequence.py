@@ -48,8 +48,11 @@ async def test_steps_are_added_at_the_end_updated_moved_and_deleted(
     moved = await ok(http, ws, "POST", f"/campaigns/{cid}/steps/{ids[2]}/move", {"to": 0})
     assert [s["id"] for s in moved["steps"]] == [ids[2], ids[0], ids[1]]
     assert [s["position"] for s in moved["steps"]] == [0, 1, 2]
-    status, body = await call(http, ws, "POST", f"/campaigns/{cid}/steps/{ids[2]}/move", {"to": 3})
-    assert status == 422 and body["error"]["details"]["fields"][0]["path"] == "to"
+    to_the_end = await ok(http, ws, "POST", f"/campaigns/{cid}/steps/{ids[2]}/move", {"to": 9})
+    assert [s["id"] for s in to_the_end["steps"]] == [ids[0], ids[1], ids[2]]  # past the last: the end
+    assert (await ok(http, ws, "POST", f"/campaigns/{cid}/steps/{ids[2]}/move", {"to": 0}))["steps"][0][
+        "id"
+    ] == ids[2]
 
     after = await ok(http, ws, "DELETE", f"/campaigns/{cid}/steps/{ids[0]}")
     assert [s["id"] for s in after["steps"]] == [ids[2], ids[1]]
@@ -201,7 +204,8 @@ async def test_set_sequence_replaces_everything_and_keeps_given_ids(
     foreign_step = (await ok(http, ws, "GET", f"/campaigns/{other}"))["steps"][0]["id"]
     bad = {"steps": [{"id": foreign_step, "variants": [{"subject": "x", "body": "y"}]}]}
     status, answer = await call(http, ws, "PUT", f"/campaigns/{cid}/sequence", bad)
-    assert status == 422 and answer["error"]["details"]["fields"][0]["path"] == "steps.0.id"
+    assert status == 404 and answer["error"]["code"] == "not_found"
+    assert answer["error"]["details"] == {"id": foreign_step, "path": "steps.0.id"}
     twice = {
         "steps": [{"id": first["id"], "variants": [{"body": "x"}]}, {"id": first["id"], "variants": [{}]}]
     }

@@ -3,18 +3,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
 import re
-import subprocess
 import sys
+from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from tests.conftest import MakeWorkspace
+from tests.real_objects import make_real_objects
 
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 PACKAGE = "outreach_generated_client"
@@ -37,46 +41,71 @@ def _normalised(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-async def test_generated_client_has_every_model_and_works_against_the_server(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace, tmp_path: Path
-) -> None:
-    doc = await served_document(http)
+@dataclass
+class Generated:
+    """A client package generated from the served document, imported."""
+
+    doc: dict[str, Any]
+    package: Any
+    models: Any
+
+    def api(self, tag: str, operation: str) -> Any:
+        return importlib.import_module(f"{PACKAGE}.api.{tag}.{operation}")
+
+
+@pytest.fixture(scope="module")
+async def generated(live_server: str, tmp_path_factory: pytest.TempPathFactory) -> Generated:
+    async with httpx.AsyncClient(base_url=live_server, timeout=30) as http:
+        doc = await served_document(http)
+    tmp_path = tmp_path_factory.mktemp("generated")
     (tmp_path / "openapi.json").write_text(json.dumps(doc))
     (tmp_path / "config.json").write_text(json.dumps({"package_name_override": PACKAGE, "post_hooks": []}))
-    generated = subprocess.run(
-        [
-            str(GENERATOR),
-            "generate",
-            "--path",
-            str(tmp_path / "openapi.json"),
-            "--config",
-            str(tmp_path / "config.json"),
-            "--meta",
-            "none",
-            "--output-path",
-            str(tmp_path / PACKAGE),
-            "--fail-on-warning",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    made = await asyncio.create_subprocess_exec(
+        str(GENERATOR),
+        "generate",
+        "--path",
+        str(tmp_path / "openapi.json"),
+        "--config",
+        str(tmp_path / "config.json"),
+        "--meta",
+        "none",
+        "--output-path",
+        str(tmp_path / PACKAGE),
+        "--fail-on-warning",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )
-    assert generated.returncode == 0, generated.stdout + generated.stderr
-    assert "Warning" not in generated.stdout, generated.stdout
+    output = (await asyncio.wait_for(made.communicate(), timeout=300))[0].decode()
+    assert made.returncode == 0, output
+    assert "Warning" not in output, output
 
     sys.path.insert(0, str(tmp_path))
     try:
         for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
             del sys.modules[name]
-        client_pkg: Any = importlib.import_module(PACKAGE)
-        models: Any = importlib.import_module(f"{PACKAGE}.models")
-        labels_api: Any = importlib.import_module(f"{PACKAGE}.api.labels")
-        leads_api: Any = importlib.import_module(f"{PACKAGE}.api.leads")
-        importlib.import_module(f"{PACKAGE}.api.labels.create_label")
-        importlib.import_module(f"{PACKAGE}.api.labels.list_labels")
-        importlib.import_module(f"{PACKAGE}.api.leads.create_lead")
+        package = importlib.import_module(PACKAGE)
+        models = importlib.import_module(f"{PACKAGE}.models")
+        for module in ("labels.create_label", "labels.list_labels", "leads.create_lead"):
+            importlib.import_module(f"{PACKAGE}.api.{module}")
+        for module in (
+            "campaigns.update_campaign",
+            "campaigns.add_leads_to_campaign",
+            "campaigns.update_step",
+            "mailboxes.update_mailbox",
+            "webhooks.create_webhook",
+        ):
+            importlib.import_module(f"{PACKAGE}.api.{module}")
     finally:
         sys.path.remove(str(tmp_path))
+    return Generated(doc, package, models)
+
+
+async def test_generated_client_has_every_model_and_works_against_the_server(
+    generated: Generated, make_workspace: MakeWorkspace
+) -> None:
+    doc, client_pkg, models = generated.doc, generated.package, generated.models
+    labels_api: Any = importlib.import_module(f"{PACKAGE}.api.labels")
+    leads_api: Any = importlib.import_module(f"{PACKAGE}.api.leads")
 
     # every component schema became a model class (none dropped for a clash of titles)
     classes = {_normalised(name) for name in models.__all__}
@@ -119,3 +148,83 @@ async def test_generated_client_has_every_model_and_works_against_the_server(
             client=client, body=models.CreateLeadIn(email="ada@example.com")
         )
         assert isinstance(refused, models.Error) and refused.error.code == "conflict"
+
+
+async def test_a_generated_client_builds_requests_the_api_accepts(
+    generated: Generated, http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """The operations whose requests the document used to allow and the API refuse (issue 25, item 4), and
+    explicit nulls (item 3), as a client generated from the document sees them."""
+    models = generated.models
+    # Fields that refuse null are "unset or a value" in the client; fields where null clears are nullable.
+    assert models.StepPatch.__annotations__["same_thread"] == "bool | Unset"
+    assert models.VariantPatch.__annotations__["active"] == "bool | Unset"
+    assert models.UpdateCampaignIn.__annotations__["window_start"] == "int | Unset"
+    assert models.UpdateCampaignIn.__annotations__["daily_cap"] == "int | None | Unset"
+    assert models.UpdateCampaignIn.__annotations__["start_on"] == "datetime.date | None | Unset"
+
+    ws = await make_workspace()
+    objects = await make_real_objects(http, ws)
+    client = generated.package.AuthenticatedClient(
+        base_url=generated.doc["servers"][0]["url"], token=ws.api_key
+    )
+    start = date.today() + timedelta(days=7)
+    async with client:
+        campaign = await generated.api("campaigns", "update_campaign").asyncio_detailed(
+            id=objects["campaigns"],
+            client=client,
+            body=models.UpdateCampaignIn(
+                timezone_fallback="America/Argentina/Buenos_Aires",
+                window_start=480,
+                window_end=1080,
+                start_on=start,
+                end_on=start + timedelta(days=30),
+                daily_cap=None,
+            ),
+        )
+        assert campaign.status_code == 200, campaign.content
+        assert (campaign.parsed.timezone_fallback, campaign.parsed.start_on) == (
+            "America/Argentina/Buenos_Aires",
+            start.isoformat(),
+        )
+
+        step = await generated.api("campaigns", "update_step").asyncio_detailed(
+            id=objects["campaigns"],
+            step_id=objects["stepId"],
+            client=client,
+            body=models.StepPatch(wait_days=4),
+        )
+        assert step.status_code == 200, step.content
+
+        lead = await generated.api("leads", "create_lead").asyncio_detailed(
+            client=client, body=models.CreateLeadIn(email="Grace@Example.org", country="GB")
+        )
+        assert lead.status_code == 200, lead.content
+        assert (lead.parsed.email, lead.parsed.country) == ("grace@example.org", "GB")
+
+        added = await generated.api("campaigns", "add_leads_to_campaign").asyncio_detailed(
+            id=objects["campaigns"], client=client, body=models.AddCampaignLeadsIn(lead_ids=[lead.parsed.id])
+        )
+        assert added.status_code == 200, added.content
+        assert added.parsed.added == 1
+
+        limits = models.LimitsIn(
+            daily_limit=40, ramp_enabled=False, ramp_start=5, ramp_increment=5, min_gap_s=60, max_gap_s=300
+        )
+        mailbox = await generated.api("mailboxes", "update_mailbox").asyncio_detailed(
+            id=objects["mailboxes"],
+            client=client,
+            body=models.UpdateMailboxIn(timezone="Asia/Kolkata", limits=limits),
+        )
+        assert mailbox.status_code == 200, mailbox.content
+        assert mailbox.parsed.mailbox.timezone == "Asia/Kolkata"
+
+        webhook = await generated.api("webhooks", "create_webhook").asyncio_detailed(
+            client=client,
+            body=models.CreateWebhookIn(
+                url="https://hooks.example.io/outreach?source=generated",
+                events=[models.CreateWebhookInEventsItem.LEAD_REPLIED],
+            ),
+        )
+        assert webhook.status_code == 200, webhook.content
+        assert webhook.parsed.webhook.url == "https://hooks.example.io/outreach?source=generated"

@@ -63,10 +63,12 @@ async def test_create_list_update_delete_labels(
     status, body = await call(http, ws, "POST", "/labels", {"name": "Hot lead"})
     assert status == 409 and body["error"]["code"] == "conflict"
 
-    # PATCH: absent and null keep, color null clears, triggers replace as a whole
+    # PATCH: absent keeps, null is refused where it cannot clear, color null clears, triggers replace
     same = await ok(http, ws, "PATCH", f"/labels/{full['id']}", {})
     assert same == full
-    assert await ok(http, ws, "PATCH", f"/labels/{full['id']}", {"name": None, "type": None}) == full
+    status, body = await call(http, ws, "PATCH", f"/labels/{full['id']}", {"name": None, "type": None})
+    assert status == 422 and sorted(f["path"] for f in body["error"]["details"]["fields"]) == ["name", "type"]
+    assert await ok(http, ws, "PATCH", f"/labels/{full['id']}", {}) == full  # nothing changed
     changed = await ok(
         http,
         ws,

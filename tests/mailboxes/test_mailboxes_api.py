@@ -151,7 +151,7 @@ async def test_google_app_shape_is_validated(
 @pytest.mark.parametrize(
     ("change", "path"),
     [
-        ({"imap": None}, "(root)"),
+        ({"imap": None}, "imap"),
         ({"smtp": {"host": "SMTP.EXAMPLE.COM", "port": 465, "security": "tls", "user": "u"}}, "smtp.host"),
         ({"smtp": {"host": "x" * 254, "port": 465, "security": "tls", "user": "u"}}, "smtp.host"),
         ({"smtp": {"host": "h", "port": 0, "security": "tls", "user": "u"}}, "smtp.port"),
@@ -305,7 +305,7 @@ async def test_update_changes_every_field(
     [
         ({"status": "error"}, "status"),
         ({"status": "quarantined"}, "status"),
-        ({"status": None}, "(root)"),
+        ({"status": None}, "status"),
         ({"timezone": "Mars/Olympus"}, "timezone"),
         ({"timezone": "x" * 65}, "timezone"),
         ({"signature": "x" * 5001}, "signature"),

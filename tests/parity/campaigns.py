@@ -107,6 +107,7 @@ async def update_step_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args
     step = campaign["steps"][1]["id"]
     return [
         {"id": campaign["id"], "stepId": step, "waitDays": 9},
+        {"id": campaign["id"], "stepId": step, "waitDays": None, "sameThread": False},  # null refused
         {"id": campaign["id"], "stepId": "stp_missing", "waitDays": 1},
     ]
 
@@ -148,6 +149,7 @@ async def update_variant_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> A
         },
         {"id": campaign["id"], "variantId": variant, "active": False},
         {"id": campaign["id"], "variantId": variant, "weight": 0},
+        {"id": campaign["id"], "variantId": variant, "active": None, "weight": None},  # null refused
     ]
 
 

@@ -60,8 +60,10 @@ async def test_create_list_update_and_delete(http: httpx.AsyncClient, make_works
         f"/api/v1/webhooks/{hook['id']}", headers=ws.headers, json={"description": None}
     )
     assert cleared.json()["description"] is None and cleared.json()["url"] == patch["url"]
-    kept = await http.patch(f"/api/v1/webhooks/{hook['id']}", headers=ws.headers, json={"url": None})
-    assert kept.json()["url"] == patch["url"]
+    refused = await http.patch(f"/api/v1/webhooks/{hook['id']}", headers=ws.headers, json={"url": None})
+    assert refused.status_code == 422
+    assert [f["path"] for f in refused.json()["error"]["details"]["fields"]] == ["url"]
+    assert (await _listed(http, ws.headers))["webhooks"][0]["url"] == patch["url"]
 
     gone = await http.delete(f"/api/v1/webhooks/{hook['id']}", headers=ws.headers)
     assert gone.status_code == 200 and gone.json() == {"ok": True}
