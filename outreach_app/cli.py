@@ -167,11 +167,13 @@ def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
     no_workers: Annotated[
-        bool, typer.Option("--no-workers", help="Do not run workers in this process")
+        bool, typer.Option("--no-workers", help="Do not start the worker process")
     ] = False,
 ) -> None:
-    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first.
+    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers. Migrates first.
 
+    The workers run in a child process this command starts, restarts if it dies and stops with it
+    (`outreach_app/worker_process.py`), so that requests and the workers use different cores.
     Without OUTREACH_PUBLIC_URL, links and OAuth metadata name the served port (and the host when it is a
     loopback address; 127.0.0.1 otherwise)."""
     import uvicorn
@@ -190,13 +192,20 @@ def serve(
         from outreach_app.bootstrap import build_runtime
         from outreach_core.db.migrate import migrate
 
+        from outreach_app.worker_process import WorkerProcess
+
         runtime = build_runtime(settings)
         await migrate(runtime.engine)
-        app_ = build_app(runtime, run_workers_in_process=not no_workers)
+        app_ = build_app(runtime)
         config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+        workers = None if no_workers else WorkerProcess(settings)
         try:
+            if workers is not None:
+                await workers.start()
             await _graceful_server_class()(config).serve()
         finally:
+            if workers is not None:
+                await workers.stop()
             await runtime.dispose()
 
     asyncio.run(main())
@@ -229,9 +238,15 @@ def worker(
         raise typer.BadParameter(str(exc)) from None
 
     async def work(runtime: Runtime) -> None:
+        from outreach_app.worker_process import watch_parent
+
         stop = asyncio.Event()
         install_signal_handlers(stop)
-        await run_workers(runtime, chosen, stop)
+        parent = asyncio.create_task(watch_parent(stop))  # started by `outreach serve`: stop with it
+        try:
+            await run_workers(runtime, chosen, stop)
+        finally:
+            parent.cancel()
 
     _run(work, logged=True, settings=settings)
 
