@@ -22,7 +22,7 @@ from outreach_core.db.tables import leads
 from outreach_core.enrichment.rules import infer_country, infer_timezone
 from outreach_core.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
-from outreach_core.targets.import_progress import finish_imports
+from outreach_core.targets.import_progress import finish_imports, import_parts_queued
 from outreach_core.targets.lead_counts import fold_lead_counters
 from outreach_core.targets.mail_domains import (
     DomainInfo,
@@ -177,6 +177,14 @@ async def enrich_pending(
     return len(rows) + finished
 
 
+async def index_search_batch(runtime: Runtime) -> int:
+    """What the `search-index` worker runs: one batch of `index_search`, unless an import has parts queued
+    (storing comes first; until indexed, search finds the stored leads through `ix_leads_search_pending`)."""
+    if await runtime.system_read(import_parts_queued):
+        return 0
+    return await runtime.system(index_search)
+
+
 async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
     """Put up to `limit` leads into the search index (`search_index` = `search_text`); returns how many.
     A text over `SEARCH_INDEX_MAX_BYTES` stays out of it (see leads/rules.py).
@@ -214,6 +222,8 @@ async def enrich_batch(runtime: Runtime) -> int:
     holds the database's single write lock, this keeps slow or unanswered DNS from blocking imports and
     every other writer. `enrich_pending` still looks up any domain it finds unresolved (leads added in
     between), so it is correct on its own."""
+    if await runtime.system_read(import_parts_queued):
+        return 0  # storing comes first: the leads are enriched once every queued part is merged
     resolved: dict[str, DomainInfo] = {}
     if runtime.ports.dns is not None:
         domains = await runtime.system_read(domains_to_resolve, limit=BATCH)

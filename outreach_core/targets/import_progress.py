@@ -8,7 +8,16 @@ from sqlalchemy import not_, or_
 
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.maintenance import refresh_lead_statistics
-from outreach_core.db.tables import lead_imports, leads
+from outreach_core.db.tables import import_queue, lead_imports, leads
+
+
+async def import_parts_queued(ctx: SystemContext) -> bool:
+    """Whether any import has parts waiting to be merged (in any workspace). Storing comes first (issue
+    31): while one has, enrichment, verification and the search index write no leads, so that they never
+    hold the write lock the merge needs (SQLite's one lock; on PostgreSQL the cores and the index pages),
+    and start on the stored leads once the queue is empty. One index probe."""
+    queued = system_scope(import_queue).select(import_queue.c.import_id).limit(1)
+    return (await ctx.conn.execute(queued)).first() is not None
 
 
 async def finish_imports(ctx: SystemContext, *, workspace_id: str | None = None) -> int:
