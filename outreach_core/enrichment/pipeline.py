@@ -12,6 +12,7 @@ the user gave (country, timezone) is never replaced by an inferred one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -34,6 +35,7 @@ from outreach_core.targets.mail_domains import (
     store_domains,
 )
 from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
+from outreach_core.targets.schemas import CountrySource
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
@@ -84,20 +86,7 @@ def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
     `DE`); otherwise (empty, or inferred earlier) it is inferred afresh. Timezone: a given one is only
     re-spelled when recognised (`europe/berlin` -> `Europe/Berlin`) and otherwise kept as typed; an empty
     one is inferred. A failed DNS lookup keeps the provider and mail server the lead already had."""
-    if row.country is not None and row.country_source is None:
-        country, source = normalize_country(row.country) or row.country, None
-    else:
-        country, source = infer_country(
-            timezone=row.timezone,
-            phone=row.phone,
-            email_domain=row.domain,
-            website=row.website,
-            explicit_country=None,
-        )
-    if row.timezone is None:
-        tz = infer_timezone(country, row.phone)
-    else:
-        tz = normalize_timezone(row.timezone) or row.timezone
+    country, source, tz = _place(row.domain, row.country, row.country_source, row.timezone, row.phone, row.website)
     esp, mx_host = (row.esp, row.mx_host) if info.lookup_failed else (info.esp, info.mx_host)
     return {
         "id": row.id,
@@ -107,6 +96,30 @@ def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
         "country_source": source,
         "timezone": tz,
     }
+
+
+@lru_cache(maxsize=65_536)
+def _place(
+    domain: str,
+    country: str | None,
+    country_source: str | None,
+    timezone: str | None,
+    phone: str | None,
+    website: str | None,
+) -> tuple[str | None, CountrySource | None, str | None]:
+    """Country, its source and timezone from a lead's facts (see `_lead_values`). Pure, so remembered:
+    an import's leads share few combinations of domain, phone and the rest (an import of 200,000 leads at
+    10,000 company domains: about 20,000), and working one out costs tens of microseconds (phone
+    numbers, the public-suffix list)."""
+    if country is not None and country_source is None:
+        found, source = normalize_country(country) or country, None
+    else:
+        found, source = infer_country(
+            timezone=timezone, phone=phone, email_domain=domain, website=website, explicit_country=None
+        )
+    if timezone is None:
+        return found, source, infer_timezone(found, phone)
+    return found, source, normalize_timezone(timezone) or timezone
 
 
 async def enrich_new_leads(ctx: SystemContext, rows: list[dict[str, Any]]) -> int:

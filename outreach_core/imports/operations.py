@@ -67,9 +67,10 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     ).first()
     if seen_chunk is not None:
         return await get_import(ctx, imp.id)
-    if imp.final_at is not None:
+    if imp.final_at is not None or imp.status == "failed":
+        why = "already had its final chunk" if imp.final_at is not None else "has failed"
         raise InvalidState(
-            "This import already had its final chunk; start a new one without importId.",
+            f"This import {why}; start a new one without importId.",
             {"importId": imp.id, "status": imp.status},
         )
     await ctx.conn.execute(

@@ -173,6 +173,9 @@ class LeadImport(WireModel):
     created_at: Timestamp
     finished_at: Timestamp | None
     enriched_at: Timestamp | None
+    failure_reason: str | None = Field(
+        default=None, description="Why the import is `failed` (not in the spec; ours)."
+    )
 
 
 class LeadImports(WireModel):

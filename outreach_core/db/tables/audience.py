@@ -214,6 +214,7 @@ lead_imports = Table(
     Column("final_at", UtcDateTime, nullable=True),  # the final chunk arrived
     Column("finished_at", UtcDateTime, nullable=True),
     Column("enriched_at", UtcDateTime, nullable=True),
+    Column("failure_reason", String(300), nullable=True),  # why it ended `failed` (migration 0017)
     Index("ix_lead_imports_ws_created", "workspace_id", "created_at"),
     Index("ix_lead_imports_status", "status"),
 )
