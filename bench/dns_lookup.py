@@ -49,7 +49,9 @@ SERVER = textwrap.dedent(
 )
 
 
-async def run(name: str, lookup: Callable[[str], Awaitable[object]], names: list[str], concurrency: int) -> None:
+async def run(
+    name: str, lookup: Callable[[str], Awaitable[object]], names: list[str], concurrency: int
+) -> None:
     gate = asyncio.Semaphore(concurrency)
 
     async def one(n: str) -> None:
@@ -70,7 +72,7 @@ async def main() -> None:
     parser.add_argument("--names", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=64)
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)  # noqa: ASYNC220
     try:
         assert server.stdout is not None
         port = int(server.stdout.readline())

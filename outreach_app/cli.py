@@ -166,9 +166,7 @@ def _graceful_server_class() -> type:
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
-    no_workers: Annotated[
-        bool, typer.Option("--no-workers", help="Do not start the worker process")
-    ] = False,
+    no_workers: Annotated[bool, typer.Option("--no-workers", help="Do not start the worker process")] = False,
 ) -> None:
     """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers. Migrates first.
 
@@ -190,9 +188,8 @@ def serve(
 
     async def main() -> None:
         from outreach_app.bootstrap import build_runtime
-        from outreach_core.db.migrate import migrate
-
         from outreach_app.worker_process import WorkerProcess
+        from outreach_core.db.migrate import migrate
 
         runtime = build_runtime(settings)
         await migrate(runtime.engine)

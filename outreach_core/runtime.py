@@ -232,7 +232,12 @@ class _Outside:
 def _file_turns(engine: AsyncEngine) -> WriteTurns | None:
     """The turn of a SQLite database file (none in memory, on PostgreSQL, or without `fcntl`)."""
     database = engine.url.database
-    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or not WriteTurns.available():
+    if (
+        engine.dialect.name != "sqlite"
+        or not database
+        or database == ":memory:"
+        or not WriteTurns.available()
+    ):
         return None
     return WriteTurns(Path(database).resolve())
 

@@ -32,7 +32,7 @@ _log = structlog.get_logger()
 def _nameservers(nameservers: str | None) -> list[tuple[str, int]]:
     """`host:port[,host:port]` as (host, port) pairs; the system's resolvers (port 53) when None."""
     if not nameservers:
-        return [(host, 53) for host in dns.resolver.Resolver().nameservers]
+        return [(str(host), 53) for host in dns.resolver.Resolver().nameservers]
     out = []
     for entry in nameservers.split(","):
         entry = entry.strip()
@@ -168,7 +168,9 @@ def parse_answer(data: bytes, rdtype: int, question_end: int) -> DnsAnswer:
     flags = int.from_bytes(data[2:4], "big")
     rcode = flags & 0x0F
     if rcode not in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
-        raise dns.resolver.NoNameservers(errors=[("", False, 0, dns.rcode.to_text(rcode), None)])
+        raise dns.resolver.NoNameservers(  # type: ignore[no-untyped-call]
+            errors=[("", False, 0, dns.rcode.to_text(dns.rcode.Rcode(rcode)), None)]
+        )
     answers, authority = int.from_bytes(data[6:8], "big"), int.from_bytes(data[8:10], "big")
     at = question_end
     records: list[str] = []
@@ -176,7 +178,10 @@ def parse_answer(data: bytes, rdtype: int, question_end: int) -> DnsAnswer:
     negative: int | None = None
     for index in range(answers + authority):
         _, at = _name(data, at)
-        kind, ttl_here = int.from_bytes(data[at : at + 2], "big"), int.from_bytes(data[at + 4 : at + 8], "big")
+        kind, ttl_here = (
+            int.from_bytes(data[at : at + 2], "big"),
+            int.from_bytes(data[at + 4 : at + 8], "big"),
+        )
         length = int.from_bytes(data[at + 8 : at + 10], "big")
         rdata = at + 10
         at = rdata + length
@@ -244,7 +249,7 @@ class MxClient:
                     return await waiter
                 except TimeoutError:
                     if loop.time() >= deadline - 0.001:
-                        raise dns.exception.Timeout(timeout=self.lifetime_s) from None
+                        raise dns.exception.Timeout(timeout=self.lifetime_s) from None  # type: ignore[no-untyped-call]
             finally:
                 timer.cancel()
                 self._waiting.pop(slot, None)
@@ -272,7 +277,12 @@ class MxClient:
         flags = int.from_bytes(data[2:4], "big")
         end = 12 + len(question)
         # a response (QR), to our one question (names compared without case)
-        if waiter.done() or not flags & 0x8000 or data[4:6] != b"\x00\x01" or data[12:end].lower() != question:
+        if (
+            waiter.done()
+            or not flags & 0x8000
+            or data[4:6] != b"\x00\x01"
+            or data[12:end].lower() != question
+        ):
             return
         if flags & 0x0200:  # TC: truncated
             waiter.set_result(None)

@@ -59,12 +59,13 @@ class WriteTurns:
     async def acquire(self) -> None:
         """Take the turn: after any process already waiting for it, then as soon as it is free."""
         turn, waiting, check = self._open()
-        while not _try(check, fcntl.LOCK_EX):  # somebody is waiting: they go first
+        # somebody is waiting: they go first (another process's lock: no event to wait on)
+        while not _try(check, fcntl.LOCK_EX):  # noqa: ASYNC110
             await asyncio.sleep(POLITE_WAIT_S)
         fcntl.flock(check, fcntl.LOCK_UN)
         if _try(turn, fcntl.LOCK_EX):
             return
-        while not _try(waiting, fcntl.LOCK_SH):  # a checker holds it for an instant
+        while not _try(waiting, fcntl.LOCK_SH):  # noqa: ASYNC110 - a checker holds it for an instant
             await asyncio.sleep(0)
         blocked = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, turn, fcntl.LOCK_EX))
         try:

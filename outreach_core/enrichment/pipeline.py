@@ -86,7 +86,9 @@ def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
     `DE`); otherwise (empty, or inferred earlier) it is inferred afresh. Timezone: a given one is only
     re-spelled when recognised (`europe/berlin` -> `Europe/Berlin`) and otherwise kept as typed; an empty
     one is inferred. A failed DNS lookup keeps the provider and mail server the lead already had."""
-    country, source, tz = _place(row.domain, row.country, row.country_source, row.timezone, row.phone, row.website)
+    country, source, tz = _place(
+        row.domain, row.country, row.country_source, row.timezone, row.phone, row.website
+    )
     esp, mx_host = (row.esp, row.mx_host) if info.lookup_failed else (info.esp, info.mx_host)
     return {
         "id": row.id,
@@ -111,6 +113,8 @@ def _place(
     an import's leads share few combinations of domain, phone and the rest (an import of 200,000 leads at
     10,000 company domains: about 20,000), and working one out costs tens of microseconds (phone
     numbers, the public-suffix list)."""
+    found: str | None
+    source: CountrySource | None
     if country is not None and country_source is None:
         found, source = normalize_country(country) or country, None
     else:

@@ -185,7 +185,9 @@ async def fail_stale_imports(ctx: SystemContext, import_ids: list[str]) -> int:
     if not import_ids:
         return 0
     hours = ctx.settings.import_abandon_s / 3600
-    span = f"{hours:g} hour{'s' if hours != 1 else ''}" if hours >= 1 else f"{ctx.settings.import_abandon_s:g} s"
+    span = (
+        f"{hours:g} hour{'s' if hours != 1 else ''}" if hours >= 1 else f"{ctx.settings.import_abandon_s:g} s"
+    )
     stale = _stale_imports(ctx).where(lead_imports.c.id.in_(import_ids)).scalar_subquery()
     ended = await ctx.conn.execute(
         system_scope(lead_imports)

@@ -26,7 +26,6 @@ import hashlib
 from typing import Any
 
 import orjson
-
 from sqlalchemy import func
 
 from outreach_core.billing.plan import require_active_plan

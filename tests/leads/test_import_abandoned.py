@@ -19,7 +19,9 @@ async def test_an_import_without_its_final_chunk_fails_after_the_documented_time
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
     ws = await make_workspace(plan="growth")
-    first = await import_chunk(http, ws, rows=[{"email": "kept1@abandon.test"}, {"email": "kept2@abandon.test"}])
+    first = await import_chunk(
+        http, ws, rows=[{"email": "kept1@abandon.test"}, {"email": "kept2@abandon.test"}]
+    )
     assert first.status_code == 200, first.text
     import_id = first.json()["id"]
     await merge_imports(ws)
@@ -28,11 +30,15 @@ async def test_an_import_without_its_final_chunk_fails_after_the_documented_time
 
     def runtime_at(seconds: float) -> Runtime:
         clock = FixedClock(now + timedelta(seconds=seconds))
-        return Runtime(settings, engine=ws.runtime.engine, ports=dataclasses.replace(ws.runtime.ports, clock=clock))
+        return Runtime(
+            settings, engine=ws.runtime.engine, ports=dataclasses.replace(ws.runtime.ports, clock=clock)
+        )
 
     imports._last_stale_check = float("-inf")
     await imports.tick(runtime_at(settings.import_abandon_s - 60))  # not yet
-    assert (await http.get(f"/api/v1/leads/imports/{import_id}", headers=ws.headers)).json()["status"] == "importing"
+    assert (await http.get(f"/api/v1/leads/imports/{import_id}", headers=ws.headers)).json()[
+        "status"
+    ] == "importing"
 
     imports._last_stale_check = float("-inf")
     await imports.tick(runtime_at(settings.import_abandon_s + 1))

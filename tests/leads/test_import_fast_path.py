@@ -15,12 +15,32 @@ from outreach_core.imports.schemas import ImportIn
 from tests.conftest import MakeWorkspace
 
 _text = st.one_of(st.none(), st.text(max_size=70), st.integers(), st.booleans())
-_custom_value = st.one_of(st.none(), st.text(max_size=5), st.integers(), st.floats(), st.booleans(), st.lists(st.integers(), max_size=1))
+_custom_value = st.one_of(
+    st.none(),
+    st.text(max_size=5),
+    st.integers(),
+    st.floats(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=1),
+)
 _row = st.dictionaries(
-    st.sampled_from(["email", "firstName", "lastName", "company", "phone", "country", "timezone", "first_name", "custom", "nope"]),
+    st.sampled_from(
+        [
+            "email",
+            "firstName",
+            "lastName",
+            "company",
+            "phone",
+            "country",
+            "timezone",
+            "first_name",
+            "custom",
+            "x",
+        ]
+    ),
     st.one_of(_text, st.dictionaries(st.text(max_size=66), _custom_value, max_size=3)),
     max_size=6,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)

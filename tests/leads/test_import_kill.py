@@ -79,8 +79,12 @@ async def test_kill_9_of_the_merging_process_loses_and_duplicates_nothing(
     async def counts(ctx: WorkspaceContext) -> tuple[int, int, int]:
         lead_table, members = scoped(ctx, leads), scoped(ctx, list_leads)
         stored = (await ctx.conn.execute(lead_table.select(func.count()))).scalar_one()
-        distinct = (await ctx.conn.execute(lead_table.select(func.count(func.distinct(leads.c.email))))).scalar_one()
-        on_list = (await ctx.conn.execute(members.select(func.count()).where(list_leads.c.list_id == list_id))).scalar_one()
+        distinct = (
+            await ctx.conn.execute(lead_table.select(func.count(func.distinct(leads.c.email))))
+        ).scalar_one()
+        on_list = (
+            await ctx.conn.execute(members.select(func.count()).where(list_leads.c.list_id == list_id))
+        ).scalar_one()
         return int(stored), int(distinct), int(on_list)
 
     assert await ws.runtime.read(await ws.principal(), counts) == (ROWS, ROWS, ROWS)
