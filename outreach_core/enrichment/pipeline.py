@@ -16,10 +16,11 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from sqlalchemy.dialects import postgresql
 
 from outreach_core.bulk import byte_length, update_each
 from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import leads
+from outreach_core.db.tables import lead_search, lead_search_pending, leads
 from outreach_core.enrichment.rules import infer_country, infer_timezone
 from outreach_core.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
 
 BATCH = 5_000
 SEARCH_BATCH = 2_000
+POSTGRESQL_SEARCH_BATCH = 10_000
+"""Leads moved into `lead_search` per transaction (PostgreSQL: no single write lock to hold short)."""
 """Leads taken per `enrich_pending` call by default (one import chunk)."""
 
 _log = structlog.get_logger(__name__)
@@ -202,6 +205,43 @@ async def index_search_batch(runtime: Runtime) -> int:
     return await runtime.system(index_search)
 
 
+async def _index_stored_leads(ctx: SystemContext, *, limit: int) -> int:
+    """PostgreSQL: move up to `limit` leads from `lead_search_pending` into `lead_search` (their GIN
+    indexes), in one statement; a lead deleted meanwhile, or whose text stays out of the index, is just
+    dropped from the list. Several workers share the list (`FOR UPDATE SKIP LOCKED`)."""
+    batch = (
+        system_scope(lead_search_pending)
+        .select(lead_search_pending.c.lead_id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    taken = (
+        system_scope(lead_search_pending)
+        .delete()
+        .where(lead_search_pending.c.lead_id.in_(batch))
+        .returning(lead_search_pending.c.lead_id)
+        .cte("taken")
+    )
+    source = (
+        system_scope(leads)
+        .select(leads.c.id, leads.c.workspace_id, leads.c.search_index)
+        .join(taken, taken.c.lead_id == leads.c.id)
+        .where(leads.c.search_index.is_not(None))
+    )
+    statement = (
+        postgresql.insert(system_scope(lead_search).table)
+        .from_select(["lead_id", "workspace_id", "text"], source)
+        .on_conflict_do_nothing(index_elements=[lead_search.c.lead_id])
+    )
+    moved = await ctx.conn.execute(statement.add_cte(taken))
+    if moved.rowcount:
+        return int(moved.rowcount)
+    # nothing inserted: the batch may still have held deleted leads only
+    waiting = system_scope(lead_search_pending).select(lead_search_pending.c.lead_id).limit(1)
+    return 1 if (await ctx.conn.execute(waiting)).first() is not None else 0
+
+
 async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
     """Put up to `limit` leads into the search index (`search_index` = `search_text`); returns how many.
     A text over `SEARCH_INDEX_MAX_BYTES` stays out of it (see leads/rules.py).
@@ -210,6 +250,10 @@ async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
     insert on both engines); until a lead is indexed, search finds it with LIKE over the pending rows. The
     batch is small because on SQLite it holds the write lock (FTS5 trigram indexing runs at roughly 10,000
     rows/s). On PostgreSQL the batch is claimed with `FOR UPDATE SKIP LOCKED`."""
+    if ctx.conn.dialect.name == "postgresql":
+        moved = await _index_stored_leads(ctx, limit=POSTGRESQL_SEARCH_BATCH)
+        if moved:
+            return moved
     table = system_scope(leads)
     pending = (
         table.select(leads.c.id)

@@ -29,7 +29,14 @@ from outreach_core.context import (
     workspace_itself,
 )
 from outreach_core.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
-from outreach_core.db.tables import import_chunks, import_queue, import_seen, lead_imports, leads
+from outreach_core.db.tables import (
+    import_chunks,
+    import_queue,
+    import_seen,
+    lead_imports,
+    lead_search_pending,
+    leads,
+)
 from outreach_core.db.types import json_text
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.geo import normalize_country
@@ -296,6 +303,8 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
+        if ctx.conn.dialect.name == "postgresql":  # searchable at once by their text, indexed later
+            await insert_rows(ctx, lead_search_pending, [{"lead_id": lead_id} for lead_id in ids])
         counts["created"] = len(new)
     if imp.list_id is not None:
         await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
@@ -317,11 +326,11 @@ def _new_lead(
         **fields,
         "custom": row.get("custom") or {},
         **derived,
-        # PostgreSQL: indexed at once. The pg_trgm GIN index takes new rows into its pending list cheaply,
-        # while the search-index worker's later UPDATE would write every row a second time and, MVCC, leave
-        # the table twice its size (a million leads: 659 MB; every scan reads it). SQLite: left to that
-        # worker, since the FTS5 trigger (~10,000 rows/s) would hold the single write lock 0.5 s longer per
-        # 5,000 rows, and SQLite updates a row in place.
+        # PostgreSQL: written at once (the sort indexes carry it, so search pages can walk them); its GIN
+        # indexes are on `lead_search`, filled by the search-index worker after storing (issue 31), while a
+        # later UPDATE of `leads` would write every row a second time and, MVCC, leave the table twice its
+        # size. SQLite: left to that worker, since the FTS5 trigger (~10,000 rows/s) would hold the single
+        # write lock 0.5 s longer per 5,000 rows, and SQLite updates a row in place.
         "search_index": (
             search_index_value(derived["search_text"]) if ctx.conn.dialect.name == "postgresql" else None
         ),

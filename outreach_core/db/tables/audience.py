@@ -82,6 +82,29 @@ leads = Table(
     ),
 )
 
+lead_search = Table(
+    "lead_search",
+    metadata,
+    # PostgreSQL: the search text of each indexed lead (= `leads.search_index`), under the two GIN indexes
+    # (pg_trgm `ix_lead_search_trgm` and the short terms' `ix_lead_search_short`, raw DDL in migration 0018),
+    # filled by the search-index worker after an import is stored, so that storing pays no GIN index
+    # (issue 31). A trigger on `leads` keeps `text` equal to `search_index`. Unused on SQLite (FTS5).
+    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), primary_key=True),
+    ws_fk(),
+    Column("text", Text, nullable=False),
+)
+
+lead_search_pending = Table(
+    "lead_search_pending",
+    metadata,
+    # PostgreSQL: leads an import stored that are not in `lead_search` yet; search finds them by testing
+    # `search_text` (a few seconds' worth), the worker moves them. No foreign key (storing pays no check); a
+    # deleted lead's row is dropped by the worker.
+    Column("lead_id", ID, primary_key=True),
+    ws_fk(),
+    Index("ix_lead_search_pending_ws", "workspace_id"),
+)
+
 lead_counters = Table(
     "lead_counters",
     metadata,
