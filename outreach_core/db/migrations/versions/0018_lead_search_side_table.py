@@ -34,8 +34,8 @@ POSTGRESQL_UP = [
       IF NEW.search_index IS NULL THEN
         DELETE FROM lead_search WHERE lead_id = NEW.id;
       ELSE
-        INSERT INTO lead_search (lead_id, workspace_id, text) VALUES (NEW.id, NEW.workspace_id, NEW.search_index)
-        ON CONFLICT (lead_id) DO UPDATE SET text = EXCLUDED.text;
+        INSERT INTO lead_search (lead_id, workspace_id, text)
+        VALUES (NEW.id, NEW.workspace_id, NEW.search_index) ON CONFLICT (lead_id) DO UPDATE SET text = EXCLUDED.text;
       END IF;
       RETURN NULL;
     END $$""",
@@ -66,8 +66,8 @@ def upgrade() -> None:
         "lead_search_pending",
         sa.Column("lead_id", sa.String(length=40), nullable=False),
         sa.Column("workspace_id", sa.String(length=40), nullable=False),
-        sa.ForeignKeyConstraint(["workspace_id"], ["workspaces.id"],
-                                name=op.f("fk_lead_search_pending_workspace_id_workspaces"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(["workspace_id"], ["workspaces.id"], ondelete="CASCADE",
+                                name=op.f("fk_lead_search_pending_workspace_id_workspaces")),
         sa.PrimaryKeyConstraint("lead_id", name=op.f("pk_lead_search_pending")),
     )  # fmt: skip
     op.create_index("ix_lead_search_pending_ws", "lead_search_pending", ["workspace_id"])
