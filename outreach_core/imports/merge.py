@@ -116,6 +116,7 @@ async def merge_queued_rows(ctx: WorkspaceContext) -> int:
     # The import's row is written last: from here to the commit, a chunk of this import waits for it.
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
     values["queued"] = lead_imports.c.queued - len(rows)
+    values["merged_at"] = ctx.now
     await ctx.conn.execute(
         scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
     )

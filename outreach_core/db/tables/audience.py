@@ -238,6 +238,7 @@ lead_imports = Table(
     Column("finished_at", UtcDateTime, nullable=True),
     Column("enriched_at", UtcDateTime, nullable=True),
     Column("failure_reason", String(300), nullable=True),  # why it ended `failed` (migration 0017)
+    Column("merged_at", UtcDateTime, nullable=True),  # a part of it last merged (storing comes first)
     Index("ix_lead_imports_ws_created", "workspace_id", "created_at"),
     Index("ix_lead_imports_status", "status"),
 )

@@ -1,4 +1,5 @@
-"""lead_imports.failure_reason: why an import ended `failed` (its final chunk never came)
+"""lead_imports.failure_reason: why an import ended `failed` (its final chunk never came); merged_at: when
+a part of it was last merged (storing comes first while an import is being stored)
 
 Revision ID: 0017
 Revises: 0016
@@ -9,6 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from outreach_core.db.types import UtcDateTime
+
 revision = "0017"
 down_revision = "0016"
 branch_labels = None
@@ -18,8 +21,10 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("lead_imports") as batch_op:
         batch_op.add_column(sa.Column("failure_reason", sa.String(length=300), nullable=True))
+        batch_op.add_column(sa.Column("merged_at", UtcDateTime(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("lead_imports") as batch_op:
+        batch_op.drop_column("merged_at")
         batch_op.drop_column("failure_reason")

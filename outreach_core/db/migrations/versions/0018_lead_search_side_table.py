@@ -35,7 +35,8 @@ POSTGRESQL_UP = [
         DELETE FROM lead_search WHERE lead_id = NEW.id;
       ELSE
         INSERT INTO lead_search (lead_id, workspace_id, text)
-        VALUES (NEW.id, NEW.workspace_id, NEW.search_index) ON CONFLICT (lead_id) DO UPDATE SET text = EXCLUDED.text;
+        VALUES (NEW.id, NEW.workspace_id, NEW.search_index)
+        ON CONFLICT (lead_id) DO UPDATE SET text = EXCLUDED.text;
       END IF;
       RETURN NULL;
     END $$""",
