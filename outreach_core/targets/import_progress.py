@@ -12,7 +12,6 @@ from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.maintenance import refresh_lead_statistics
 from outreach_core.db.tables import import_queue, lead_imports, leads
 
-
 STORING_WINDOW = timedelta(seconds=60)
 """An import counts as being stored while it has parts queued that arrived, or it had a part merged, within
 this long: a part that cannot be merged (a bug) stops holding the others' work back after a minute."""
