@@ -130,8 +130,8 @@ def _children(pid: int) -> list[int]:
 class CpuMeter(threading.Thread):
     """CPU seconds, summed since the start, of `outreach serve` (requests), its worker process (the merge,
     enrichment, the search index) and, on PostgreSQL, the backends of the benchmark's database (found by
-    their process titles, `postgres: [cluster:] user database ...`, sampled every 0.2 s: a backend's last 0.2 s before
-    it exits can be missed). The machine's other processes are not counted."""
+    their process titles, `postgres: [cluster:] user database ...`, sampled every 0.2 s: a backend's last
+    0.2 s before it exits can be missed). The machine's other processes are not counted."""
 
     def __init__(self, server_pid: int, database: str | None) -> None:
         super().__init__(daemon=True)
@@ -218,8 +218,11 @@ class Poller(threading.Thread):
         self.list_id = list_id
         self.latencies: dict[str, list[float]] = {"workspace": [], "list": []}
         self.stopping = threading.Event()
+        self.enabled = True
 
     def run(self) -> None:
+        if not self.enabled:
+            return
         while not self.stopping.is_set():
             for name, params in (("workspace", {}), ("list", {"listId": self.list_id})):
                 started = time.perf_counter()
@@ -229,6 +232,8 @@ class Poller(threading.Thread):
             self.stopping.wait(0.05)
 
     def report(self) -> str:
+        if not self.enabled:
+            return "no pages polled"
         return "; ".join(
             f"GET /leads page 1 ({name}) during the import p50 {percentile(lat, 50):.0f} ms, "
             f"p95 {percentile(lat, 95):.0f} ms, max {max(lat):.0f} ms ({len(lat)} polls)"
@@ -238,10 +243,18 @@ class Poller(threading.Thread):
 
 
 def one_import(
-    http: httpx.Client, base: str, key: str, rows: int, existing: str, stop_after: bool, cpu: CpuMeter
+    http: httpx.Client,
+    base: str,
+    key: str,
+    rows: int,
+    existing: str,
+    stop_after: bool,
+    cpu: CpuMeter,
+    poll: bool = True,
 ) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
+    poller.enabled = poll
     rng = random.Random(7)
     import_id: str | None = None
     last_email = ""
@@ -308,6 +321,9 @@ def main() -> None:
     parser.add_argument("--existing", default="skip,update", help="imports to run, in order")
     parser.add_argument("--autovacuum", choices=["on", "off"], default="on", help="PostgreSQL only")
     parser.add_argument("--stop-during", action="store_true", help="SIGTERM the server after the last chunk")
+    parser.add_argument(
+        "--no-poll", action="store_true", help="no pages polled during the import (CPU of the import alone)"
+    )
     args = parser.parse_args()
     dns_port = start_dns()
     extra = {"OUTREACH_DNS_NAMESERVERS": f"127.0.0.1:{dns_port}"}
@@ -335,7 +351,8 @@ def main() -> None:
         modes = args.existing.split(",")
         for n, mode in enumerate(modes):
             stop = args.stop_during and n == len(modes) - 1
-            print(one_import(http, server.base, server.key, args.rows, mode, stop, cpu), flush=True)
+            line = one_import(http, server.base, server.key, args.rows, mode, stop, cpu, not args.no_poll)
+            print(line, flush=True)
         print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)
         if args.stop_during:
             assert server.process is not None
