@@ -85,8 +85,10 @@ class WorkerProcess:
         _log.info("worker_process_stopped", pid=process.pid, returncode=process.returncode)
 
     async def _spawn(self) -> None:
+        # a session of its own: a Ctrl-C at the terminal reaches the server, which then stops the child,
+        # instead of both at once (the server would see the child's exit as a crash and start another)
         self.process = await asyncio.create_subprocess_exec(
-            *self.command(), env=self.environment(), stdin=asyncio.subprocess.DEVNULL
+            *self.command(), env=self.environment(), stdin=asyncio.subprocess.DEVNULL, start_new_session=True
         )
         _log.info("worker_process_started", pid=self.process.pid)
 

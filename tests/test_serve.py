@@ -218,3 +218,29 @@ def test_serve_supervises_its_worker_process(settings: Settings) -> None:
 def _zombie(pid: int) -> bool:
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split()[2] == "Z"
+
+
+def test_the_worker_process_stops_when_the_server_is_killed(settings: Settings) -> None:
+    """A server killed with SIGKILL cannot stop its worker process: the child notices within about a second
+    and stops itself, instead of merging on for nobody."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*OUTREACH, "serve", "--port", str(port)],
+        env=_env(settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert _wait_for(f"http://127.0.0.1:{port}/api/v1/ping").status_code == 200
+        child = _worker_child(proc.pid)
+        time.sleep(1.0)
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while os.path.exists(f"/proc/{child}") and not _zombie(child):
+            assert time.monotonic() < deadline, "the worker process outlived its server"
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
