@@ -146,7 +146,9 @@ list_leads = Table(
     "list_leads",
     metadata,
     Column("list_id", ID, ForeignKey("lists.id", ondelete="CASCADE"), primary_key=True),
-    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), primary_key=True),
+    # no foreign key to `leads` (migration 0019): the statement deleting leads deletes their memberships
+    # (a trigger on `leads`), and an import's memberships cost no lookup of their lead
+    Column("lead_id", ID, primary_key=True),
     ws_fk(),
     Column("added_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
