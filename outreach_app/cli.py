@@ -151,13 +151,21 @@ def _graceful_server_class() -> type:
 
     class GracefulServer(uvicorn.Server):
         """uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, so the process dies "by signal".
-        We finish the shutdown (workers stop, usage is flushed) and then exit 0 like `outreach worker`."""
+        We finish the shutdown (workers stop, usage is flushed) and then exit 0 like `outreach worker`.
+        `on_exit` runs at the first signal (the worker process is told to stop at once)."""
+
+        on_exit: Callable[[], None] | None = None
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             with super().capture_signals():
                 yield
                 self._captured_signals.clear()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.on_exit is not None:
+                self.on_exit()
+            super().handle_exit(sig, frame)
 
     return GracefulServer
 
@@ -196,11 +204,25 @@ def serve(
         app_ = build_app(runtime)
         config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
         workers = None if no_workers else WorkerProcess(settings)
+        server = _graceful_server_class()(config)
+        starting = None
+        if workers is not None:
+            server.on_exit = workers.begin_stop
+
+            async def start_when_serving() -> None:
+                while not server.started and not server.should_exit:  # noqa: ASYNC110 - uvicorn has no event
+                    await asyncio.sleep(0.05)
+                if not server.should_exit:
+                    await workers.start()
+
+            starting = asyncio.create_task(start_when_serving())
         try:
-            if workers is not None:
-                await workers.start()
-            await _graceful_server_class()(config).serve()
+            await server.serve()
         finally:
+            if starting is not None:
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
             if workers is not None:
                 await workers.stop()
             await runtime.dispose()

@@ -5,10 +5,12 @@ one thread at a time, and a merge, enrichment and the chunks' requests sharing i
 (issue 31). The child is `outreach worker` (every worker but `usage`, which flushes what the server's own
 requests recorded and stays in the server) with the server's settings, its public URL included.
 
-- Started before the server answers; an exit the server did not ask for is logged and the child started
+- Started once the server answers (the two processes do not start up on the same cores at once); an exit
+  the server did not ask for is logged and the child started
   again after a back-off (1 s doubling to 30 s; reset once a child has run for a minute).
-- Stopped with SIGTERM when the server stops: running ticks finish (a merge part commits or rolls back as a
-  whole), and a child still running after `STOP_GRACE_S` is killed, so the server is gone within 10 s.
+- Stopped with SIGTERM the moment the server is asked to stop (its requests and the child's ticks finish at
+  the same time; a merge part commits or rolls back as a whole), and a child still running `STOP_GRACE_S`
+  later is killed, so the server is gone within 10 s.
 - The child watches its parent: if the server dies without stopping it (SIGKILL), the child stops itself
   within a second (`OUTREACH_PARENT_PID`).
 """
@@ -47,6 +49,8 @@ class WorkerProcess:
         self.restarts = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self._stop_sent_at: float | None = None
+        self._signalled: asyncio.subprocess.Process | None = None
 
     def command(self) -> list[str]:
         names = self.only or _default_names()
@@ -63,9 +67,27 @@ class WorkerProcess:
         await self._spawn()
         self._task = asyncio.create_task(self._watch(), name="worker-process")
 
-    async def stop(self) -> None:
-        """SIGTERM, then SIGKILL after `STOP_GRACE_S`; returns once the child is gone."""
+    def begin_stop(self) -> None:
+        """SIGTERM now (the server was asked to stop): the child finishes its ticks while the server
+        finishes its requests, instead of after them. Safe to call from a signal handler, and more than
+        once."""
+        if self._stop_sent_at is not None:
+            return
+        self._stop_sent_at = time.monotonic()
         self._stopping.set()
+        self._terminate()
+
+    def _terminate(self) -> None:
+        process = self.process
+        if process is not None and process.returncode is None and self._signalled is not process:
+            self._signalled = process
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+
+    async def stop(self) -> None:
+        """SIGTERM (unless `begin_stop` sent it), then SIGKILL `STOP_GRACE_S` after it; returns once the
+        child is gone."""
+        self.begin_stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -73,10 +95,11 @@ class WorkerProcess:
         process = self.process
         if process is None or process.returncode is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
+        self._terminate()  # a child started after `begin_stop`
+        assert self._stop_sent_at is not None
+        grace = max(0.0, STOP_GRACE_S - (time.monotonic() - self._stop_sent_at))
         try:
-            await asyncio.wait_for(process.wait(), STOP_GRACE_S)
+            await asyncio.wait_for(process.wait(), grace)
         except TimeoutError:
             _log.warning("worker_process_killed", pid=process.pid, after_s=STOP_GRACE_S)
             with contextlib.suppress(ProcessLookupError):
