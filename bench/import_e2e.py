@@ -11,7 +11,13 @@ meets every address again), while a second thread polls from outside. Reports:
   (`GET /leads?listId=`);
 - done: seconds from "stored and listable" until `status` is `done` (ESP and country set by the enrich
   worker);
-- `GET /leads?listId=` page 1 latency (p50/p95) while the import runs (from the first chunk to `done`).
+- `GET /leads?listId=` page 1 latency (p50/p95) while the import runs (from the first chunk to `done`);
+- when a search (`GET /leads?search=<the last row's address>`) first finds the last row, after stored;
+- CPU microseconds per row of each stage (accepting the chunks; from the first chunk to stored; from stored
+  to done), per process: `outreach serve` (the requests, the poller's pages included), its worker process,
+  and on PostgreSQL the database's backends (`CpuMeter`). Rates drift with the machine's load; these hold.
+
+`outreach serve` runs its workers in a child process (issue 31), as the README starts it.
 
 PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import touches
 (`ALTER TABLE ... SET (autovacuum_enabled = off)`), as on a server without it. `--stop-during` sends SIGTERM
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import signal
 import socket
@@ -55,9 +62,13 @@ TOUCHED = [
 ]
 
 
+COMPANY_DOMAINS = 10_000
+
+
 def row(i: int, rng: random.Random) -> dict[str, Any]:
-    """Row `i`: two in three at a consumer provider, the rest at one of 5,000 company domains."""
-    company = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {i % 5000}"
+    """Row `i`: two in three at a consumer provider, the rest at one of 10,000 company domains (issue 31)."""
+    n = i % COMPANY_DOMAINS
+    company = f"{WORDS[n % 10]} {WORDS[n // 10 % 10]} {n}"
     domain = rng.choice(CONSUMER) if i % 3 else f"{company.replace(' ', '')}.example"
     return {
         "email": f"person{i}@{domain}",
@@ -91,6 +102,86 @@ def start_dns() -> int:
 
     threading.Thread(target=serve, daemon=True).start()
     return port
+
+
+# --- CPU of the processes doing the work ------------------------------------------------------------------
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of a process (None once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+class CpuMeter(threading.Thread):
+    """CPU seconds, summed since the start, of `outreach serve` (requests), its worker process (the merge,
+    enrichment, the search index) and, on PostgreSQL, the backends of the benchmark's database (found by
+    their process titles, `postgres: [cluster:] user database ...`, sampled every 0.2 s: a backend's last
+    0.2 s before it exits can be missed). The machine's other processes are not counted."""
+
+    def __init__(self, server_pid: int, database: str | None) -> None:
+        super().__init__(daemon=True)
+        self.server_pid = server_pid
+        self.database = database
+        self.seen: dict[tuple[str, int], float] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def _backends(self) -> list[int]:
+        if self.database is None:
+            return []
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        title = f.read().split(b"\0")[0].decode(errors="replace")
+                except OSError:
+                    continue
+                parts = title.split()  # "postgres: [cluster:] user database host(port) state"
+                if parts[:1] == ["postgres:"] and self.database in parts[2:4]:
+                    found.append(int(entry))
+        return found
+
+    def sample(self) -> dict[str, float]:
+        with self.lock:
+            targets = [("server", self.server_pid)]
+            targets += [("workers", pid) for pid in _children(self.server_pid)]
+            targets += [("database", pid) for pid in self._backends()]
+            for key in targets:
+                cpu = _cpu_s(key[1])
+                if cpu is not None:
+                    self.seen[key] = max(cpu, self.seen.get(key, 0.0))
+            totals = {"server": 0.0, "workers": 0.0, "database": 0.0}
+            for (kind, _), cpu in self.seen.items():
+                totals[kind] += cpu
+            return totals
+
+    def run(self) -> None:
+        while not self.stopping.wait(0.2):
+            self.sample()
+
+
+def per_row(before: dict[str, float], after: dict[str, float], rows: int) -> str:
+    return ", ".join(
+        f"{kind} {(after[kind] - before[kind]) / rows * 1e6:,.1f}"
+        for kind in ("server", "workers", "database")
+        if after[kind] - before[kind] > 0 or kind != "database"
+    )
 
 
 # --- PostgreSQL autovacuum --------------------------------------------------------------------------------
@@ -127,8 +218,11 @@ class Poller(threading.Thread):
         self.list_id = list_id
         self.latencies: dict[str, list[float]] = {"workspace": [], "list": []}
         self.stopping = threading.Event()
+        self.enabled = True
 
     def run(self) -> None:
+        if not self.enabled:
+            return
         while not self.stopping.is_set():
             for name, params in (("workspace", {}), ("list", {"listId": self.list_id})):
                 started = time.perf_counter()
@@ -138,6 +232,8 @@ class Poller(threading.Thread):
             self.stopping.wait(0.05)
 
     def report(self) -> str:
+        if not self.enabled:
+            return "no pages polled"
         return "; ".join(
             f"GET /leads page 1 ({name}) during the import p50 {percentile(lat, 50):.0f} ms, "
             f"p95 {percentile(lat, 95):.0f} ms, max {max(lat):.0f} ms ({len(lat)} polls)"
@@ -146,11 +242,23 @@ class Poller(threading.Thread):
         )
 
 
-def one_import(http: httpx.Client, base: str, key: str, rows: int, existing: str, stop_after: bool) -> str:
+def one_import(
+    http: httpx.Client,
+    base: str,
+    key: str,
+    rows: int,
+    existing: str,
+    stop_after: bool,
+    cpu: CpuMeter,
+    poll: bool = True,
+) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
+    poller.enabled = poll
     rng = random.Random(7)
     import_id: str | None = None
+    last_email = ""
+    cpu_start = cpu.sample()
     started = time.perf_counter()
     poller.start()
     for first in range(0, rows, CHUNK):
@@ -163,32 +271,45 @@ def one_import(http: httpx.Client, base: str, key: str, rows: int, existing: str
             body["list"] = {"id": list_id}
         else:
             body["importId"] = import_id
+        last_email = body["rows"][-1]["email"]
         response = http.post("/api/v1/leads/import", json=body)
         response.raise_for_status()
         import_id = response.json()["id"]
     accepted = time.perf_counter() - started
-    line = f"existing={existing}: {rows:,} rows accepted in {accepted:.1f} s = {rows / accepted:,.0f} rows/s"
+    cpu_accepted = cpu.sample()
+    line = (
+        f"existing={existing}: {rows:,} rows accepted in {accepted:.1f} s = {rows / accepted:,.0f} rows/s "
+        f"(CPU µs/row while accepting: {per_row(cpu_start, cpu_accepted, rows)})"
+    )
     if stop_after:
         poller.stopping.set()
         return line
-    stored_at = done_at = None
+    stored_at = done_at = found_at = None
+    cpu_stored = cpu_done = cpu_accepted
     while done_at is None:
         imp = http.get(f"/api/v1/leads/imports/{import_id}").json()
         now = time.perf_counter()
         if stored_at is None and imp["queued"] == 0:
             listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
             if listed["total"] >= rows or not listed.get("totalExact", True):
-                stored_at = now
+                stored_at, cpu_stored = now, cpu.sample()
+        if stored_at is not None and found_at is None:
+            searched = http.get("/api/v1/leads", params={"search": last_email, "pageSize": 10}).json()
+            if searched["total"] >= 1:
+                found_at = time.perf_counter()
         if stored_at is not None and imp["status"] == "done":
-            done_at = now
+            done_at, cpu_done = now, cpu.sample()
         else:
             time.sleep(0.2)
     poller.stopping.set()
     poller.join()
-    assert stored_at is not None
+    assert stored_at is not None and found_at is not None
     return (
         f"{line}; stored and listable after {stored_at - started:.1f} s = "
-        f"{rows / (stored_at - started):,.0f} rows/s; done {done_at - stored_at:.1f} s after that; "
+        f"{rows / (stored_at - started):,.0f} rows/s (CPU µs/row from the first chunk to stored: "
+        f"{per_row(cpu_start, cpu_stored, rows)}); the last row found by search "
+        f"{max(0.0, found_at - stored_at):.1f} s after stored; done {done_at - stored_at:.1f} s after stored "
+        f"(CPU µs/row from stored to done: {per_row(cpu_stored, cpu_done, rows)}); "
         f"{poller.report()}; "
         f"created {imp['created']:,}, updated {imp['updated']:,}, skipped {imp['skipped']:,}"
     )
@@ -200,6 +321,9 @@ def main() -> None:
     parser.add_argument("--existing", default="skip,update", help="imports to run, in order")
     parser.add_argument("--autovacuum", choices=["on", "off"], default="on", help="PostgreSQL only")
     parser.add_argument("--stop-during", action="store_true", help="SIGTERM the server after the last chunk")
+    parser.add_argument(
+        "--no-poll", action="store_true", help="no pages polled during the import (CPU of the import alone)"
+    )
     args = parser.parse_args()
     dns_port = start_dns()
     extra = {"OUTREACH_DNS_NAMESERVERS": f"127.0.0.1:{dns_port}"}
@@ -211,17 +335,25 @@ def main() -> None:
     ):
         url = server.env["OUTREACH_DATABASE_URL"]
         note = ""
+        database = None
         if url.startswith("postgresql"):
             asyncio.run(set_autovacuum(url, args.autovacuum == "on"))
             note = f", autovacuum {args.autovacuum}"
-        print(f"{server.engine}{note}, {args.rows:,} rows per import, `outreach serve` with all workers")
+            database = url.rsplit("/", 1)[1].split("?")[0]
+        assert server.process is not None
+        cpu = CpuMeter(server.process.pid, database)
+        cpu.start()
+        print(
+            f"{server.engine}{note}, {args.rows:,} rows per import, `outreach serve` as the README starts it "
+            f"(workers in its child); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+            flush=True,
+        )
         modes = args.existing.split(",")
         for n, mode in enumerate(modes):
-            print(
-                one_import(
-                    http, server.base, server.key, args.rows, mode, args.stop_during and n == len(modes) - 1
-                )
-            )
+            stop = args.stop_during and n == len(modes) - 1
+            line = one_import(http, server.base, server.key, args.rows, mode, stop, cpu, not args.no_poll)
+            print(line, flush=True)
+        print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)
         if args.stop_during:
             assert server.process is not None
             started = time.perf_counter()

@@ -10,6 +10,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, get_origin
 
+import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -85,11 +86,16 @@ async def _body_input(request: Request) -> Any:
         {"maxDepth": MAX_JSON_DEPTH},
     )
     try:
-        data = json.loads(raw)
-    except RecursionError:
-        raise too_deep from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("Malformed JSON body.", {"position": getattr(exc, "pos", None)}) from exc
+        data = orjson.loads(raw)  # several times faster than `json.loads` on a 5,000-row import chunk
+    except orjson.JSONDecodeError:
+        # what orjson refuses and `json` takes (a lone surrogate escape, NaN) keeps its answer: the
+        # validators' 422 rather than a 400
+        try:
+            data = json.loads(raw)
+        except RecursionError:
+            raise too_deep from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadRequest("Malformed JSON body.", {"position": getattr(exc, "pos", None)}) from exc
     # Fewer opening brackets than the limit cannot nest deeper: most bodies skip the walk.
     if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH and nested_deeper_than(data, MAX_JSON_DEPTH):
         raise too_deep
@@ -143,6 +149,11 @@ def make_handler(runtime: Runtime, endpoint: AnyEndpoint, *, public: bool = Fals
 
 
 def _validate(model: type[BaseModel], data: Any, *, from_strings: bool = False) -> BaseModel:
+    # A model may check its usual shape in one lean loop of its own (`validate_fast`, e.g. the 5,000 rows
+    # of an import chunk); it answers None for anything else, which the model then validates (and explains).
+    fast = getattr(model, "validate_fast", None)
+    if fast is not None and not from_strings and (checked := fast(data)) is not None:
+        return checked  # type: ignore[no-any-return]
     try:
         return model.model_validate(data, context={FROM_STRINGS: from_strings})
     except ValidationError as exc:

@@ -151,13 +151,21 @@ def _graceful_server_class() -> type:
 
     class GracefulServer(uvicorn.Server):
         """uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, so the process dies "by signal".
-        We finish the shutdown (workers stop, usage is flushed) and then exit 0 like `outreach worker`."""
+        We finish the shutdown (workers stop, usage is flushed) and then exit 0 like `outreach worker`.
+        `on_exit` runs at the first signal (the worker process is told to stop at once)."""
+
+        on_exit: Callable[[], None] | None = None
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             with super().capture_signals():
                 yield
                 self._captured_signals.clear()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.on_exit is not None:
+                self.on_exit()
+            super().handle_exit(sig, frame)
 
     return GracefulServer
 
@@ -166,12 +174,12 @@ def _graceful_server_class() -> type:
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
-    no_workers: Annotated[
-        bool, typer.Option("--no-workers", help="Do not run workers in this process")
-    ] = False,
+    no_workers: Annotated[bool, typer.Option("--no-workers", help="Do not start the worker process")] = False,
 ) -> None:
-    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers in one process. Migrates first.
+    """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers. Migrates first.
 
+    The workers run in a child process this command starts, restarts if it dies and stops with it
+    (`outreach_app/worker_process.py`), so that requests and the workers use different cores.
     Without OUTREACH_PUBLIC_URL, links and OAuth metadata name the served port (and the host when it is a
     loopback address; 127.0.0.1 otherwise)."""
     import uvicorn
@@ -188,15 +196,35 @@ def serve(
 
     async def main() -> None:
         from outreach_app.bootstrap import build_runtime
+        from outreach_app.worker_process import WorkerProcess
         from outreach_core.db.migrate import migrate
 
         runtime = build_runtime(settings)
         await migrate(runtime.engine)
-        app_ = build_app(runtime, run_workers_in_process=not no_workers)
+        app_ = build_app(runtime)
         config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+        workers = None if no_workers else WorkerProcess(settings)
+        server = _graceful_server_class()(config)
+        starting = None
+        if workers is not None:
+            server.on_exit = workers.begin_stop
+
+            async def start_when_serving() -> None:
+                while not server.started and not server.should_exit:  # noqa: ASYNC110 - uvicorn has no event
+                    await asyncio.sleep(0.05)
+                if not server.should_exit:
+                    await workers.start()
+
+            starting = asyncio.create_task(start_when_serving())
         try:
-            await _graceful_server_class()(config).serve()
+            await server.serve()
         finally:
+            if starting is not None:
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
+            if workers is not None:
+                await workers.stop()
             await runtime.dispose()
 
     asyncio.run(main())
@@ -229,9 +257,15 @@ def worker(
         raise typer.BadParameter(str(exc)) from None
 
     async def work(runtime: Runtime) -> None:
+        from outreach_app.worker_process import watch_parent
+
         stop = asyncio.Event()
         install_signal_handlers(stop)
-        await run_workers(runtime, chosen, stop)
+        parent = asyncio.create_task(watch_parent(stop))  # started by `outreach serve`: stop with it
+        try:
+            await run_workers(runtime, chosen, stop)
+        finally:
+            parent.cancel()
 
     _run(work, logged=True, settings=settings)
 

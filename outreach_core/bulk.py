@@ -49,6 +49,9 @@ _TIME_CHARS = 10  # a ULID's first 10 characters are its millisecond timestamp, 
 _RANDOM_CHARS = _ULID - _TIME_CHARS
 
 
+_UNSEEN = object()
+
+
 async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert many rows of a workspace-owned table (`workspace_id` set on each), the fastest way per engine.
 
@@ -68,10 +71,19 @@ async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, 
     ]
     owner = ctx.workspace_id
     records: list[tuple[Any, ...]] = []
+    # A value the previous row had too (the same object: an import's `created_at`, its `import_id`) is
+    # processed once: formatting a timestamp for SQLite took a tenth of a merge's Python time.
+    seen: list[Any] = [_UNSEEN] * len(keys)
+    done: list[Any] = [None] * len(keys)
     for row in rows:
         values = [row[k] for k in keys]
         for i, proc in processors:
-            values[i] = proc(values[i])
+            value = values[i]
+            if value is seen[i]:
+                values[i] = done[i]
+            else:
+                seen[i] = value
+                values[i] = done[i] = proc(value)
         values.append(owner)
         records.append(tuple(values))
     if dialect.name == "postgresql":

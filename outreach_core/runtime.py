@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy.exc import DBAPIError
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from outreach_core.context import Principal, Role, SystemContext, WorkspaceContext
 from outreach_core.db.engine import create_engine
+from outreach_core.db.turns import WriteTurns
 from outreach_core.endpoint import AnyEndpoint, refuse_lower_role
 from outreach_core.ports import Ports
 from outreach_core.settings import Settings
@@ -36,6 +38,8 @@ _SERIALIZATION_RETRIES = 3
 _holds_write_gate: ContextVar[bool] = ContextVar("holds_write_gate", default=False)
 _write_gates: weakref.WeakKeyDictionary[AsyncEngine, asyncio.Lock] = weakref.WeakKeyDictionary()
 """One queue of write transactions per engine, however many runtimes share it."""
+_turns: weakref.WeakKeyDictionary[AsyncEngine, WriteTurns | None] = weakref.WeakKeyDictionary()
+"""SQLite files: the turn this process takes with the other processes writing the file (`db/turns.py`)."""
 
 
 class Runtime:
@@ -48,6 +52,9 @@ class Runtime:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self.usage = UsageTracker()
         self._write_gate = _write_gates.setdefault(self.engine, asyncio.Lock())
+        if self.engine not in _turns:
+            _turns[self.engine] = _file_turns(self.engine)
+        self._turns = _turns[self.engine]
 
     async def call(self, caller: Caller, endpoint: AnyEndpoint, /, **kwargs: Any) -> Any:
         """Run a catalogued endpoint the way both doors do: the caller's role checked against the
@@ -188,14 +195,24 @@ class Runtime:
         least often, and new arrivals kept taking the lock before it: requests failed with "database is
         locked" after 15 s (measured). Queued here instead, each waits only for the transactions ahead of it.
         Other processes (`outreach worker` beside `outreach serve`) still meet at SQLite's lock. A nested
-        write transaction in the same task does not queue behind itself."""
+        write transaction in the same task does not queue behind itself.
+
+        Other processes on the same file (`outreach serve`'s worker process) take turns with this one
+        through `db/turns.py`, taken once this process's queue has come to the transaction."""
         if read_only or not self.is_sqlite or _holds_write_gate.get():
             yield
             return
         async with self._write_gate:
             token = _holds_write_gate.set(True)
             try:
-                yield
+                if self._turns is None:
+                    yield
+                    return
+                await self._turns.acquire()
+                try:
+                    yield
+                finally:
+                    self._turns.release()
             finally:
                 _holds_write_gate.reset(token)
 
@@ -228,6 +245,19 @@ class _Outside:
     ) -> R:
         """`op(ctx, ...)` in its own short read-only transaction, as the caller."""
         return await self.runtime.read(self.principal, op, *args, **kwargs)
+
+
+def _file_turns(engine: AsyncEngine) -> WriteTurns | None:
+    """The turn of a SQLite database file (none in memory, on PostgreSQL, or without `fcntl`)."""
+    database = engine.url.database
+    if (
+        engine.dialect.name != "sqlite"
+        or not database
+        or database == ":memory:"
+        or not WriteTurns.available()
+    ):
+        return None
+    return WriteTurns(Path(database).resolve())
 
 
 def _is_retryable(exc: DBAPIError) -> bool:

@@ -95,6 +95,10 @@ class Settings(BaseSettings):
     inbox_lease_s: float = Field(default=60.0, ge=1, le=3600)
     inbox_max_mailboxes: int = Field(default=1000, ge=1, le=100_000)
 
+    # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
+    # last chunk ends `failed` (its stored rows stay).
+    import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

@@ -36,6 +36,8 @@ def _is_search_index(diff: Any) -> bool:
     return name.startswith("leads_fts") or name in (
         "ix_leads_search_trgm",
         "ix_leads_search_short",
+        "ix_lead_search_trgm",
+        "ix_lead_search_short",
         "ix_leads_ws_email_search",
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -163,3 +164,83 @@ async def test_public_url_follows_the_served_host_and_port(
         assert preview["unsubscribe"].startswith(f"{base}/u/")
         unsubscribe_page = httpx.get(preview["unsubscribe"], timeout=5)
         assert unsubscribe_page.status_code == 200 and "Unsubscribe" in unsubscribe_page.text
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def _worker_child(pid: int, deadline_s: float = 30) -> int:
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for child in _children(pid):
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"worker" in f.read().split(b"\0"):
+                    return child
+        time.sleep(0.1)
+    raise AssertionError("no worker process")
+
+
+def test_serve_supervises_its_worker_process(settings: Settings) -> None:
+    """`outreach serve` runs the workers in a child process: started with the server, started again when it
+    dies (kill -9), stopped with the server on SIGTERM, all within 10 s."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*OUTREACH, "serve", "--port", str(port)],
+        env=_env(settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert _wait_for(f"http://127.0.0.1:{port}/api/v1/ping").status_code == 200
+        first = _worker_child(proc.pid)
+        os.kill(first, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (second := _worker_child(proc.pid)) == first and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert second != first  # started again
+        time.sleep(1.0)  # its workers are running
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+        assert time.monotonic() - started < 10
+        assert not os.path.exists(f"/proc/{second}") or _zombie(second)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _, stderr = proc.communicate(timeout=10)
+    assert "worker_process_exited" in stderr  # the kill was noticed and logged
+
+
+def _zombie(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split()[2] == "Z"
+
+
+def test_the_worker_process_stops_when_the_server_is_killed(settings: Settings) -> None:
+    """A server killed with SIGKILL cannot stop its worker process: the child notices within about a second
+    and stops itself, instead of merging on for nobody."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [*OUTREACH, "serve", "--port", str(port)],
+        env=_env(settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert _wait_for(f"http://127.0.0.1:{port}/api/v1/ping").status_code == 200
+        child = _worker_child(proc.pid)
+        time.sleep(1.0)
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while os.path.exists(f"/proc/{child}") and not _zombie(child):
+            assert time.monotonic() < deadline, "the worker process outlived its server"
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()

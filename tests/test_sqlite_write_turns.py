@@ -76,3 +76,66 @@ async def test_readers_do_not_wait_for_a_write_in_progress(impatient_runtime: Ru
     assert asyncio.get_running_loop().time() - started < 0.3
     assert not writer.done()
     await writer
+
+
+HOG = """
+import asyncio, sys, time
+from sqlalchemy import text
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+
+async def hold(ctx, n):
+    await ctx.conn.execute(text("CREATE TEMP TABLE IF NOT EXISTS turns (n INTEGER)"))
+    await ctx.conn.execute(text("INSERT INTO turns VALUES (:n)"), {"n": n})
+    time.sleep(0.1)  # the merge's work inside its transaction: CPU, not a pause of the event loop
+
+async def main():
+    runtime = Runtime(Settings(database_url=sys.argv[1]))
+    print("writing", flush=True)
+    n = 0
+    end = time.monotonic() + float(sys.argv[2])
+    while time.monotonic() < end:  # back to back, as the merge writes part after part
+        await runtime.system(hold, n)
+        n += 1
+    print(n, flush=True)
+    await runtime.dispose()
+
+asyncio.run(main())
+"""
+
+
+async def test_another_process_writing_back_to_back_lets_this_one_write_in_turn(
+    impatient_runtime: Runtime, settings: Settings
+) -> None:
+    """The worker process (the merge) writes transactions back to back; this process's writes, which give
+    up after 50 ms at SQLite's own lock, each wait about one of the other's transactions (100 ms), never
+    fail: before the turns, the first one failed with "database is locked"."""
+    import subprocess
+    import sys
+    import time
+
+    hog = subprocess.Popen(
+        [sys.executable, "-c", HOG, settings.database_url, "3"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert hog.stdout is not None
+        assert hog.stdout.readline().strip() == "writing"
+        await asyncio.sleep(0.3)
+
+        async def write(ctx: SystemContext, n: int) -> None:
+            await ctx.conn.execute(text("CREATE TEMP TABLE IF NOT EXISTS mine (n INTEGER)"))
+            await ctx.conn.execute(text("INSERT INTO mine VALUES (:n)"), {"n": n})
+
+        waits = []
+        for n in range(10):
+            started = time.monotonic()
+            await impatient_runtime.system(write, n)  # raises "database is locked" without turns
+            waits.append(time.monotonic() - started)
+            await asyncio.sleep(0.05)
+        other = int((hog.communicate(timeout=30)[0] or "0").strip())
+    finally:
+        if hog.poll() is None:
+            hog.kill()
+    assert hog.returncode == 0
+    assert other > 5  # the other process kept writing meanwhile
+    assert max(waits) < 0.5, waits  # about one of its transactions each, never a queue of them

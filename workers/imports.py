@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
-from outreach_core.imports.merge import import_principal, merge_queued_rows, queued_import_workspaces
+from outreach_core.imports.merge import (
+    fail_stale_imports,
+    import_principal,
+    merge_queued_rows,
+    queued_import_workspaces,
+    stale_imports,
+)
 from outreach_core.targets.lead_counts import fold_lead_counters
 from workers.per_workspace import run_per_workspace
 
@@ -12,6 +19,9 @@ if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
 
 WORKSPACES_PER_TICK = 20
+STALE_CHECK_S = 30.0
+"""How often the worker looks for imports whose final chunk never came (a read; it writes only for some)."""
+_last_stale_check = float("-inf")
 
 
 async def tick(runtime: Runtime) -> int:
@@ -29,4 +39,10 @@ async def tick(runtime: Runtime) -> int:
     )
     if merged:
         await runtime.system(fold_lead_counters)
+    global _last_stale_check
+    if not merged and time.monotonic() - _last_stale_check >= STALE_CHECK_S:
+        _last_stale_check = time.monotonic()
+        stale = await runtime.system_read(stale_imports)
+        if stale:
+            await runtime.system(fail_stale_imports, stale)
     return merged

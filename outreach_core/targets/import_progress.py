@@ -4,11 +4,34 @@ its own batch; the imports domain moves it from `importing` to `enriching`."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from sqlalchemy import not_, or_
 
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.maintenance import refresh_lead_statistics
-from outreach_core.db.tables import lead_imports, leads
+from outreach_core.db.tables import import_queue, lead_imports, leads
+
+STORING_WINDOW = timedelta(seconds=60)
+"""An import counts as being stored while it has parts queued that arrived, or it had a part merged, within
+this long: a part that cannot be merged (a bug) stops holding the others' work back after a minute."""
+
+
+async def import_parts_queued(ctx: SystemContext) -> bool:
+    """Whether an import is being stored (any workspace): parts queued that arrived, or whose import had a
+    part merged, within `STORING_WINDOW`. Storing comes first (issue 31): meanwhile enrichment,
+    verification and the search index write no leads, so that they never hold the write lock the merge
+    needs (SQLite's one lock; on PostgreSQL the cores and the index pages), and start on the stored leads
+    once the queue is empty. A short read."""
+    since = ctx.now - STORING_WINDOW
+    queued = (
+        system_scope(import_queue)
+        .select(import_queue.c.import_id)
+        .join(lead_imports, lead_imports.c.id == import_queue.c.import_id)
+        .where(or_(import_queue.c.created_at >= since, lead_imports.c.merged_at >= since))
+        .limit(1)
+    )
+    return (await ctx.conn.execute(queued)).first() is not None
 
 
 async def finish_imports(ctx: SystemContext, *, workspace_id: str | None = None) -> int:

@@ -28,7 +28,15 @@ from sqlalchemy.dialects import postgresql
 
 from outreach_core.bulk import OuterLoopJoin, count_sample, holds
 from outreach_core.context import WorkspaceContext, scoped, unscoped
-from outreach_core.db.tables import lead_labels, leads, leads_fts, leads_fts_vocab, list_leads
+from outreach_core.db.tables import (
+    lead_labels,
+    lead_search,
+    lead_search_pending,
+    leads,
+    leads_fts,
+    leads_fts_vocab,
+    list_leads,
+)
 from outreach_core.targets.schemas import LeadFilter, LeadTarget
 
 MIN_TRIGRAM = 3
@@ -59,14 +67,15 @@ def search_pattern(needle: str) -> str:
 def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False) -> ColumnElement[bool]:
     """Substring match over email, name and company (case-insensitive).
 
-    Leads the enrich worker has indexed (`search_index` set) are found through an index. Terms of 3 or more
-    characters use the trigram index: SQLite's FTS5 table `leads_fts`, PostgreSQL's pg_trgm GIN index on
-    `search_index`. Terms of 1-2 characters use, on SQLite, the trigrams of `leads_fts` that start with the
-    term (its texts end with two `END` characters, so each place the term occurs starts one); on PostgreSQL,
-    the GIN index `ix_leads_search_short` over each text's characters and pairs of characters
-    (`lead_search_grams`, migration 0008). Other short terms are matched by testing rows. Leads not indexed
-    yet (just imported) are matched with `LIKE` on `search_text`, found through the partial index
-    `ix_leads_search_pending`, so results are complete at once.
+    Leads the search-index worker has indexed are found through an index. Terms of 3 or more characters
+    use the trigram index: SQLite's FTS5 table `leads_fts` over `search_index`, PostgreSQL's pg_trgm GIN
+    index on the side table `lead_search` (migration 0021). Terms of 1-2 characters use, on SQLite, the
+    trigrams of `leads_fts` that start with the term (its texts end with two `END` characters, so each place
+    the term occurs starts one); on PostgreSQL, the GIN index `ix_lead_search_short` over each text's
+    characters and pairs of characters (`lead_search_grams`, migration 0008). Other short terms are matched
+    by testing rows. Leads not indexed yet (just imported) are matched with `LIKE` on `search_text`, found
+    through the partial index `ix_leads_search_pending` (SQLite; PostgreSQL: `lead_search_pending`), so
+    results are complete at once (see `_postgresql_matches`).
 
     `frequent` (the caller knows many leads match, e.g. a common 1-2 character term): test each row with
     `LIKE` on `search_text` instead, so that a count stops at its limit after a few thousand rows rather than
@@ -81,18 +90,38 @@ def search_condition(ctx: WorkspaceContext, term: str, *, frequent: bool = False
         return leads.c.search_text.like(pattern, escape="\\")
     pending = _pending(pattern)
     if ctx.conn.dialect.name != "sqlite":
-        if len(needle) >= MIN_TRIGRAM:
-            return or_(leads.c.search_index.like(pattern, escape="\\"), pending)
-        # `search_text` rechecks (cheaply, as `@>` is exact): a LIKE of 1-2 characters on `search_index`
-        # would have the planner read the whole trigram index (3.4 s at a million leads)
-        grams = func.lead_search_grams(leads.c.search_index).collate("C")
-        in_grams = grams.op("@>")(cast(postgresql.array([needle]), postgresql.ARRAY(Text)))
-        return or_(and_(in_grams, leads.c.search_text.like(pattern, escape="\\")), pending)
+        return leads.c.id.in_(_postgresql_matches(ctx, needle, pattern))
     fts = unscoped(leads_fts)  # type: ignore[arg-type]
     matched = fts.select(leads_fts.c.rowid).where(_fts_match(needle))
     unindexed = scoped(ctx, leads).select(literal_column("leads.rowid")).where(pending).correlate(None)
     found: ColumnElement[bool] = literal_column("leads.rowid").in_(matched.union_all(unindexed))
     return found
+
+
+def _postgresql_matches(ctx: WorkspaceContext, needle: str, pattern: str) -> CompoundSelect[Any]:
+    """PostgreSQL: the ids of the workspace's leads holding `needle`, from three places (`UNION ALL`, so
+    that each is read through its own index): `lead_search`, whose GIN indexes answer (pg_trgm for 3 or
+    more characters; for 1-2, the grams index, `@>` being exact, with the text rechecked cheaply: a LIKE of
+    1-2 characters through pg_trgm would read the whole trigram index, 3.4 s at a million leads); the
+    leads an import stored that the search-index worker has not moved there yet (`lead_search_pending`,
+    their `search_text` tested); and leads with no `search_index` (a text too long; `_pending`)."""
+    text_like = lead_search.c.text.like(pattern, escape="\\")
+    indexed = scoped(ctx, lead_search).select(lead_search.c.lead_id)
+    if len(needle) >= MIN_TRIGRAM:
+        indexed = indexed.where(text_like)
+    else:
+        grams = func.lead_search_grams(lead_search.c.text).collate("C")
+        indexed = indexed.where(
+            grams.op("@>")(cast(postgresql.array([needle]), postgresql.ARRAY(Text))), text_like
+        )
+    waiting = (
+        scoped(ctx, lead_search_pending)
+        .select(lead_search_pending.c.lead_id)
+        .join(leads, leads.c.id == lead_search_pending.c.lead_id)
+        .where(leads.c.search_text.like(pattern, escape="\\"))
+    )
+    unindexed = scoped(ctx, leads).select(leads.c.id).where(_pending(pattern))
+    return union_all(indexed, waiting, unindexed)
 
 
 def matching_ids(

@@ -29,7 +29,7 @@ from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import lead_imports, leads, workspaces
 from outreach_core.ports import HttpClient
 from outreach_core.settings import Settings
-from outreach_core.targets.import_progress import finish_imports
+from outreach_core.targets.import_progress import finish_imports, import_parts_queued
 from outreach_core.targets.mail_domains import (
     DomainInfo,
     clean_domain,
@@ -260,6 +260,8 @@ async def verify_batch(runtime: Runtime, batch: int) -> int:
     were due)."""
     if not await runtime.system_read(any_due):  # idle polls take no write lock (SQLite has only one)
         return 0
+    if await runtime.system_read(import_parts_queued):
+        return 0  # storing comes first: verified once every queued import part is merged
     claimed = await runtime.system(claim_leads_to_verify, batch)
     if not claimed:
         return 0

@@ -82,6 +82,29 @@ leads = Table(
     ),
 )
 
+lead_search = Table(
+    "lead_search",
+    metadata,
+    # PostgreSQL: the search text of each indexed lead (= `leads.search_index`), under the two GIN indexes
+    # (pg_trgm `ix_lead_search_trgm` and the short terms' `ix_lead_search_short`, raw DDL in migration 0021),
+    # filled by the search-index worker after an import is stored, so that storing pays no GIN index
+    # (issue 31). A trigger on `leads` keeps `text` equal to `search_index`. Unused on SQLite (FTS5).
+    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), primary_key=True),
+    ws_fk(),
+    Column("text", Text, nullable=False),
+)
+
+lead_search_pending = Table(
+    "lead_search_pending",
+    metadata,
+    # PostgreSQL: leads an import stored that are not in `lead_search` yet; search finds them by testing
+    # `search_text` (a few seconds' worth), the worker moves them. No foreign key (storing pays no check); a
+    # deleted lead's row is dropped by the worker.
+    Column("lead_id", ID, primary_key=True),
+    ws_fk(),
+    Index("ix_lead_search_pending_ws", "workspace_id"),
+)
+
 lead_counters = Table(
     "lead_counters",
     metadata,
@@ -123,7 +146,9 @@ list_leads = Table(
     "list_leads",
     metadata,
     Column("list_id", ID, ForeignKey("lists.id", ondelete="CASCADE"), primary_key=True),
-    Column("lead_id", ID, ForeignKey("leads.id", ondelete="CASCADE"), primary_key=True),
+    # no foreign key to `leads` (migration 0022): the statement deleting leads deletes their memberships
+    # (a trigger on `leads`), and an import's memberships cost no lookup of their lead
+    Column("lead_id", ID, primary_key=True),
     ws_fk(),
     Column("added_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
@@ -214,6 +239,8 @@ lead_imports = Table(
     Column("final_at", UtcDateTime, nullable=True),  # the final chunk arrived
     Column("finished_at", UtcDateTime, nullable=True),
     Column("enriched_at", UtcDateTime, nullable=True),
+    Column("failure_reason", String(300), nullable=True),  # why it ended `failed` (migration 0020)
+    Column("merged_at", UtcDateTime, nullable=True),  # a part of it last merged (storing comes first)
     Index("ix_lead_imports_ws_created", "workspace_id", "created_at"),
     Index("ix_lead_imports_status", "status"),
 )

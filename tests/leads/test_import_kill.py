@@ -1,0 +1,92 @@
+"""kill -9 of the worker process while it merges an import loses and duplicates nothing: each part is merged
+in one transaction (its leads, list memberships, counters and its removal from the queue commit together),
+so a part the killed process was merging is merged again, whole, by the next one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from typing import Any
+
+import httpx
+from sqlalchemy import func
+
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import leads, list_leads
+from outreach_core.settings import Settings
+from tests.conftest import MakeWorkspace
+from tests.test_cli import OUTREACH, ROOT, _env
+
+ROWS, CHUNK = 12_000, 2_000
+
+
+def _worker(settings: Settings) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*OUTREACH, "worker", "--only", "import"],
+        env=_env(settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+async def test_kill_9_of_the_merging_process_loses_and_duplicates_nothing(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, settings: Settings
+) -> None:
+    ws = await make_workspace(plan="agency")
+    listed = await http.post("/api/v1/lists", headers=ws.headers, json={"name": "killed"})
+    list_id = listed.json()["id"]
+    rows = [{"email": f"k{i}@kill{i % 50}.test", "firstName": f"K{i}"} for i in range(ROWS)]
+    rows += [{"email": "k7@kill7.test"}, {"email": "not an address"}]  # a duplicate and an invalid row
+    import_id = None
+    for first in range(0, len(rows), CHUNK):
+        body: dict[str, Any] = {"rows": rows[first : first + CHUNK], "final": first + CHUNK >= len(rows)}
+        body |= {"importId": import_id} if import_id else {"list": {"id": list_id}}
+        response = await http.post("/api/v1/leads/import", headers=ws.headers, json=body)
+        assert response.status_code == 200, response.text
+        import_id = response.json()["id"]
+
+    async def state() -> dict[str, Any]:
+        return (await http.get(f"/api/v1/leads/imports/{import_id}", headers=ws.headers)).json()  # type: ignore[no-any-return]
+
+    kills = 0
+    worker = _worker(settings)
+    try:
+        deadline = time.monotonic() + 180
+        while (await state())["queued"] > 0:
+            assert time.monotonic() < deadline, await state()
+            queued = (await state())["queued"]
+            if kills < 3 and queued < ROWS:  # merging has begun: kill it in the middle of a part
+                await asyncio.sleep(0.05 * (kills + 1))
+                os.kill(worker.pid, signal.SIGKILL)
+                worker.wait(timeout=10)
+                kills += 1
+                worker = _worker(settings)
+            await asyncio.sleep(0.05)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=20)
+    assert kills == 3
+    done = await state()
+    assert done["created"] == ROWS and done["duplicates"] == 1 and done["invalid"] == 1
+    assert done["rows"] == ROWS + 2 and done["queued"] == 0
+    assert done["status"] in ("enriching", "done")
+
+    async def counts(ctx: WorkspaceContext) -> tuple[int, int, int]:
+        lead_table, members = scoped(ctx, leads), scoped(ctx, list_leads)
+        stored = (await ctx.conn.execute(lead_table.select(func.count()))).scalar_one()
+        distinct = (
+            await ctx.conn.execute(lead_table.select(func.count(func.distinct(leads.c.email))))
+        ).scalar_one()
+        on_list = (
+            await ctx.conn.execute(members.select(func.count()).where(list_leads.c.list_id == list_id))
+        ).scalar_one()
+        return int(stored), int(distinct), int(on_list)
+
+    assert await ws.runtime.read(await ws.principal(), counts) == (ROWS, ROWS, ROWS)
+    stats = (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()
+    assert stats["total"] == ROWS  # the trigger-kept counters agree
