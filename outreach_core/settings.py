@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import threading
+import time
 from pathlib import Path
 from typing import Literal, Self
 
@@ -13,6 +16,7 @@ from outreach_core.urls import url_problem
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./outreach.db"
 DEFAULT_PORT = 8000
+KEY_FILE_NAME = ".outreach-secret-key"
 _LOOPBACK_NAMES = {"localhost": "localhost", "::1": "[::1]", "127.0.0.1": "127.0.0.1"}
 
 
@@ -171,21 +175,15 @@ class Settings(BaseSettings):
         """The secret used to sign and encrypt.
 
         With SQLite and no explicit key, one is generated once and stored beside the database file so
-        restarts keep decrypting what was stored. PostgreSQL deployments must set it explicitly.
+        restarts keep decrypting what was stored (`generated_secret_key`: read once per process, created
+        atomically). PostgreSQL deployments must set it explicitly.
         """
         if self.secret_key:
             return self.secret_key
         if not self.is_sqlite:
             raise RuntimeError("OUTREACH_SECRET_KEY is required with PostgreSQL")
         path = sqlite_path(self.database_url)
-        key_file = (path.parent if path else Path.cwd()) / ".outreach-secret-key"
-        if key_file.exists():
-            return key_file.read_text().strip()
-        key = secrets.token_urlsafe(48)
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        key_file.write_text(key)
-        key_file.chmod(0o600)
-        return key
+        return generated_secret_key((path.parent if path else Path.cwd()) / KEY_FILE_NAME)
 
     def previous_secret_keys(self) -> list[str]:
         """Earlier secret keys from `OUTREACH_SECRET_KEY_PREVIOUS`, newest first."""
@@ -194,6 +192,70 @@ class Settings(BaseSettings):
     def signing_keys(self) -> list[str]:
         """The keys signed tokens are verified against: the current one (which signs), then earlier ones."""
         return [self.resolved_secret_key(), *self.previous_secret_keys()]
+
+
+_generated_keys: dict[Path, str] = {}
+_generated_keys_lock = threading.Lock()
+
+
+def generated_secret_key(key_file: Path) -> str:
+    """The secret stored in `key_file`, created there first when there is none.
+
+    Read once per process and kept: it signs every link of every email the sender builds and decrypts every
+    stored password, so it must neither cost a file read each time nor change under a running process.
+    Created atomically, so processes starting together on a new database (`outreach serve` beside
+    `outreach worker`) all end with the same key: each writes a complete candidate to a file of its own,
+    links it to `key_file` (an exclusive create: it fails when the name exists), then reads back whichever
+    candidate won.
+    """
+    with _generated_keys_lock:
+        key = _generated_keys.get(key_file)
+        if key is None:
+            key = _generated_keys[key_file] = _read_or_create_key(key_file)
+        return key
+
+
+def _read_or_create_key(key_file: Path) -> str:
+    if not key_file.exists():
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        candidate = key_file.with_name(f"{key_file.name}.{os.getpid()}.{secrets.token_hex(8)}")
+        fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_urlsafe(48))
+                out.flush()
+                os.fsync(out.fileno())
+            try:
+                os.link(candidate, key_file)
+            except FileExistsError:
+                pass  # another process won: its key is the one read back below
+            except OSError:
+                # no hard links on this file system: create the name itself exclusively (a reader may
+                # then see it empty for a moment, which _read_key waits out)
+                _create_exclusively(key_file, candidate.read_text())
+        finally:
+            candidate.unlink(missing_ok=True)
+    return _read_key(key_file)
+
+
+def _create_exclusively(key_file: Path, key: str) -> None:
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as out:
+        out.write(key)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def _read_key(key_file: Path) -> str:
+    deadline = time.monotonic() + 2.0
+    while not (key := key_file.read_text().strip()):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{key_file} is empty: delete it or set OUTREACH_SECRET_KEY")
+        time.sleep(0.01)
+    return key
 
 
 def sqlite_path(url: str) -> Path | None:

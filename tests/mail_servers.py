@@ -222,7 +222,7 @@ first_valid_gid = 1
 # folder every `mailbox_idle_check_interval` (30 s by default), too slow for the inbox worker's tests.
 mailbox_idle_check_interval = 1 secs
 mail_location = maildir:{root}/mail/%u
-passdb {{
+{import_environment}passdb {{
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {root}/users/%u
 }}
@@ -242,6 +242,20 @@ service imap-login {{
   }}
 }}
 """
+
+
+# The suite run with the clock moved by libfaketime (`.ci/run`): Dovecot clears its processes' environment, so
+# libfaketime's variables are passed on for its clock (INTERNALDATE, file times) to move with the tests'. It
+# fakes the times Dovecot reads back from files, so it must also fake the times Dovecot sets on them
+# (FAKE_UTIME: an APPEND with a date), else those would be moved twice.
+_FAKETIME_VARIABLES = ("LD_PRELOAD", "FAKETIME", "FAKETIME_DONT_FAKE_MONOTONIC", "FAKETIME_NO_CACHE")
+
+
+def _faked_clock_environment() -> str:
+    if "FAKETIME" not in os.environ:
+        return ""
+    kept = " ".join(name for name in _FAKETIME_VARIABLES if name in os.environ)
+    return f"import_environment = TZ {kept} FAKE_UTIME=1\n"
 
 
 class Dovecot:
@@ -300,6 +314,7 @@ class Dovecot:
                 gid=nobody.pw_gid,
                 starttls_port=self.starttls_port,
                 tls_port=self.tls_port,
+                import_environment=_faked_clock_environment(),
             )
         )
         self._write_users()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.policy import SMTP
-from email.utils import make_msgid
+from email.utils import format_datetime, make_msgid
 from typing import Any
 
 import httpx
@@ -80,7 +80,7 @@ def reply_to(
     msg["From"] = sender or f"Lead Person <{to}>"
     msg["To"] = str(original["From"])
     msg["Subject"] = subject if subject is not None else f"Re: {original['Subject']}"
-    msg["Date"] = "Tue, 24 Nov 2026 09:30:00 +0100"
+    msg["Date"] = format_datetime(datetime.now(UTC))
     msg["Message-ID"] = make_msgid(domain="client.lead.example")
     parent = in_reply_to or str(original["Message-ID"])
     msg["In-Reply-To"] = parent
@@ -89,7 +89,9 @@ def reply_to(
         msg[name] = value
     body = original.get_body(("plain",))
     quoted = "\n".join(f"> {line}" for line in (body.get_content() if body else "").splitlines())
-    msg.set_content(f"{text}\n\nOn Mon, 23 Nov 2026 at 10:00, Sam Sender wrote:\n{quoted}\n")
+    written = original["Date"].datetime if original["Date"] else datetime.now(UTC)
+    on = f"{format_datetime(written)[:16]} at {written:%H:%M}"  # Mon, 23 Nov 2026 at 10:00
+    msg.set_content(f"{text}\n\nOn {on}, Sam Sender wrote:\n{quoted}\n")
     return msg.as_bytes(policy=SMTP)
 
 
