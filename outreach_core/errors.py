@@ -102,6 +102,31 @@ class DeliveryFailed(InvalidState):
     code = "delivery_failed"
 
 
+class BillingUnavailable(InvalidState):
+    """The payment provider refused or did not answer (or Stripe billing is on but not configured);
+    nothing was changed."""
+
+    code = "billing_unavailable"
+
+
+class AiUnavailable(InvalidState):
+    """No AI to write with: the server has no AI endpoint and the workspace no AI key of its own."""
+
+    code = "ai_unavailable"
+
+
+class WebUnavailable(InvalidState):
+    """This server cannot fetch websites."""
+
+    code = "web_unavailable"
+
+
+class OfferProfileRequired(InvalidState):
+    """Writing with AI needs a saved offer profile first."""
+
+    code = "offer_profile_required"
+
+
 class ConfirmationRequired(OutreachError):
     """An MCP tool that asks the person to confirm was called by a client that cannot ask."""
 

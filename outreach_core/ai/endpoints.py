@@ -5,9 +5,7 @@ from outreach_core.ai.prepare import prepare_set_ai_key
 from outreach_core.ai.schemas import AiKey, SetAiKeyIn
 from outreach_core.endpoint import Endpoint
 
-# Roles (DESIGN section 10): the workspace's AI key is for owners and admins, checked in each operation
-# (`ai/operations.py:KEY_ROLES`) and before the key is tried with its provider.
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "PUT",
         "/settings/ai-key",
@@ -18,6 +16,7 @@ ENDPOINTS = [
         idempotent=True,
         destructive=True,  # replaces the key set before
         open_world=True,
+        role="admin",
         tag="settings",
     ),
     Endpoint(
@@ -27,6 +26,7 @@ ENDPOINTS = [
         AiKey,
         destructive=True,
         idempotent=True,
+        role="admin",
         tag="settings",
     ),
-]
+)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from outreach_core.ai.keys import seal
 from outreach_core.ai.schemas import AiKey, SetAiKeyIn
-from outreach_core.context import Role, WorkspaceContext, scoped
+from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import workspaces
 
-KEY_ROLES: tuple[Role, ...] = ("owner", "admin")
 
-
-async def set_ai_key(ctx: WorkspaceContext, body: SetAiKeyIn, prepared: None = None) -> AiKey:
+async def set_ai_key(ctx: WorkspaceContext, body: SetAiKeyIn, prepared: None) -> AiKey:
     """Use the workspace's own OpenAI or Google AI key instead of the server's, for reply labels, writing
     and website drafts.
 
@@ -18,7 +16,6 @@ async def set_ai_key(ctx: WorkspaceContext, body: SetAiKeyIn, prepared: None = N
     rejects it; it is stored encrypted and never shown again (`ownAiKey` names only the provider). Drafts
     made with it do not count against the plan's AI draft allowance. Replaces any key set before. Owners
     and admins only."""
-    ctx.require_role(*KEY_ROLES)
     await ctx.conn.execute(
         scoped(ctx, workspaces)
         .update()
@@ -30,6 +27,5 @@ async def set_ai_key(ctx: WorkspaceContext, body: SetAiKeyIn, prepared: None = N
 async def delete_ai_key(ctx: WorkspaceContext) -> AiKey:
     """Remove the workspace's own AI key: the server's AI (if it has one) is used again, and drafts count
     against the plan's allowance. Owners and admins only."""
-    ctx.require_role(*KEY_ROLES)
     await ctx.conn.execute(scoped(ctx, workspaces).update().values(own_ai_key=None, ai_key_encrypted=None))
     return AiKey(own_ai_key=None)

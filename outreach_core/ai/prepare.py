@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from outreach_core.ai.operations import KEY_ROLES
 from outreach_core.ai.schemas import SetAiKeyIn
 from outreach_core.endpoint import Outside
-from outreach_core.errors import Forbidden, InvalidInput
+from outreach_core.errors import InvalidInput
 
 _PROBE = [
     {"role": "system", "content": 'Answer with the JSON object {"ok": true} and nothing else.'},
@@ -16,9 +15,6 @@ _PROBE = [
 async def prepare_set_ai_key(outside: Outside, *, body: SetAiKeyIn) -> None:
     """Refuse (422) a key its provider rejects (HTTP 401 or 403). Other failures (a timeout, the provider
     down) do not block saving: the key may well be right."""
-    role = outside.principal.role
-    if role not in KEY_ROLES:
-        raise Forbidden(f"This needs the owner or admin role; you are {role}.", {"required": list(KEY_ROLES)})
     keys = outside.ports.ai_keys
     if keys is None:
         return

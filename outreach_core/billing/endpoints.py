@@ -24,9 +24,7 @@ from outreach_core.billing.schemas import (
 )
 from outreach_core.endpoint import Endpoint
 
-# Roles (DESIGN section 10): reading is for every member; the four changes are for owners and admins,
-# checked in each operation and its pre-transaction step (`billing/prepare.py:BILLING_ROLES`).
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/billing", get_billing, BillingStatus, read_only=True, tag="billing"),
     Endpoint(
         "POST",
@@ -36,6 +34,7 @@ ENDPOINTS = [
         body=CheckoutIn,
         prepare=prepare_start_checkout,
         open_world=True,  # Stripe, with OUTREACH_BILLING=stripe
+        role="admin",
         tag="billing",
     ),
     Endpoint(
@@ -45,6 +44,7 @@ ENDPOINTS = [
         PortalUrl,
         prepare=prepare_open_billing_portal,
         open_world=True,
+        role="admin",
         tag="billing",
     ),
     Endpoint(
@@ -55,6 +55,7 @@ ENDPOINTS = [
         prepare=prepare_sync_billing,
         idempotent=True,
         open_world=True,
+        role="admin",
         tag="billing",
     ),
     Endpoint(
@@ -66,6 +67,7 @@ ENDPOINTS = [
         prepare=prepare_set_dedicated_ips,
         idempotent=True,
         open_world=True,
+        role="admin",
         tag="billing",
     ),
-]
+)

@@ -13,7 +13,7 @@ from outreach_core.billing.ai_allowance import ai_drafts_status
 from outreach_core.billing.dedicated_ips import check_quantity, dedicated_ips_status
 from outreach_core.billing.local import checkout_url, portal_url
 from outreach_core.billing.plan import billing_summary, require_active_plan
-from outreach_core.billing.prepare import BILLING_ROLES, CheckoutPrepared, SyncPrepared, provider_enabled
+from outreach_core.billing.prepare import CheckoutPrepared, SyncPrepared, provider_enabled
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.schemas import (
     BillingStatus,
@@ -50,7 +50,7 @@ async def get_billing(ctx: WorkspaceContext) -> BillingStatus:
 
 
 async def start_checkout(
-    ctx: WorkspaceContext, body: CheckoutIn, prepared: CheckoutPrepared | None = None
+    ctx: WorkspaceContext, body: CheckoutIn, prepared: CheckoutPrepared | None
 ) -> CheckoutUrl:
     """Start moving the workspace to a plan: returns the checkout page to open, or null when done at once.
 
@@ -58,7 +58,6 @@ async def start_checkout(
     this server's own, where the choice is recorded when confirmed (the link works for an hour). With Stripe
     it is Stripe's checkout; a workspace that already pays moves to the new plan at once (prorated) and `url`
     is null. Owners and admins only."""
-    ctx.require_role(*BILLING_ROLES)
     if prepared is None:
         return CheckoutUrl(url=checkout_url(ctx, body.plan, body.interval, body.return_to))
     if prepared.changed is not None:
@@ -67,19 +66,17 @@ async def start_checkout(
     return CheckoutUrl(url=prepared.url)
 
 
-async def open_billing_portal(ctx: WorkspaceContext, prepared: str | None = None) -> PortalUrl:
+async def open_billing_portal(ctx: WorkspaceContext, prepared: str | None) -> PortalUrl:
     """Get the billing portal page where the plan, payment method and invoices are managed and the plan
     can be cancelled. With local billing it is this server's own page (the link works for an hour).
     Owners and admins only."""
-    ctx.require_role(*BILLING_ROLES)
     return PortalUrl(url=prepared if prepared is not None else portal_url(ctx))
 
 
-async def sync_billing(ctx: WorkspaceContext, prepared: SyncPrepared | None = None) -> SyncResult:
+async def sync_billing(ctx: WorkspaceContext, prepared: SyncPrepared | None) -> SyncResult:
     """Fetch the workspace's subscription from the payment provider now and apply it (after a checkout,
     when a webhook may not have arrived yet). With local billing there is nothing to fetch: `found` says
     whether the workspace has a plan in force. Owners and admins only."""
-    ctx.require_role(*BILLING_ROLES)
     if prepared is not None:
         if prepared.subscription is not None:
             await apply_subscription(ctx, prepared.subscription)
@@ -88,12 +85,11 @@ async def sync_billing(ctx: WorkspaceContext, prepared: SyncPrepared | None = No
 
 
 async def set_dedicated_ips(
-    ctx: WorkspaceContext, body: SetDedicatedIpsIn, prepared: Subscription | None = None
+    ctx: WorkspaceContext, body: SetDedicatedIpsIn, prepared: Subscription | None
 ) -> DedicatedIps:
     """Set how many dedicated sending IPs are bought on top of the plan (0 to 50), billed each cycle of the
     plan at `priceUsd` each. Refused with 422 outside `min`..`max` (the IPs in use beyond the included ones
     cannot be given up while in use). Needs an active plan; owners and admins only."""
-    ctx.require_role(*BILLING_ROLES)
     await require_active_plan(ctx)
     row = await billing_row(ctx, for_update=True)
     check_quantity(await dedicated_ips_status(ctx, row), body.quantity)

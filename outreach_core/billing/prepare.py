@@ -1,6 +1,6 @@
 """The billing endpoints' pre-transaction steps: calls to the payment provider (Stripe), made with no
-transaction open. With local billing they do nothing and return None. The role rule is checked here too,
-so nobody without it reaches the provider."""
+transaction open. With local billing they do nothing and return None. The runtime refuses a caller below the
+endpoint's role before these run, so nobody without it reaches the provider."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from outreach_core.billing.dedicated_ips import check_quantity, dedicated_ips_st
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.schemas import CheckoutIn, SetDedicatedIpsIn
 from outreach_core.billing.store import billing_row
-from outreach_core.context import Role, WorkspaceContext, unscoped
+from outreach_core.context import WorkspaceContext, unscoped
 from outreach_core.db.tables import users
 from outreach_core.endpoint import Outside
-from outreach_core.errors import Forbidden, InvalidState, PlanRequired
+from outreach_core.errors import BillingUnavailable, InvalidState, PlanRequired
 from outreach_core.ports import BillingProvider, BillingProviderError, Subscription
 from outreach_core.settings import Settings
 
-BILLING_ROLES: tuple[Role, ...] = ("owner", "admin")
 DONE_PATH = "/billing/done"
 
 
@@ -40,28 +39,16 @@ class SyncPrepared:
     subscription: Subscription | None
 
 
-def _allowed(outside: Outside) -> None:
-    role = outside.principal.role
-    if role not in BILLING_ROLES:
-        raise Forbidden(
-            f"This needs the owner or admin role; you are {role}.",
-            {"required": list(BILLING_ROLES), "role": role},
-        )
-
-
 def _provider(outside: Outside) -> BillingProvider | None:
     if not provider_enabled(outside.settings):
         return None
     if outside.ports.billing is None:
-        raise InvalidState(
-            "Stripe billing is on but not configured: set OUTREACH_STRIPE_API_KEY.",
-            code="billing_unavailable",
-        )
+        raise BillingUnavailable("Stripe billing is on but not configured: set OUTREACH_STRIPE_API_KEY.")
     return outside.ports.billing
 
 
-def unavailable(exc: BillingProviderError) -> InvalidState:
-    return InvalidState(f"The payment provider did not do it: {exc.reason}", code="billing_unavailable")
+def unavailable(exc: BillingProviderError) -> BillingUnavailable:
+    return BillingUnavailable(f"The payment provider did not do it: {exc.reason}")
 
 
 async def _state(ctx: WorkspaceContext) -> tuple[Any, str]:
@@ -76,7 +63,6 @@ def done_url(settings: Settings, to: str, outcome: str = "done") -> str:
 
 
 async def prepare_start_checkout(outside: Outside, *, body: CheckoutIn) -> CheckoutPrepared | None:
-    _allowed(outside)
     provider = _provider(outside)
     if provider is None:
         return None
@@ -103,7 +89,6 @@ async def prepare_start_checkout(outside: Outside, *, body: CheckoutIn) -> Check
 
 
 async def prepare_open_billing_portal(outside: Outside) -> str | None:
-    _allowed(outside)
     provider = _provider(outside)
     if provider is None:
         return None
@@ -123,7 +108,6 @@ async def prepare_open_billing_portal(outside: Outside) -> str | None:
 
 
 async def prepare_sync_billing(outside: Outside) -> SyncPrepared | None:
-    _allowed(outside)
     provider = _provider(outside)
     if provider is None:
         return None
@@ -138,7 +122,6 @@ async def prepare_sync_billing(outside: Outside) -> SyncPrepared | None:
 
 
 async def prepare_set_dedicated_ips(outside: Outside, *, body: SetDedicatedIpsIn) -> Subscription | None:
-    _allowed(outside)
     provider = _provider(outside)
     if provider is None:
         return None

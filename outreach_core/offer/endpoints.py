@@ -4,8 +4,7 @@ from outreach_core.endpoint import Endpoint
 from outreach_core.offer.operations import get_offer_profile, save_offer_profile
 from outreach_core.offer.schemas import OfferProfile, StoredOfferProfile
 
-# Roles: every member may read and save the offer profile (workspace content, like campaigns).
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint("GET", "/offer-profile", get_offer_profile, StoredOfferProfile, read_only=True, tag="offer"),
     Endpoint(
         "PUT",
@@ -17,4 +16,4 @@ ENDPOINTS = [
         destructive=True,  # replaces the whole profile
         tag="offer",
     ),
-]
+)

@@ -12,9 +12,7 @@ from outreach_core.onboarding.schemas import (
 )
 from outreach_core.wire import Ok
 
-# Roles: any member may create a workspace of their own and draft the offer; the onboarding answers are
-# workspace settings, for owners and admins (`onboarding/operations.py:ONBOARDING_ROLES`).
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "POST",
         "/onboarding/createWorkspace",
@@ -30,6 +28,7 @@ ENDPOINTS = [
         Ok,
         body=SaveOnboardingIn,
         idempotent=True,
+        role="admin",
         tag="onboarding",
     ),
     Endpoint(
@@ -42,4 +41,4 @@ ENDPOINTS = [
         open_world=True,
         tag="onboarding",
     ),
-]
+)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.billing.ai_allowance import record_ai_draft
-from outreach_core.context import Role, WorkspaceContext, scoped
+from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import workspaces
-from outreach_core.errors import InvalidInput, InvalidState
+from outreach_core.errors import InvalidInput
 from outreach_core.offer.store import offer_profile_row, write_profile
 from outreach_core.onboarding.prepare import DraftPrepared
 from outreach_core.onboarding.rules import normalize_domain
@@ -21,8 +21,6 @@ from outreach_core.onboarding.schemas import (
 )
 from outreach_core.wire import Ok
 from outreach_core.workspace.setup import ensure_slug_free, new_workspace
-
-ONBOARDING_ROLES: tuple[Role, ...] = ("owner", "admin")
 
 
 def _domain(value: str | None) -> str | None:
@@ -58,7 +56,6 @@ async def save_onboarding(ctx: WorkspaceContext, body: SaveOnboardingIn) -> Ok:
 
     `sendingDomain` accepts a domain, a URL or an address (its domain is kept; null clears it, leaving it
     out keeps it); `expectedVolume` is 0 to 100000000. Owners and admins only."""
-    ctx.require_role(*ONBOARDING_ROLES)
     values: dict[str, Any] = {"expected_volume": body.expected_volume}
     if "sending_domain" in body.model_fields_set:
         values["sending_domain"] = _domain(body.sending_domain)
@@ -66,9 +63,7 @@ async def save_onboarding(ctx: WorkspaceContext, body: SaveOnboardingIn) -> Ok:
     return Ok()
 
 
-async def draft_offer(
-    ctx: WorkspaceContext, body: DraftOfferIn, prepared: DraftPrepared | None = None
-) -> OfferDraft:
+async def draft_offer(ctx: WorkspaceContext, body: DraftOfferIn, prepared: DraftPrepared) -> OfferDraft:
     """Draft the workspace's offer profile from its website: fetch the page, read its text, and write the
     profile with AI, or without AI from the page's title, description and headings (the answer says which).
 
@@ -77,8 +72,6 @@ async def draft_offer(
     otherwise it is only returned, to review and save with save_offer_profile. An AI draft counts against
     the plan's monthly AI drafts (not with the workspace's own AI key); without a plan the draft is made
     without AI. When the allowance is used up the call is refused with its message and nothing is drafted."""
-    if prepared is None:
-        raise InvalidState("Website drafts run through the service's endpoints only.", code="web_unavailable")
     if prepared.drafted == "ai":
         await record_ai_draft(ctx, "draft_offer", own_key=prepared.own_key)
     saved = False

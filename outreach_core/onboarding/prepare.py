@@ -14,7 +14,7 @@ from outreach_core.billing.rules import in_force
 from outreach_core.billing.store import billing_row
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput, InvalidState
+from outreach_core.errors import InvalidInput, WebUnavailable
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.onboarding.offer_draft import prompt, read_profile
 from outreach_core.onboarding.rules import website_url
@@ -62,7 +62,7 @@ async def prepare_draft_offer(outside: Outside, *, body: DraftOfferIn) -> DraftP
         raise _refused(f"{problem}{hint}")
     state = await outside.read(_state)
     if outside.ports.web is None:
-        raise InvalidState("This server cannot fetch websites.", code="web_unavailable")
+        raise WebUnavailable("This server cannot fetch websites.")
     try:
         page = await outside.ports.web.fetch_page(url)
     except WebFetchError as exc:

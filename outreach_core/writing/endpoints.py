@@ -5,8 +5,7 @@ from outreach_core.writing.operations import write_sequence
 from outreach_core.writing.prepare import prepare_write_sequence
 from outreach_core.writing.schemas import WriteIn, WriteResult
 
-# Roles: every member may write (campaign content); needs an active plan (checked in the operation).
-ENDPOINTS = [
+ENDPOINTS = (
     Endpoint(
         "POST",
         "/campaigns/{id}/write",
@@ -17,4 +16,4 @@ ENDPOINTS = [
         open_world=True,
         tag="campaigns",
     ),
-]
+)

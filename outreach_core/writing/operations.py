@@ -16,7 +16,6 @@ from outreach_core.campaigns.schemas import MAX_STEPS, MAX_VARIANTS, Step
 from outreach_core.campaigns.store import campaign_row, load_steps, touch
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_steps, campaign_variants
-from outreach_core.errors import InvalidState
 from outreach_core.ids import new_id
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.writing.checklist import Draft, content_problems
@@ -27,7 +26,7 @@ EDITABLE = ("draft", "paused")
 
 
 async def write_sequence(
-    ctx: WorkspaceContext, id: str, body: WriteIn, prepared: WritePrepared | None = None
+    ctx: WorkspaceContext, id: str, body: WriteIn, prepared: WritePrepared
 ) -> WriteResult:
     """Draft campaign emails with AI from the workspace's offer profile, saved as new variants, never
     overwriting anything.
@@ -44,10 +43,6 @@ async def write_sequence(
     counts as one AI draft of the plan's monthly allowance (not with the workspace's own AI key)."""
     await require_active_plan(ctx)
     row = await campaign_row(ctx, id, for_update=True)
-    if prepared is None:
-        raise InvalidState(
-            "Writing with AI runs through the service's endpoints only.", code="ai_unavailable"
-        )
     if not prepared.drafts:
         return WriteResult(
             campaign=await get_campaign(ctx, id), created=[], skipped=[], problems=prepared.problems

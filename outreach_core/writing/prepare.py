@@ -14,7 +14,7 @@ from outreach_core.campaigns.store import campaign_row, load_steps
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, leads
 from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidState, NotFound
+from outreach_core.errors import AiUnavailable, NotFound, OfferProfileRequired
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.offer.store import offer_profile_row
 from outreach_core.writing.checklist import Draft
@@ -50,11 +50,10 @@ async def _facts(ctx: WorkspaceContext, id: str, body: WriteIn) -> _Facts:
     await campaign_row(ctx, id)
     row = await offer_profile_row(ctx)
     if row is None:
-        raise InvalidState(
+        raise OfferProfileRequired(
             "Writing with AI needs a saved offer profile: save one with PUT /api/v1/offer-profile (tool "
             "save_offer_profile), or draft it from the website with POST /api/v1/onboarding/draftOffer (tool "
-            "draft_offer).",
-            code="offer_profile_required",
+            "draft_offer)."
         )
     profile = OfferProfile.from_row(row)
     key = await own_key(ctx)
@@ -84,10 +83,9 @@ async def prepare_write_sequence(outside: Outside, *, id: str, body: WriteIn) ->
     facts = await outside.read(_facts, id, body)
     choice = choose_ai(outside.ports, facts.key)
     if choice.chat is None:
-        raise InvalidState(
+        raise AiUnavailable(
             "No AI is available: this server has no AI endpoint (OUTREACH_AI_BASE_URL) and the workspace no "
-            "AI key of its own (PUT /api/v1/settings/ai-key, tool set_ai_key).",
-            code="ai_unavailable",
+            "AI key of its own (PUT /api/v1/settings/ai-key, tool set_ai_key)."
         )
     count = body.steps if body.mode == "sequence" else 1
     first = 0 if facts.current is None else facts.current[0]

@@ -16,6 +16,7 @@ import pytest
 from tests.billing.conftest import Served
 from tests.billing.servers import FakeStripe, stripe_signature
 from tests.conftest import MakeWorkspace, WorkspaceHandle
+from tests.doors import call_mcp
 
 
 @pytest.fixture
@@ -203,3 +204,34 @@ async def test_stripe_failures_are_a_clear_409_and_change_nothing(
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "billing_unavailable"
     assert "lookup key outreach_growth_month" in refused.json()["error"]["message"]
     assert (await _billing(stripe_api, ws))["plan"] is None
+
+
+async def test_a_members_billing_change_never_reaches_stripe(
+    stripe_app: Served,
+    stripe_api: httpx.AsyncClient,
+    stripe_server: FakeStripe,
+    make_workspace: MakeWorkspace,
+) -> None:
+    """Billing changes are for owners and admins (the catalogue's role, checked before the pre-transaction
+    step): a member's checkout, portal, sync or add-on change is 403 through REST and MCP, and Stripe is
+    asked nothing; the same sync by an admin reaches Stripe."""
+    ws = await make_workspace(plan=None)
+    await _subscribe(stripe_api, stripe_server, ws)
+    admin, member = await ws.add_member("admin"), await ws.add_member("member")
+    changes: list[tuple[str, str, dict[str, Any]]] = [
+        ("checkout", "start_checkout", {"plan": "pro", "interval": "month"}),
+        ("portal", "open_billing_portal", {}),
+        ("sync", "sync_billing", {}),
+        ("setDedicatedIps", "set_dedicated_ips", {"quantity": 1}),
+    ]
+    asked = len(stripe_server.calls)
+    async with stripe_app.mcp(member.api_key) as member_mcp:
+        for path, tool, args in changes:
+            refused = await stripe_api.post(f"/api/v1/billing/{path}", headers=member.headers, json=args)
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden", path
+            is_error, body = await call_mcp(member_mcp, tool, args)
+            assert is_error and body["error"]["code"] == "forbidden", (tool, body)
+    assert stripe_server.calls[asked:] == []
+    assert (await _billing(stripe_api, member))["dedicatedIps"]["addons"] == 0  # members may read it
+    synced = await stripe_api.post("/api/v1/billing/sync", headers=admin.headers)
+    assert synced.json() == {"found": True} and stripe_server.calls[asked:]
