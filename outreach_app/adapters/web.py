@@ -25,7 +25,7 @@ from outreach_app.adapters.http import GuardedHttpClient, describe
 from outreach_app.outgoing import NotContacted
 from outreach_core.ports import DnsResolver, WebFetchError, WebPage
 from outreach_core.settings import Settings
-from outreach_core.urls import ALLOW_PRIVATE_HINT, url_problem
+from outreach_core.urls import url_problem
 
 MAX_REDIRECTS = 5
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -83,8 +83,7 @@ class WebPageFetcher(GuardedHttpClient):
         for _ in range(MAX_REDIRECTS + 1):
             problem = url_problem(url, allow_private=self._allow_private)
             if problem is not None:
-                hint = f"; {ALLOW_PRIVATE_HINT}" if "private" in problem or "local" in problem else ""
-                raise WebFetchError(f"refused {url}: {problem}{hint}")
+                raise WebFetchError(f"refused {url}: {problem}")  # the problem says how to allow private
             async with self._client().get(url, headers=_HEADERS, allow_redirects=False) as response:
                 if response.status in (301, 302, 303, 307, 308):
                     location = response.headers.get("Location")

@@ -21,7 +21,7 @@ from outreach_core.onboarding.rules import website_url
 from outreach_core.onboarding.schemas import DraftOfferIn
 from outreach_core.onboarding.website import page_draft, read_website
 from outreach_core.ports import WebFetchError
-from outreach_core.urls import ALLOW_PRIVATE_HINT, url_problem
+from outreach_core.urls import url_problem
 
 FILL_IN = "Check it, fill in audience, problem, proof and cta, and save it with save_offer_profile."
 
@@ -58,8 +58,7 @@ async def prepare_draft_offer(outside: Outside, *, body: DraftOfferIn) -> DraftP
     url = website_url(body.url)
     problem = url_problem(url, allow_private=outside.settings.allow_private_urls)
     if problem is not None:
-        hint = f"; {ALLOW_PRIVATE_HINT}" if "private" in problem or "local" in problem else ""
-        raise _refused(f"{problem}{hint}")
+        raise _refused(problem)  # the problem already says how to allow private servers
     state = await outside.read(_state)
     if outside.ports.web is None:
         raise WebUnavailable("This server cannot fetch websites.")

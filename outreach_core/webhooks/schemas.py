@@ -22,7 +22,9 @@ def _unique(kinds: list[EventKind]) -> list[EventKind]:
 EventKinds = Annotated[list[EventKind], Field(min_length=1, max_length=20), AfterValidator(_unique)]
 """At least one event kind; repeats are dropped."""
 _PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
-_LABEL = "[a-z0-9]{1,30}(?:-[a-z0-9]{1,30})?"
+# At most five labels of at most 41 characters before a top-level domain (of at most 18 letters): the host
+# stays within DNS's 253 characters, so every URL of the stated form is one the server accepts.
+_LABEL = "[a-z0-9]{1,20}(?:-[a-z0-9]{1,20})?"
 
 
 @functools.cache
@@ -46,7 +48,7 @@ def _public_https_url() -> str:
         and r not in ("arpa", "onion")
         and f"*.{r}" not in rules
     )
-    return f"^https://(?:{_LABEL}\\.)+(?:{'|'.join(tlds)})(?::{_PORT})?(?:[/?#][!-~]*)?$"
+    return f"^https://(?:{_LABEL}\\.){{1,5}}(?:{'|'.join(tlds)})(?::{_PORT})?(?:[/?#][!-~]*)?$"
 
 
 PUBLIC_HTTPS_URL = NamedPattern("public-https-url", _public_https_url)

@@ -195,6 +195,6 @@ def owner(make_workspace: MakeWorkspace) -> Callable[..., Any]:
 
 @pytest.fixture(scope="session")
 def site_dns(dns_server: DnsServer) -> DnsServer:
-    dns_server.add("site.test", "A", "127.0.0.1")
-    dns_server.add("inside.site.test", "A", "127.0.0.2")
+    dns_server.add("site.example.com", "A", "127.0.0.1")
+    dns_server.add("inside.site.example.com", "A", "127.0.0.2")
     return dns_server

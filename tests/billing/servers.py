@@ -152,7 +152,7 @@ class Website:
         if path == "/to-private":
             raise web.HTTPFound(f"http://127.0.0.2:{self.port}/good")
         if path == "/to-named":
-            raise web.HTTPFound(f"http://inside.site.test:{self.port}/good")
+            raise web.HTTPFound(f"http://inside.site.example.com:{self.port}/good")
         if path == "/big-declared":
             return web.Response(body=b"<html><body>" + b"x" * 5_000_000, content_type="text/html")
         if path == "/big":

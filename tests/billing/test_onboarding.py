@@ -229,6 +229,7 @@ async def test_private_addresses_are_refused_by_the_session_server(
     for url in (f"{website.url}/good", "http://10.0.0.1/", "localhost/x", "ftp://example.com/"):
         got = await http.post("/api/v1/onboarding/draftOffer", headers=ws.headers, json={"url": url})
         assert got.status_code == 422 and got.json()["error"]["details"]["fields"][0]["path"] == "url", url
+        assert got.json()["error"]["message"].count("OUTREACH_ALLOW_PRIVATE_URLS") <= 1, url  # said once
     assert len(website.hits) == hits
 
 
@@ -237,9 +238,13 @@ class _SiteIsPublic(AddressGuard):
     network here has loopback only): every other address is judged by the real rules."""
 
     async def addresses(self, host: str, port: int) -> list[str]:
-        if host == "site.test":
+        if host == "site.example.com":
             return ["127.0.0.1"]
         return await super().addresses(host, port)
+
+    def check_connect(self, address: str) -> None:
+        if address != "127.0.0.1":  # the site's own address, reached only through its name above
+            super().check_connect(address)
 
 
 async def test_a_redirect_to_a_private_address_is_never_followed(
@@ -250,15 +255,16 @@ async def test_a_redirect_to_a_private_address_is_never_followed(
     )
     fetcher._guard = _SiteIsPublic(False, DnspythonResolver(site_dns.nameservers, timeout_s=1.0))
     try:
-        page = await fetcher.fetch_page(f"http://site.test:{website.port}/to-good")
+        page = await fetcher.fetch_page(f"http://site.example.com:{website.port}/to-good")
         assert page.url.endswith("/good") and "Board-ready" in page.html
         hits = len(website.hits)
-        with pytest.raises(WebFetchError, match="private and loopback addresses are not allowed"):
-            await fetcher.fetch_page(f"http://site.test:{website.port}/to-private")
+        with pytest.raises(WebFetchError, match=r"127\.0\.0\.2 is a loopback address") as refused:
+            await fetcher.fetch_page(f"http://site.example.com:{website.port}/to-private")
+        assert str(refused.value).count("OUTREACH_ALLOW_PRIVATE_URLS") == 1  # the hint is said once
         with pytest.raises(
-            WebFetchError, match=r"inside\.site\.test resolves to 127\.0\.0\.2, a loopback address"
+            WebFetchError, match=r"inside\.site\.example\.com resolves to 127\.0\.0\.2, a loopback address"
         ):
-            await fetcher.fetch_page(f"http://site.test:{website.port}/to-named")
+            await fetcher.fetch_page(f"http://site.example.com:{website.port}/to-named")
         assert website.hits[hits:] == ["/to-private", "/to-named"]  # the redirects' targets never reached
     finally:
         await fetcher.aclose()

@@ -59,7 +59,7 @@ async def their_answers(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: 
 async def their_draft(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
     """A draft of mine never touches their profile (the session server fetches no websites: 409)."""
     await _their_answers(http, theirs)
-    return [{"url": "https://mine.parity.test/"}]
+    return [{"url": "https://mine-parity.example.com/"}]
 
 
 FOREIGN: dict[str, Foreign] = {
