@@ -6,12 +6,15 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from sqlalchemy.engine import make_url
 
+from outreach_app.lead_files import Existing
 from outreach_core.errors import OutreachError
 from outreach_core.runtime import Runtime
 from outreach_core.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
@@ -22,7 +25,9 @@ app = typer.Typer(
 plan_app = typer.Typer(help="Operator commands for the local billing provider.", no_args_is_help=True)
 member_app = typer.Typer(help="Operator commands for workspace members.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
+leads_app = typer.Typer(help="Import and export leads as CSV files.", no_args_is_help=True)
 app.add_typer(member_app, name="member")
+app.add_typer(leads_app, name="leads")
 
 T = TypeVar("T")
 
@@ -268,6 +273,63 @@ def worker(
             parent.cancel()
 
     _run(work, logged=True, settings=settings)
+
+
+@leads_app.command("import")
+def leads_import(
+    file: Annotated[Path, typer.Argument(help="The CSV file", exists=True, dir_okay=False, readable=True)],
+    workspace: Annotated[str, typer.Option(help="Workspace id or slug")],
+    list_name: Annotated[
+        str | None, typer.Option("--list", help="Put every imported lead on this list (created if new)")
+    ] = None,
+    map_: Annotated[
+        str | None,
+        typer.Option("--map", help="field=Column pairs, comma-separated, e.g. email=E-mail,firstName=First"),
+    ] = None,
+    existing: Annotated[
+        Existing, typer.Option(help="Leads already in the workspace: skip them or update them")
+    ] = Existing.skip,
+    verify: Annotated[
+        bool, typer.Option(help="Also verify the addresses (the verifier, when configured)")
+    ] = False,
+) -> None:
+    """Import leads from a CSV file with a progress bar; prints the finished import as JSON.
+
+    Encoding (UTF-8 with or without BOM, UTF-16, Latin-1), delimiter and header row are detected; columns
+    are mapped by name (Email, E-mail, First Name, Company Name ...), the rest become custom fields. Run the
+    same command again to resume an interrupted import."""
+    from outreach_app.lead_files import ImportJob, parse_map, run_import, stderr_console
+    from outreach_core.imports.csv_rows import CsvProblem
+
+    try:
+        job = ImportJob(file, workspace, list_name, parse_map(map_), existing, verify)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    console = stderr_console()
+    try:
+        _print(_run(lambda rt: run_import(rt, job, console)))
+    except CsvProblem as problem:
+        typer.echo(f"{file}: {problem}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+@leads_app.command("export")
+def leads_export(
+    workspace: Annotated[str, typer.Option(help="Workspace id or slug")],
+    file: Annotated[Path | None, typer.Argument(help="Where to write (default: standard output)")] = None,
+    list_name: Annotated[str | None, typer.Option("--list", help="Only the leads of this list")] = None,
+) -> None:
+    """Write the workspace's leads (or a list's) as CSV that `outreach leads import` reads back (a FILE is
+    UTF-8 with a byte-order mark, so that spreadsheets read it as UTF-8)."""
+    from outreach_app.lead_files import run_export
+
+    with (
+        file.open("w", newline="", encoding="utf-8-sig")
+        if file
+        else contextlib.nullcontext(sys.stdout) as out
+    ):
+        written = _run(lambda rt: run_export(rt, workspace, list_name, out))
+    typer.echo(f"{written:,} leads written", err=True)
 
 
 @app.command()

@@ -50,11 +50,14 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 COMPARISONS = {
     "PATCH /campaigns/{id}": {"windowEnd": "windowStart", "endOn": "startOn"},
     "PATCH /mailboxes/{id}": {"limits": "maxGapS"},
+    "POST /leads/import/csv": {"csv": "map", "map": "csv"},
 }
 """The only rules JSON Schema cannot state: one field compared with another (a window that ends before it
-starts, an end date before the start date, minGapS above maxGapS), often with the stored value of the other.
-The document describes each (the field's description names the other); a schema-valid request refused for
-one of these, and for nothing else, is answered 422 naming the field, as the description says."""
+starts, an end date before the start date, minGapS above maxGapS), often with the stored value of the other,
+and a file's text read against the columns `map` names (a CSV file needs a header row naming the email
+column, and `map` may name only columns the header has). The document describes each (the field's
+description names the other); a schema-valid request refused for one of these, and for nothing else, is
+answered 422 naming the field, as the description says."""
 
 
 @schemathesis.check

@@ -40,7 +40,7 @@ def _max_length(annotation: Any) -> int | None:
     return None
 
 
-_TEXT_LIMITS: dict[str, int | None] = {
+TEXT_LIMITS: dict[str, int | None] = {
     (field.alias or name): _max_length(field.annotation)
     for name, field in ImportRow.model_fields.items()
     if name != "custom"
@@ -59,7 +59,7 @@ def checked_rows(rows: Any) -> list[dict[str, Any]] | None:
     about 13 µs a row with the rest of the request; this loop a fraction of that (docs/PERFORMANCE.md)."""
     if type(rows) is not list or len(rows) > MAX_IMPORT_ROWS:
         return None
-    limits = _TEXT_LIMITS
+    limits = TEXT_LIMITS
     out: list[dict[str, Any]] = []
     for row in rows:
         if type(row) is not dict:
@@ -179,3 +179,60 @@ class LeadImport(WireModel):
 
 class LeadImports(WireModel):
     imports: list[LeadImport]
+
+
+MAX_CSV_CHARS = 10_000_000
+CsvField = Literal[
+    "email",
+    "firstName",
+    "lastName",
+    "company",
+    "title",
+    "website",
+    "phone",
+    "linkedin",
+    "country",
+    "timezone",
+]
+
+
+class ImportCsvIn(WireModel):
+    """Body of `import_leads_csv`: a small CSV file's text, imported in one go."""
+
+    csv: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CSV_CHARS)] = Field(
+        description="The file's text with its header row, up to 5,000 data rows. Comma, semicolon, tab or "
+        "pipe delimited; the header row may follow a few title lines, and must name the email column (Email, "
+        "E-mail, Mail ..., or the column `map` names for email): 422 otherwise."
+    )
+    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = Field(
+        default=None, description="Shown in the import list."
+    )
+    target_list: ImportList | None = Field(default=None, alias="list")
+    map: dict[CsvField, Annotated[str, StringConstraints(min_length=1, max_length=200)]] | None = Field(
+        default=None,
+        description="Lead field -> column header, where the automatic mapping (Email, E-mail, First Name, "
+        "Company Name ...) is not what you want; each must be a column of `csv`'s header row (422 "
+        "otherwise). Columns not mapped go to `custom` under their header.",
+    )
+    existing: Literal["skip", "update"] = "skip"
+    verify: bool = False
+
+
+class RejectedRow(WireModel):
+    line: int = Field(
+        description="The row's line in the file (the header is line 1 unless title lines lead)."
+    )
+    reason: str
+
+
+class CsvImport(WireModel):
+    import_: LeadImport = Field(alias="import", description="The import, as `get_import` shows it.")
+    encoding: str = Field(description="How the text was read (utf-8 for the MCP tool's text).")
+    delimiter: str
+    header_line: int
+    columns: dict[str, str] = Field(description="Lead field -> the column it was read from.")
+    custom: list[str] = Field(description="Columns stored as custom fields, under their header.")
+    ignored: list[str] = Field(description="Columns left out: more than 50 custom columns.")
+    rejected: list[RejectedRow] = Field(
+        description="Rows left out: a value too long to store (the first 20; all are counted in `invalid`)."
+    )

@@ -157,3 +157,14 @@ async def add_member(
         await ctx.conn.execute(i.delete().where(i.c.id == invite.id))
     _, key = await insert_key(wctx, user_id, "outreach member add", None)
     return MemberAdded(userId=user_id, memberId=member_id, role=chosen, apiKey=key)
+
+
+async def workspace_id_of(ctx: SystemContext, workspace: str) -> str:
+    """Operator commands: the id of the workspace named by its id or slug (404 when there is none)."""
+    ws = system_scope(workspaces)
+    row = (
+        await ctx.conn.execute(ws.select(ws.c.id).where((ws.c.id == workspace) | (ws.c.slug == workspace)))
+    ).one_or_none()
+    if row is None:
+        raise NotFound("workspace", workspace)
+    return str(row.id)

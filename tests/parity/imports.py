@@ -24,8 +24,19 @@ async def get_import_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[
     return [{"id": imported["id"]}, {"id": "imp_missing"}]
 
 
+async def import_csv_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    n = next(unique)
+    text = f"Email;First Name;Colour\np{n}@parity.test;Ada;blue\nnot-an-address;Bob;red\n"
+    return [
+        {"csv": text, "fileName": "parity.csv", "confirm": True},
+        {"csv": f"Mail,Who\np{n}x@parity.test,Cy\n", "map": {"firstName": "Who"}, "confirm": True},
+        {"csv": "Name,Phone\nAda,1\n", "confirm": True},
+    ]
+
+
 CASES: dict[str, Prepare] = {
     "import_leads": import_args,
+    "import_leads_csv": import_csv_args,
     "get_import": get_import_args,
     "list_imports": no_args,
 }
@@ -60,8 +71,15 @@ async def their_import_continued(
     ]
 
 
+async def their_list_for_csv(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """A CSV import onto their list."""
+    text = f"Email\np{next(unique)}@parity.test\n"
+    return [{"csv": text, "list": {"id": await new_list(http, theirs)}}]
+
+
 FOREIGN: dict[str, Foreign] = {
     "import_leads": their_import_continued,
+    "import_leads_csv": their_list_for_csv,
     "get_import": their_import,
     "list_imports": their_import_listed,
 }
