@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # Only the packages that exist yet, so lint works while the project grows.
 LINT_PATHS := $(wildcard outreach_core http_api mcp_server workers outreach_app tests)
 
-.PHONY: venv serve test lint
+.PHONY: venv serve test lint dev-mail
 
 venv: $(STAMP)
 
@@ -31,3 +31,8 @@ lint: venv
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+
+# A local SMTP server and Dovecot IMAP mailbox to try the service with (README "Try it end to end"); Dovecot
+# is started as root, so this uses sudo unless it already runs as root.
+dev-mail: venv
+	@if [ "$$(id -u)" = 0 ]; then $(BIN)/python -m tests.local_mail; else sudo $(BIN)/python -m tests.local_mail; fi

@@ -6,8 +6,11 @@ root, so run it with sudo:
     sudo .venv/bin/python -m tests.local_mail [--dir /tmp/outreach-local-mail] [--smtp-port 2525]
         [--imap-port 1993] [--user me@mail.test] [--password local-password]
 
-It prints the settings (and writes `mailbox.json`, a `POST /api/v1/mailboxes` body, beside the CA file),
-then one line per email the SMTP server accepts, each saved as `received/<n>.eml`. Ctrl-C stops it.
+It prints the settings and a ready `POST /api/v1/mailboxes` body (also written to `mailbox.json`, beside the CA
+file), then one line per email the SMTP server accepts, each saved as `received/<n>.eml`. An email to the
+local mailbox's own address is also put into its IMAP INBOX, so a reply sent through this SMTP server (by
+hand, from a mail client or with curl) reaches the service's inbox worker as a real reply would. Ctrl-C
+stops it. `make dev-mail` runs it (with sudo when not root).
 The service must trust the CA and allow loopback mail hosts:
 
     OUTREACH_ALLOW_PRIVATE_URLS=1 OUTREACH_TLS_CA_FILE=<dir>/ca.pem make serve
@@ -18,12 +21,15 @@ from __future__ import annotations
 import argparse
 import email
 import email.policy
+import imaplib
 import itertools
 import json
 import shutil
 import signal
+import ssl
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +70,21 @@ def main(argv: list[str] | None = None) -> int:
             f"received {n}.eml: {message.mail_from} -> {', '.join(message.rcpt_tos)}: {parsed['Subject']}",
             flush=True,
         )
+        for recipient in message.rcpt_tos:
+            if recipient.lower() == args.user.lower():
+                deliver(recipient, message.data)
+
+    def deliver(user: str, data: bytes) -> None:
+        """Into the local mailbox's INBOX, as its mail server would deliver it (IMAP APPEND as the user)."""
+        try:
+            with imaplib.IMAP4_SSL(
+                imap.host, imap.tls_port, ssl_context=ssl.create_default_context(cafile=str(ca.ca_file))
+            ) as client:
+                client.login(user, args.password)
+                client.append("INBOX", "", imaplib.Time2Internaldate(time.time()), data)
+            print(f"  delivered to the INBOX of {user}", flush=True)
+        except (OSError, imaplib.IMAP4.error) as exc:
+            print(f"  could not deliver to the INBOX of {user}: {exc}", flush=True)
 
     smtp = SmtpServer("starttls", ca, users, port=args.smtp_port)
     smtp.on_message = save
@@ -87,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"Mailbox {args.user}, password {args.password}\n"
                 f"  SMTP {smtp.host}:{smtp.port} (STARTTLS), IMAP {imap.host}:{imap.tls_port} (TLS)\n"
                 f"  CA file {ca.ca_file}\n"
-                f"  POST /api/v1/mailboxes body: {root / 'mailbox.json'}\n"
+                f"  POST /api/v1/mailboxes body ({root / 'mailbox.json'}):\n{json.dumps(mailbox)}\n"
                 f"Serve with: OUTREACH_ALLOW_PRIVATE_URLS=1 OUTREACH_TLS_CA_FILE={ca.ca_file} make serve\n"
                 f"Emails received are saved in {received_dir}/. Ctrl-C stops.\n{READY}",
                 flush=True,

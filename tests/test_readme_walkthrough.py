@@ -1,6 +1,7 @@
 """The README's walkthrough works when pasted: its bash blocks, taken from README.md, run with bash against
 `outreach serve` (started with the settings the README's serve line gives) and the local mail setup
-(`python -m tests.local_mail`, as the README starts it), and the first email arrives at the SMTP server.
+(`python -m tests.local_mail`, as the README starts it): the first email arrives at the SMTP server, and a
+reply sent by hand through it becomes a thread.
 
 The only changes made to the README's text are the addresses, so that the test can run beside anything
 else on the machine: the served port for `127.0.0.1:8000`, free ports for the local mail's 2525 and 1993,
@@ -36,7 +37,12 @@ WALKTHROUGH = re.compile(r"<!-- walkthrough\b.*?-->(.*?)<!-- /walkthrough -->", 
 BASH_BLOCK = re.compile(r"^```bash\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 SERVE_LINE = re.compile(r"^((?:OUTREACH_\w+=\S+ )+)make serve$", re.MULTILINE)
 LOCAL_MAIL_LINE = "sudo .venv/bin/python -m tests.local_mail"
-DEFAULTS = {"server": "127.0.0.1:8000", "smtp": '"port": 2525', "imap": '"port": 1993'}
+DEFAULTS = {
+    "server": "127.0.0.1:8000",
+    "smtp": '"port": 2525',
+    "imap": '"port": 1993',
+    "smtp_url": "smtp://127.0.0.1:2525",
+}
 LOCAL_MAIL_DIR = "/tmp/outreach-local-mail"
 
 
@@ -107,6 +113,7 @@ def test_the_readme_walkthrough_sends_the_first_email(
         script.replace(DEFAULTS["server"], f"127.0.0.1:{port}")
         .replace(DEFAULTS["smtp"], f'"port": {smtp_port}')
         .replace(DEFAULTS["imap"], f'"port": {imap_port}')
+        .replace(DEFAULTS["smtp_url"], f"smtp://127.0.0.1:{smtp_port}")
         .replace(LOCAL_MAIL_DIR, str(directory))
     )
     settings = dict(pair.split("=", 1) for pair in serve.group(1).split())
@@ -162,6 +169,9 @@ def test_the_readme_walkthrough_sends_the_first_email(
     text = message.get_body(("plain",))
     assert text is not None and "A short note about Analytical Engines." in text.get_content()
     assert '"status": "running"' in ran.stdout  # what the launch answer showed the person
+    # Ada's reply, sent by hand through the local SMTP server, became a thread and stopped her sequence
+    assert '{"lead":"ada@example.com","kind":"reply"' in ran.stdout, output
+    assert '{"email":"ada@example.com","status":"replied"}' in ran.stdout, output
 
 
 def _answers(url: str) -> bool:
