@@ -6,8 +6,8 @@ root, so run it with sudo:
     sudo .venv/bin/python -m tests.local_mail [--dir /tmp/outreach-local-mail] [--smtp-port 2525]
         [--imap-port 1993] [--user me@mail.test] [--password local-password]
 
-It prints the settings and a ready `POST /api/v1/mailboxes` body (also written to `mailbox.json`, beside the CA
-file), then one line per email the SMTP server accepts, each saved as `received/<n>.eml`. An email to the
+It prints the settings and a ready `POST /api/v1/mailboxes` body (also written to `mailbox.json`, beside the
+CA file), then one line per email the SMTP server accepts, each saved as `received/<n>.eml`. An email to the
 local mailbox's own address is also put into its IMAP INBOX, so a reply sent through this SMTP server (by
 hand, from a mail client or with curl) reaches the service's inbox worker as a real reply would. Ctrl-C
 stops it. `make dev-mail` runs it (with sudo when not root).
