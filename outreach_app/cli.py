@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import json
 import os
 import sys
@@ -28,6 +29,8 @@ app.add_typer(plan_app, name="plan")
 leads_app = typer.Typer(help="Import and export leads as CSV files.", no_args_is_help=True)
 app.add_typer(member_app, name="member")
 app.add_typer(leads_app, name="leads")
+ip_app = typer.Typer(help="Operator commands for sending IPs (outbound proxies).", no_args_is_help=True)
+app.add_typer(ip_app, name="ip")
 
 T = TypeVar("T")
 
@@ -330,6 +333,48 @@ def leads_export(
     ):
         written = _run(lambda rt: run_export(rt, workspace, list_name, out))
     typer.echo(f"{written:,} leads written", err=True)
+
+
+class IpKind(enum.StrEnum):
+    shared = "shared"
+    dedicated = "dedicated"
+
+
+@ip_app.command("add")
+def ip_add(
+    proxy: Annotated[str, typer.Option(help="socks5://[user:password@]HOST:PORT (also socks4://, http://)")],
+    kind: Annotated[IpKind, typer.Option(help="shared: many workspaces; dedicated: one workspace")],
+    country: Annotated[str | None, typer.Option(help="Two-letter country code of the IP, e.g. DE")] = None,
+    ip: Annotated[
+        str | None, typer.Option(help="The public address mail leaves from (shown to users)")
+    ] = None,
+    capacity: Annotated[
+        int | None, typer.Option(help="Mailboxes it carries at most (default 50 shared, 20 dedicated)")
+    ] = None,
+) -> None:
+    """Register a sending IP (an outbound proxy) and route the mailboxes waiting for one; prints it."""
+    from outreach_core.mailboxes.routes import add_sending_ip
+
+    added = _run(lambda rt: rt.system(add_sending_ip, proxy, kind.value, country, ip, capacity))
+    typer.echo(added.line())
+
+
+@ip_app.command("list")
+def ip_list() -> None:
+    """Every sending IP, one a line, its id first, with the mailboxes it carries."""
+    from outreach_core.mailboxes.routes import list_sending_ips
+
+    for info in _run(lambda rt: rt.system_read(list_sending_ips)):
+        typer.echo(info.line())
+
+
+@ip_app.command("remove")
+def ip_remove(ip_id: Annotated[str, typer.Argument(help="The id `outreach ip list` shows")]) -> None:
+    """Remove a sending IP; its mailboxes move to another with room, or wait for one."""
+    from outreach_core.mailboxes.routes import remove_sending_ip
+
+    moved = _run(lambda rt: rt.system(remove_sending_ip, ip_id))
+    typer.echo(f"removed {ip_id}; {moved} mailboxes rerouted or waiting")
 
 
 @app.command()

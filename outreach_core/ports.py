@@ -85,6 +85,7 @@ class MailServer:
     port: int
     security: Literal["tls", "starttls"]  # tls = implicit TLS from the first byte; starttls = upgrade
     user: str
+    proxy: str | None = None  # the sending IP's proxy (socks5://...) SMTP connects through; None: directly
 
 
 class MailLogin(Protocol):

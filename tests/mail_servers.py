@@ -88,6 +88,7 @@ class Received:
     rcpt_tos: list[str]
     data: bytes
     mail_options: list[str] = field(default_factory=list)  # MAIL FROM parameters (SMTPUTF8, SIZE=...)
+    peer: str | None = None  # the address the client connected from
 
 
 @dataclass
@@ -137,6 +138,7 @@ class _Handler:
             rcpt_tos=list(envelope.rcpt_tos),
             data=bytes(envelope.original_content or b""),
             mail_options=list(envelope.mail_options),
+            peer=str(session.peer[0]) if session.peer else None,
         )
         with self.server.lock:
             self.server.messages.append(received)

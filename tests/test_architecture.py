@@ -66,6 +66,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "inbox/folders.py",
     "inbox/leases.py",
     "inbox/sync.py",
+    "mailboxes/routes.py",
 }
 
 

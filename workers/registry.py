@@ -12,6 +12,7 @@ from workers import (
     label_timers,
     oauth_purge,
     search_index,
+    sending_ips,
     usage_flush,
     verify,
 )
@@ -73,6 +74,14 @@ def _billing() -> Worker:
     return Worker("billing", billing.tick, interval_s=60.0, max_backoff_s=600.0)
 
 
+def _sending_ips() -> Worker:
+    # Mailboxes waiting for a sending IP get one within a minute of one having room (`outreach ip add`
+    # routes them at once itself).
+    return Worker(
+        "sending-ips", sending_ips.tick, interval_s=60.0, max_backoff_s=600.0, sleep_after_work=True
+    )
+
+
 def _sender() -> Worker:
     # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
     from workers import sender
@@ -111,6 +120,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "verify": _verify,
     "campaigns": _campaigns,
     "billing": _billing,
+    "sending-ips": _sending_ips,
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,

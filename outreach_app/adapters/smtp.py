@@ -36,10 +36,48 @@ def smtp_client(server: MailServer, tls: ssl.SSLContext, timeout_s: float) -> ai
 
 
 async def smtp_connect(client: aiosmtplib.SMTP, guard: AddressGuard, server: MailServer) -> None:
-    """Connect `client` (greeting, EHLO, TLS) over a socket to a checked address of the server. The socket
-    belongs to asyncio's transport from then on, which closes it (closing it here too early would let its
-    descriptor number be reused while the transport still holds it)."""
-    await client.connect(sock=await guard.open_socket(server.host, server.port))
+    """Connect `client` (greeting, EHLO, TLS) over a socket to a checked address of the server: directly, or
+    through the mailbox's sending-IP proxy when it has one (never around it: a proxy that fails fails the
+    connection). The socket belongs to asyncio's transport from then on, which closes it (closing it here
+    too early would let its descriptor number be reused while the transport still holds it)."""
+    if server.proxy is None:
+        sock = await guard.open_socket(server.host, server.port)
+    else:
+        sock = await proxied_socket(guard, server, server.proxy)
+    await client.connect(sock=sock)
+
+
+class ProxyFailed(Exception):
+    """The sending IP's proxy could not be reached, or refused to connect to the mail server."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+async def proxied_socket(guard: AddressGuard, server: MailServer, proxy: str) -> socket.socket:
+    """A socket to a checked address of `server`, tunnelled through `proxy` (SOCKS5/4 or HTTP CONNECT, by
+    python-socks). The address is checked and resolved here, so the proxy is given an IP address and the
+    outgoing rules hold as for a direct connection; the proxy itself is the operator's and is trusted."""
+    from python_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
+    from python_socks.async_.asyncio import Proxy
+
+    via = Proxy.from_url(proxy)
+    shown = f"{via.proxy_host}:{via.proxy_port}"
+    last = ""
+    for address in await guard.addresses(server.host, server.port):
+        try:
+            sock: socket.socket = await via.connect(dest_host=address, dest_port=server.port, timeout=15)
+        except ProxyTimeoutError:
+            last = f"the sending IP's proxy {shown} timed out"
+        except ProxyConnectionError:
+            last = f"could not connect to the sending IP's proxy {shown}"
+        except ProxyError as exc:
+            last = f"the sending IP's proxy {shown} could not reach {server.host}:{server.port} ({exc})"
+        else:
+            sock.setblocking(False)
+            return sock
+    raise ProxyFailed(last or f"no address to connect to for {server.host}")
 
 
 _UNKNOWN_ISSUER = frozenset({2, 18, 19, 20, 21})
@@ -52,6 +90,8 @@ def connection_problem(exc: BaseException, server: MailServer) -> str:
     where = f"{server.host}:{server.port}"
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, ProxyFailed):
+            return seen.reason
         if isinstance(seen, ssl.SSLCertVerificationError):
             reason = seen.verify_message or "not trusted"
             hint = ""
@@ -81,7 +121,7 @@ def connection_problem(exc: BaseException, server: MailServer) -> str:
     return f"the login at {where} failed unexpectedly ({type(exc).__name__})"
 
 
-_Key = tuple[str, int, str, str]
+_Key = tuple[str, int, str, str, str | None]
 
 
 @dataclass
@@ -136,7 +176,7 @@ class SmtpMailSender:
     async def send(
         self, server: MailServer, password: str, mail_from: str, rcpt_to: str, message: bytes
     ) -> Delivery:
-        key = (server.host, server.port, server.security, server.user)
+        key = (server.host, server.port, server.security, server.user, server.proxy)
         where = f"{server.host}:{server.port}"
         phase: Literal["connect", "auth", "mail"] = "connect"
         try:

@@ -1,24 +1,30 @@
 """Dedicated sending IPs of a workspace: included in its plan, bought on top (add-ons), and in use.
 
-`dedicated_ips_in_use` is the one place that counts the dedicated sending-IP proxies serving a workspace.
-Sending-IP proxies do not exist yet (issue 32 brings `outreach ip add --kind dedicated`), so no workspace
-has one and it answers 0; issue 32 extends this function, and `min` (the add-ons that cannot be given up
-while their IPs are in use) follows.
+`dedicated_ips_in_use` is the one place that counts the dedicated sending-IP proxies serving a workspace
+(`outreach ip add --kind dedicated`; a free one is taken for a workspace when one of its mailboxes is routed,
+`mailboxes/routes.py`); `min`, the add-ons that cannot be given up while their IPs are in use, follows.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import func
+
 from outreach_core.billing.rules import DEDICATED_IP_PRICE_USD, DEDICATED_IPS_MAX, in_force
 from outreach_core.billing.schemas import DedicatedIps
-from outreach_core.context import WorkspaceContext
+from outreach_core.context import WorkspaceContext, unscoped
+from outreach_core.db.tables import sending_ips
 from outreach_core.errors import InvalidInput
 
 
 async def dedicated_ips_in_use(ctx: WorkspaceContext) -> int:
-    """Dedicated sending IPs serving the caller's workspace now (0 until sending-IP proxies exist)."""
-    return 0
+    """Dedicated sending IPs serving the caller's workspace now."""
+    ips = unscoped(sending_ips)
+    query = ips.select(func.count()).where(
+        sending_ips.c.kind == "dedicated", sending_ips.c.dedicated_to == ctx.workspace_id
+    )
+    return int((await ctx.conn.execute(query)).scalar_one())
 
 
 async def dedicated_ips_status(ctx: WorkspaceContext, row: Any) -> DedicatedIps:

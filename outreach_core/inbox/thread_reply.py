@@ -37,6 +37,7 @@ from outreach_core.inbox.threads import (
     thread_row,
     who_acts,
 )
+from outreach_core.mailboxes.routes import proxy_urls
 from outreach_core.ports import MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 
@@ -112,6 +113,12 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
         raise InvalidState(
             "The thread's mailbox was deleted: a reply cannot be sent from it.", {"threadId": id}
         )
+    if box.sending_route == "waiting":
+        raise InvalidState(
+            "The thread's mailbox is waiting for a sending IP with room: nothing is sent from it until it "
+            "has one.",
+            {"threadId": id, "mailboxId": box.id},
+        )
     lead = (
         await ctx.conn.execute(
             scoped(ctx, leads)
@@ -142,7 +149,15 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
     )
     return ReplyPlan(
         thread_id=id,
-        smtp=MailServer(box.smtp_host, box.smtp_port, box.smtp_security, box.smtp_user),
+        smtp=MailServer(
+            box.smtp_host,
+            box.smtp_port,
+            box.smtp_security,
+            box.smtp_user,
+            (await proxy_urls(ctx, {box.sending_ip_id} if box.sending_ip_id else set())).get(
+                box.sending_ip_id
+            ),
+        ),
         imap=MailServer(box.imap_host, box.imap_port, box.imap_security, box.imap_user),
         password_encrypted=box.password_encrypted,
         email=email,

@@ -9,6 +9,7 @@ transaction. Passwords are encrypted at rest (`outreach_core.crypto`) and are ne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from outreach_core.context import WorkspaceContext, scoped
@@ -19,6 +20,7 @@ from outreach_core.geo import normalize_timezone
 from outreach_core.ids import new_id
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.prepare import ImportPlan, MxLookup
+from outreach_core.mailboxes.routes import route_new_mailbox, sending_ip_rows
 from outreach_core.mailboxes.schemas import (
     CreateMailboxIn,
     CreateMailboxOut,
@@ -66,7 +68,7 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
     mb = scoped(ctx, mailboxes)
     rows = (await ctx.conn.execute(mb.select().order_by(mailboxes.c.created_at, mailboxes.c.id))).all()
     return MailboxList(
-        mailboxes=[_mailbox(ctx, r) for r in rows],
+        mailboxes=await _mailboxes(ctx, rows),
         microsoft_enabled=MICROSOFT_ENABLED,
         slots_left=await slots_left(ctx),
     )
@@ -74,7 +76,7 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
 
 async def get_mailbox(ctx: WorkspaceContext, id: str) -> Mailbox:
     """One mailbox by id with its settings, status and today's computed figures. Never shows the password."""
-    return _mailbox(ctx, await mailbox_row(ctx, id))
+    return (await _mailboxes(ctx, [await mailbox_row(ctx, id)]))[0]
 
 
 async def create_mailbox(
@@ -96,7 +98,10 @@ async def create_mailbox(
         ctx, body.email, body.provider, body.display_name, body.daily_limit, smtp, imap, login_password(body)
     )
     await ctx.conn.execute(scoped(ctx, mailboxes).insert(row))
-    return CreateMailboxOut(mailbox=await get_mailbox(ctx, row["id"]), test=prepared, waiting=False)
+    route = await route_new_mailbox(ctx, row["id"])
+    return CreateMailboxOut(
+        mailbox=await get_mailbox(ctx, row["id"]), test=prepared, waiting=route == "waiting"
+    )
 
 
 async def test_mailbox(ctx: WorkspaceContext, body: CreateMailboxIn, prepared: LoginTest) -> LoginTest:
@@ -146,6 +151,8 @@ async def import_mailboxes(
             results.append(ImportResult(email=row.email, status="added"))
     if new_rows:
         await ctx.conn.execute(*mb.insert_many(new_rows))
+        for new in new_rows:
+            await route_new_mailbox(ctx, new["id"])
     return ImportMailboxesOut(added=len(new_rows), results=results)
 
 
@@ -161,7 +168,7 @@ async def update_mailbox(
     error becomes active again once new credentials pass."""
     row = await mailbox_row(ctx, id)
     if prepared is not None and not prepared.ok:
-        return UpdateMailboxOut(mailbox=_mailbox(ctx, row), test=prepared)
+        return UpdateMailboxOut(mailbox=(await _mailboxes(ctx, [row]))[0], test=prepared)
     given = body.model_fields_set
     values: dict[str, Any] = {}
     if "display_name" in given:
@@ -273,7 +280,12 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
 # --- helpers ------------------------------------------------------------------------------------------------
 
 
-def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
+async def _mailboxes(ctx: WorkspaceContext, rows: Sequence[Any]) -> list[Mailbox]:
+    ips = await sending_ip_rows(ctx, {r.sending_ip_id for r in rows if r.sending_ip_id is not None})
+    return [_mailbox(ctx, r, ips.get(r.sending_ip_id)) for r in rows]
+
+
+def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
@@ -291,8 +303,9 @@ def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
             host=row.imap_host, port=row.imap_port, security=row.imap_security, user=row.imap_user
         ),
         inbox_poll=bool(row.inbox_poll),
-        # Password mailboxes send through their own SMTP server from this self-hosted service.
-        sending_ip=SendingIp(route="own"),
+        sending_ip=SendingIp(
+            route=row.sending_route, country=ip.country if ip else None, ip=ip.ip if ip else None
+        ),
         warmup=Warmup(),
         dns=None,
     )

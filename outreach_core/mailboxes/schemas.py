@@ -265,7 +265,8 @@ class CreateMailboxOut(WireModel):
     mailbox: Mailbox | None = Field(description="The saved mailbox; null when a login failed.")
     test: LoginTest
     waiting: bool = Field(
-        description="Always false on a self-hosted server: mailboxes send from their own server."
+        description="true: saved and tested, but no sending IP has room yet; it starts sending when one "
+        "has (the server's operator adds sending IPs). Always false on a server without sending IPs."
     )
 
 

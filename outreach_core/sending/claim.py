@@ -17,6 +17,7 @@ from outreach_core.campaigns.schemas import Step
 from outreach_core.context import SystemContext, as_workspace, system_scope
 from outreach_core.db.tables import campaign_leads, mailboxes, sends
 from outreach_core.ids import new_id
+from outreach_core.mailboxes.routes import proxy_urls
 from outreach_core.mailboxes.rules import local_day, sent_today
 from outreach_core.ports import MailServer
 from outreach_core.sending import rules
@@ -63,6 +64,7 @@ async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random
     retries: list[dict[str, Any]] = []
     leads_in_flight: list[dict[str, Any]] = []
     boxes_used: list[dict[str, Any]] = []
+    proxies = await proxy_urls(ctx, {c.box.sending_ip_id for c in chosen if c.box.sending_ip_id is not None})
     in_flight_until = now + dt.timedelta(seconds=ctx.settings.sender_stale_after_s)
     for row, box, steps, workspace in chosen:
         mailbox_id = box.id
@@ -138,7 +140,13 @@ async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random
                 thread_message_id=thread,
                 message_id=message_id,
                 attempts=attempts,
-                server=MailServer(box.smtp_host, box.smtp_port, box.smtp_security, box.smtp_user),
+                server=MailServer(
+                    box.smtp_host,
+                    box.smtp_port,
+                    box.smtp_security,
+                    box.smtp_user,
+                    proxies.get(box.sending_ip_id),
+                ),
                 password_encrypted=box.password_encrypted,
                 mail_from=box.email,
                 email=outgoing,

@@ -120,6 +120,7 @@ async def plan_batch(
                 m.select()
                 .where(
                     mailboxes.c.status == "active",
+                    mailboxes.c.sending_route != "waiting",  # no sending IP has room for it yet
                     or_(mailboxes.c.next_send_at.is_(None), mailboxes.c.next_send_at <= now),
                     _running_for(mailboxes.c.id),
                 )

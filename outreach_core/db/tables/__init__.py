@@ -52,6 +52,7 @@ from outreach_core.db.tables.sending import (
     campaign_variants,
     campaigns,
     mailboxes,
+    sending_ips,
     sends,
 )
 from outreach_core.db.tables.writing import ai_drafts, billing_events, offer_profiles
@@ -98,6 +99,7 @@ __all__ = [
     "oauth_tokens",
     "offer_profiles",
     "outbox",
+    "sending_ips",
     "sends",
     "suppressions",
     "threads",

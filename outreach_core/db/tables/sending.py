@@ -19,6 +19,23 @@ from sqlalchemy import (
 from outreach_core.db.tables.base import ID, metadata, ws_fk
 from outreach_core.db.types import UtcDateTime
 
+sending_ips = Table(
+    "sending_ips",
+    metadata,
+    Column("id", ID, primary_key=True),
+    Column("proxy_encrypted", Text, nullable=False),  # socks5://[user:pass@]host:port, encrypted
+    Column("proxy_host", String(300), nullable=False),  # host:port, shown to operators (no credentials)
+    Column("kind", String(10), nullable=False),  # shared | dedicated
+    Column("country", String(2), nullable=True),
+    Column("ip", String(45), nullable=True),  # the public address mail leaves from, as the operator said
+    Column("capacity", Integer, nullable=False),  # mailboxes it carries at most
+    Column("dedicated_to", ID, nullable=True),  # the workspace a dedicated IP serves (null: free)
+    Column("created_at", UtcDateTime, nullable=False),
+)
+"""Outbound SOCKS5 proxies the operator registers (`outreach ip add`): the sending IPs of routed mailboxes
+(issue 32; `outreach_core/mailboxes/routes.py`). Global, not workspace-owned: a shared IP carries the
+mailboxes of many workspaces, a dedicated one those of the workspace in `dedicated_to`."""
+
 mailboxes = Table(
     "mailboxes",
     metadata,
@@ -50,6 +67,8 @@ mailboxes = Table(
     # MultiFernet token under OUTREACH_SECRET_KEY; never serialized in a response
     Column("password_encrypted", Text, nullable=False),
     Column("inbox_poll", Boolean, nullable=False, server_default="0"),
+    Column("sending_route", String(10), nullable=False, server_default="own"),  # own|shared|dedicated|waiting
+    Column("sending_ip_id", ID, nullable=True),  # the sending IP (proxy) of a shared or dedicated route
     Column("last_tested_at", UtcDateTime, nullable=True),
     Column("last_synced_at", UtcDateTime, nullable=True),
     Column("sync_error", String(500), nullable=True),
@@ -69,6 +88,7 @@ mailboxes = Table(
     UniqueConstraint("workspace_id", "email"),
     Index("ix_mailboxes_ws_created", "workspace_id", "created_at", "id"),
     Index("ix_mailboxes_status_next", "status", "next_send_at"),
+    Index("ix_mailboxes_sending_ip", "sending_ip_id"),
 )
 
 # --- campaigns -------------------------------------------------------------------------------------------
