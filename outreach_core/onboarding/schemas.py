@@ -7,10 +7,16 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.offer.schemas import OfferProfile
-from outreach_core.wire import NAME, SINGLE_LINE, WireModel
+from outreach_core.webhooks.schemas import public_host_pattern, public_website_pattern
+from outreach_core.wire import NAME, SINGLE_LINE, NamedPattern, WireModel
 
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$"
-Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE]
+# The document states the plain forms every server accepts (a public domain name; a website on a public
+# name); the descriptions say what else is (URLs and addresses naming a domain, IDN names, private hosts on
+# servers that allow them).
+PUBLIC_DOMAIN = NamedPattern("public-domain-name", lambda: f"^{public_host_pattern()}$")
+PUBLIC_WEBSITE = NamedPattern("public-website", public_website_pattern)
+Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE, PUBLIC_DOMAIN]
 
 
 class CreateWorkspaceIn(WireModel):
@@ -47,7 +53,10 @@ class SaveOnboardingIn(WireModel):
 
 class DraftOfferIn(WireModel):
     url: Annotated[
-        str, StringConstraints(min_length=3, max_length=300, strip_whitespace=True), SINGLE_LINE
+        str,
+        StringConstraints(min_length=3, max_length=300, strip_whitespace=True),
+        SINGLE_LINE,
+        PUBLIC_WEBSITE,
     ] = Field(description="The company's website (https:// is assumed when left out), 3 to 300 characters.")
 
 

@@ -22,17 +22,14 @@ def _unique(kinds: list[EventKind]) -> list[EventKind]:
 EventKinds = Annotated[list[EventKind], Field(min_length=1, max_length=20), AfterValidator(_unique)]
 """At least one event kind; repeats are dropped."""
 _PORT = "(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
-# At most five labels of at most 41 characters before a top-level domain (of at most 18 letters): the host
-# stays within DNS's 253 characters, so every URL of the stated form is one the server accepts.
 _LABEL = "[a-z0-9]{1,20}(?:-[a-z0-9]{1,20})?"
 
 
 @functools.cache
-def _public_https_url() -> str:
-    """https, a host name under a top-level domain of the public suffix list (ICANN section) that registers
-    names directly (`example.com`; not `*.bd`), an optional port, and a path, query or fragment of visible
-    ASCII. Hosts with longer labels, IDN hosts and, on servers that allow private URLs, http and IP
-    addresses are accepted too (the field's description); this is the form any server accepts."""
+def public_host_pattern() -> str:
+    """A host name under a top-level domain of the public suffix list (ICANN section) that registers names
+    directly (`example.com`; not `*.bd`): at most five labels of at most 41 characters before a top-level
+    domain of letters, so that the host stays within DNS's 253 characters (no anchors: a part of patterns)."""
     import tldextract
 
     extractor = tldextract.TLDExtract(
@@ -48,7 +45,20 @@ def _public_https_url() -> str:
         and r not in ("arpa", "onion")
         and f"*.{r}" not in rules
     )
-    return f"^https://(?:{_LABEL}\\.){{1,5}}(?:{'|'.join(tlds)})(?::{_PORT})?(?:[/?#][!-~]*)?$"
+    return f"(?:{_LABEL}\\.){{1,5}}(?:{'|'.join(tlds)})"
+
+
+def _public_https_url() -> str:
+    """https, a public host name (`public_host_pattern`), an optional port, and a path, query or fragment of
+    visible ASCII. Hosts with longer labels, IDN hosts and, on servers that allow private URLs, http and IP
+    addresses are accepted too (the field's description); this is the form any server accepts."""
+    return f"^https://{public_host_pattern()}(?::{_PORT})?(?:[/?#][!-~]*)?$"
+
+
+def public_website_pattern() -> str:
+    """A website as a person types it: `public_host_pattern` with an optional http:// or https://, port
+    and path (the form any server accepts; the field's description says what else is)."""
+    return f"^(?:https?://)?{public_host_pattern()}(?::{_PORT})?(?:[/?#][!-~]*)?$"
 
 
 PUBLIC_HTTPS_URL = NamedPattern("public-https-url", _public_https_url)
