@@ -66,6 +66,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "inbox/folders.py",
     "inbox/leases.py",
     "inbox/sync.py",
+    "warmup/pool.py",  # warmup (issue 32 item 1): the pool crosses workspaces
+    "warmup/tending.py",
 }
 
 

@@ -37,7 +37,6 @@ from outreach_core.mailboxes.schemas import (
     ServerSettings,
     UpdateMailboxIn,
     UpdateMailboxOut,
-    Warmup,
 )
 from outreach_core.mailboxes.servers import (
     domain_of,
@@ -47,6 +46,7 @@ from outreach_core.mailboxes.servers import (
     stored_or_new,
 )
 from outreach_core.mailboxes.store import ensure_new, ensure_room, mailbox_row, slots_left
+from outreach_core.mailboxes.warmup_settings import save_warmup, warmup_out, warmup_rows
 from outreach_core.ports import MailServer
 from outreach_core.wire import Ok
 
@@ -65,8 +65,9 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
     with create_mailbox as provider smtp)."""
     mb = scoped(ctx, mailboxes)
     rows = (await ctx.conn.execute(mb.select().order_by(mailboxes.c.created_at, mailboxes.c.id))).all()
+    warmups = await warmup_rows(ctx, [r.id for r in rows])
     return MailboxList(
-        mailboxes=[_mailbox(ctx, r) for r in rows],
+        mailboxes=[_mailbox(ctx, r, warmups.get(r.id)) for r in rows],
         microsoft_enabled=MICROSOFT_ENABLED,
         slots_left=await slots_left(ctx),
     )
@@ -74,7 +75,8 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
 
 async def get_mailbox(ctx: WorkspaceContext, id: str) -> Mailbox:
     """One mailbox by id with its settings, status and today's computed figures. Never shows the password."""
-    return _mailbox(ctx, await mailbox_row(ctx, id))
+    row = await mailbox_row(ctx, id)
+    return _mailbox(ctx, row, (await warmup_rows(ctx, [id])).get(id))
 
 
 async def create_mailbox(
@@ -158,10 +160,14 @@ async def update_mailbox(
     rampEnabled, rampStart, rampIncrement, minGapS, maxGapS (minGapS <= maxGapS); `restartRamp: true` starts
     the ramp again from day 1 today; `inboxPoll`; `credentials` {password, smtp?, imap?}: new credentials are
     tested first, and when a login fails nothing at all is changed and `test.ok` is false. A mailbox in
-    error becomes active again once new credentials pass."""
+    error becomes active again once new credentials pass. `warmup` {enabled, target 1-100, rampStart 1-50,
+    rampIncrement 1-20, replyRate 0-100 (percent)}, each optional: with enabled true the mailbox exchanges
+    warmup emails with the other mailboxes of the server's warmup pool (never shown as threads nor counted
+    in analytics or campaign limits, but counted in the mailbox's own daily sends); turning it on starts
+    the warmup ramp at day 1."""
     row = await mailbox_row(ctx, id)
     if prepared is not None and not prepared.ok:
-        return UpdateMailboxOut(mailbox=_mailbox(ctx, row), test=prepared)
+        return UpdateMailboxOut(mailbox=await get_mailbox(ctx, id), test=prepared)
     given = body.model_fields_set
     values: dict[str, Any] = {}
     if "display_name" in given:
@@ -206,6 +212,8 @@ async def update_mailbox(
     if values:
         values["updated_at"] = ctx.now
         await ctx.conn.execute(scoped(ctx, mailboxes).update().where(mailboxes.c.id == id).values(**values))
+    if body.warmup is not None:
+        await save_warmup(ctx, id, body.warmup, rules.local_day(ctx.now, timezone))
     return UpdateMailboxOut(mailbox=await get_mailbox(ctx, id), test=prepared)
 
 
@@ -273,17 +281,19 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
 # --- helpers ------------------------------------------------------------------------------------------------
 
 
-def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
+def _mailbox(ctx: WorkspaceContext, row: Any, warmup: Any) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
+    limit = rules.effective_limit(*ramp)
+    sent = rules.sent_today(row.sent_day, row.sent_count, today)
     return Mailbox.from_row(
         row,
-        effective_limit=rules.effective_limit(*ramp),
+        effective_limit=limit,
         ramp_enabled=bool(row.ramp_enabled),
         ramp_day=day,
         ramp_days_left=rules.ramp_days_left(*ramp),
-        sent_today=rules.sent_today(row.sent_day, row.sent_count, today),
+        sent_today=sent,
         smtp=ServerOut(
             host=row.smtp_host, port=row.smtp_port, security=row.smtp_security, user=row.smtp_user
         ),
@@ -293,7 +303,7 @@ def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
         inbox_poll=bool(row.inbox_poll),
         # Password mailboxes send through their own SMTP server from this self-hosted service.
         sending_ip=SendingIp(route="own"),
-        warmup=Warmup(),
+        warmup=warmup_out(warmup, today, max(0, limit - sent)),
         dns=None,
     )
 

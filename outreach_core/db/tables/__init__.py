@@ -54,6 +54,7 @@ from outreach_core.db.tables.sending import (
     mailboxes,
     sends,
 )
+from outreach_core.db.tables.warmup import warmup_mailboxes, warmup_messages
 from outreach_core.db.tables.writing import ai_drafts, billing_events, offer_profiles
 
 __all__ = [
@@ -102,6 +103,8 @@ __all__ = [
     "suppressions",
     "threads",
     "users",
+    "warmup_mailboxes",
+    "warmup_messages",
     "webhook_attempts",
     "webhook_deliveries",
     "webhooks",
