@@ -16,6 +16,7 @@ import datetime as dt
 import random
 from collections import defaultdict
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import case
@@ -112,7 +113,8 @@ async def plan_and_claim(
     )
     if ctx.conn.dialect.name == "postgresql":  # several workers share the pool: each claims other rows
         stmt = stmt.with_for_update(skip_locked=True, of=[warmup_mailboxes])
-    rows = (await ctx.conn.execute(stmt)).all()
+    # plain objects: attribute reads of SQLAlchemy rows cost microseconds each, read thousands of times here
+    rows = [SimpleNamespace(**r._mapping) for r in await ctx.conn.execute(stmt)]
     pool = [r for r in rows if not r.removed and r.status == "active"]
     changes: list[dict[str, Any]] = []
     state: dict[str, dict[str, Any]] = {}
@@ -152,9 +154,10 @@ async def plan_and_claim(
     jobs: list[WarmupJob] = []
     if len(pool) >= 2:
         jobs = await _claim(ctx, pool, state, rng, limit)
+        by_id = {p.mailbox_id: p for p in pool}
         for job in jobs:
             s = state[job.from_mailbox_id]
-            r = next(p for p in pool if p.mailbox_id == job.from_mailbox_id)
+            r = by_id[job.from_mailbox_id]
             left = max(0, s["target_today"] - s["sent_today"])
             s["next_at"] = (
                 next_send_at(now, r.timezone, left, rng, ctx.settings.warmup_min_gap_s)
@@ -204,10 +207,9 @@ async def _claim(
             in_reply_to: str | None = original.message_id
             answered.append({"id": original.id, "reply": "sent"})
         else:
-            others = [p for p in pool if p.mailbox_id != r.mailbox_id and p.email != r.email]
-            if not others:
+            partner = _partner(pool, r, rng)
+            if partner is None:
                 continue
-            partner = rng.choice(others)
             subject, text = corpus.compose(rng, r.display_name)
             in_reply_to = None
             original = None
@@ -249,6 +251,16 @@ async def _claim(
     await update_each(ctx, system_scope(warmup_messages).update(), answered)
     await _count_in_daily_sends(ctx, {j.from_mailbox_id: state[j.from_mailbox_id]["today"] for j in jobs})
     return jobs
+
+
+def _partner(pool: list[Any], r: Any, rng: random.Random) -> Any:
+    """Another mailbox of the pool at random (never `r` itself, nor a mailbox of the same address)."""
+    for _ in range(8):
+        p = pool[rng.randrange(len(pool))]
+        if p.mailbox_id != r.mailbox_id and p.email != r.email:
+            return p
+    others = [p for p in pool if p.mailbox_id != r.mailbox_id and p.email != r.email]
+    return rng.choice(others) if others else None
 
 
 async def _replies_due(ctx: SystemContext, mailbox_ids: list[str]) -> dict[str, Any]:
