@@ -27,10 +27,12 @@ async def warmup_pass(runtime: Runtime, *, rng: random.Random | None = None) -> 
     """One pass; returns the warmup emails handed off plus those found (0 when there was nothing to do)."""
     rng = rng or random.Random()
     settings = runtime.settings
+    smtp = runtime.ports.smtp
+    if smtp is None:
+        raise RuntimeError("the warmup worker needs an SMTP adapter (ports.smtp)")
     limit = asyncio.Semaphore(settings.warmup_concurrency)
     claimed = await runtime.system(plan_and_claim, rng=rng)
-    smtp = runtime.ports.smtp
-    if claimed.jobs and smtp is not None:
+    if claimed.jobs:
 
         async def one(job: WarmupJob) -> Sent:
             async with limit:
