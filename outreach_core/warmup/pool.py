@@ -123,13 +123,13 @@ async def plan_and_claim(
         room = _room(r, today)
         fresh = r.day != today.isoformat()
         sent = 0 if fresh else r.sent_today
-        target = warmup_target_today(
-            r.target, r.ramp_start, r.ramp_increment, warmup_day(r.started_on, today), room + sent
-        )
+        day = warmup_day(r.started_on, today)
+        target = warmup_target_today(r.target, r.ramp_start, r.ramp_increment, day, room + sent)
+        wanted = warmup_target_today(r.target, r.ramp_start, r.ramp_increment, day, r.target)
         reason = r.reason
         if not r.removed:
             reason = NOT_ACTIVE if r.status != "active" else POOL_OF_ONE if len(pool) < 2 else None
-            if reason is None and room <= 0 and sent < target:
+            if reason is None and room <= 0 and sent < wanted:
                 reason = FULL_TODAY
         next_at = r.next_at
         if fresh:

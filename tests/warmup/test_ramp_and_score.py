@@ -18,6 +18,7 @@ from outreach_core.ports import FixedClock
 from outreach_core.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from outreach_core.warmup.problems import warmup_problems
+from outreach_core.warmup.rules import FULL_TODAY
 from outreach_core.warmup.tending import refresh_scores
 from tests.campaigns.helpers import new_campaign, ok
 from tests.conftest import MakeWorkspace, WorkspaceHandle
@@ -60,6 +61,11 @@ async def test_the_ramp_moves_day_by_day_and_stops_at_the_days_target(
         assert (shown_a.target_today, shown_b.target_today) == (expected_a[day], expected_b[day]), day
         # each day's plan is sent, and not one more
         assert (shown_a.sent_today, shown_b.sent_today) == (expected_a[day], expected_b[day]), day
+        # warmup counts in the mailbox's own daily sends: b's limit of 3 is used up by warmup from day 2
+        box = await rt.read(await b.principal(), get_mailbox, b_id)
+        assert (box.sent_today, box.effective_limit) == (expected_b[day], 3)
+        assert shown_a.reason is None
+        assert shown_b.reason == (FULL_TODAY if day > 0 else None), day
         clock.set(MORNING + dt.timedelta(days=day + 1))
     rows = await messages_rows(runtime)
     assert len(rows) == sum(expected_a) + sum(expected_b)
