@@ -24,6 +24,8 @@ LOW_SCORE = 70.0
 MISSING_AFTER = dt.timedelta(hours=24)
 """A warmup email not found in the recipient's inbox or spam folder within this long counts as missing (not
 in the inbox)."""
+KEEP = dt.timedelta(days=14)
+"""Warmup emails are forgotten (deleted) this long after they were sent (the score looks at 7 days)."""
 DAY_END_HOUR = 20
 """Warmup emails of a day are spread until 20:00 in the mailbox's time zone (then the rest go in turn)."""
 

@@ -18,7 +18,7 @@ from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import mailboxes, warmup_mailboxes, warmup_messages
 from outreach_core.ports import Delivery, MailServer, Tended
 from outreach_core.warmup.pool import WarmupJob
-from outreach_core.warmup.rules import BOUNCED, MISSING_AFTER, SCORE_DAYS, permanent_refusal, score
+from outreach_core.warmup.rules import BOUNCED, KEEP, MISSING_AFTER, SCORE_DAYS, permanent_refusal, score
 
 TOKENS_PER_LOOK = 200
 
@@ -233,6 +233,10 @@ async def record_tended(
 
 
 async def _mark_missing(ctx: SystemContext) -> None:
+    """Warmup emails not found within `MISSING_AFTER` become `missing`; those older than `KEEP` go."""
+    await ctx.conn.execute(
+        system_scope(warmup_messages).delete().where(warmup_messages.c.sent_at < ctx.now - KEEP)
+    )
     cutoff = ctx.now - MISSING_AFTER
     senders = (
         (

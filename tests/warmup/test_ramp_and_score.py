@@ -19,7 +19,7 @@ from outreach_core.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from outreach_core.warmup.problems import warmup_problems
 from outreach_core.warmup.rules import FULL_TODAY
-from outreach_core.warmup.tending import refresh_scores
+from outreach_core.warmup.tending import refresh_scores, tend_due
 from tests.campaigns.helpers import new_campaign, ok
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mailboxes.helpers import API, seed_mailbox
@@ -71,6 +71,44 @@ async def test_the_ramp_moves_day_by_day_and_stops_at_the_days_target(
     assert len(rows) == sum(expected_a) + sum(expected_b)
     assert {r.status for r in rows} == {"failed"}  # refused connections: the sending side's failure
     assert {(r.from_mailbox_id, r.to_mailbox_id) for r in rows} == {(a_id, b_id), (b_id, a_id)}
+
+
+async def _sent(rt: Runtime, sender: str, receiver: str, ago: dt.timedelta) -> str:
+    token = f"wu1-{new_id('t')[-26:].lower()}"
+
+    async def insert(ctx: SystemContext) -> None:
+        row = {
+            "id": new_id("wmsg"),
+            "token": token,
+            "from_mailbox_id": sender,
+            "to_mailbox_id": receiver,
+            "reply_to_id": None,
+            "message_id": f"<{new_id('m')}@mail.test>",
+            "subject": "Hello",
+            "status": "sent",
+            "sent_at": ctx.now - ago,
+            "landed": None,
+            "landed_at": None,
+            "reply": None,
+        }
+        await ctx.conn.execute(system_scope(warmup_messages).insert(row))
+
+    await rt.system(insert)
+    return token
+
+
+async def test_emails_never_found_go_missing_and_old_ones_are_forgotten(
+    make_workspace: MakeWorkspace, runtime: Runtime
+) -> None:
+    rt = warmup_runtime(runtime, FixedClock(dt.datetime.now(dt.UTC)))
+    ws = await make_workspace()
+    a, b = await seed_mailbox(ws, "age-a@mail.test"), await seed_mailbox(ws, "age-b@mail.test")
+    fresh = await _sent(rt, a, b, dt.timedelta(hours=2))
+    lost = await _sent(rt, a, b, dt.timedelta(hours=25))
+    await _sent(rt, a, b, dt.timedelta(days=15))
+    await rt.system(tend_due)
+    left = {r.token: r.landed for r in await messages_rows(runtime)}
+    assert left == {fresh: None, lost: "missing"}
 
 
 async def _landed(rt: Runtime, sender: str, receiver: str, inbox: int, spam: int) -> None:

@@ -50,6 +50,9 @@ warmup_messages = Table(
     Column("landed_at", UtcDateTime, nullable=True),
     Column("reply", String(8), nullable=True),  # wanted | sent: the recipient answers it
     Index("ix_warmup_messages_to", "to_mailbox_id", "status", "landed"),
+    # the emails not found yet, oldest first (to look for, to mark missing); and the purge by age
+    Index("ix_warmup_messages_open", "status", "landed", "sent_at"),
+    Index("ix_warmup_messages_sent_at", "sent_at"),
     Index("ix_warmup_messages_from", "from_mailbox_id", "sent_at"),
     Index("ix_warmup_messages_reply", "reply", "to_mailbox_id"),
 )

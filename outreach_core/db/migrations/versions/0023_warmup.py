@@ -63,6 +63,8 @@ def upgrade() -> None:
     op.create_index("ix_warmup_messages_to", "warmup_messages", ["to_mailbox_id", "status", "landed"])
     op.create_index("ix_warmup_messages_from", "warmup_messages", ["from_mailbox_id", "sent_at"])
     op.create_index("ix_warmup_messages_reply", "warmup_messages", ["reply", "to_mailbox_id"])
+    op.create_index("ix_warmup_messages_open", "warmup_messages", ["status", "landed", "sent_at"])
+    op.create_index("ix_warmup_messages_sent_at", "warmup_messages", ["sent_at"])
 
 
 def downgrade() -> None:
