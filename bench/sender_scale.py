@@ -293,6 +293,34 @@ async def sink_run(rt: Runtime, seconds: float) -> int:
     return handled
 
 
+async def warm_up(rt: Runtime) -> None:
+    """Warmup on for every mailbox (issue 32 item 1, docs/warmup.md), and one warmup pass claiming an email
+    for each: the sender's passes then run with warmup rows, warmup emails and warmup-counted daily sends."""
+    from outreach_core.db.tables import warmup_mailboxes
+    from outreach_core.warmup.pool import plan_and_claim
+
+    today = datetime.now(UTC).date().isoformat()
+    async with rt.engine.begin() as conn:
+        rows = (
+            await conn.execute(mailboxes.select().with_only_columns(mailboxes.c.id, mailboxes.c.workspace_id))
+        ).all()
+        await conn.execute(
+            warmup_mailboxes.insert(),
+            [
+                {"mailbox_id": r.id, "workspace_id": r.workspace_id, "enabled": True, "started_on": today}
+                for r in rows
+            ],
+        )
+    await rt.system(plan_and_claim, limit=len(rows))  # plans the day
+    async with rt.engine.begin() as conn:
+        await conn.execute(warmup_mailboxes.update().values(next_at=None))
+    t0 = time.perf_counter()
+    claimed = await rt.system(plan_and_claim, limit=len(rows))
+    print(
+        f"warmup: {len(claimed.jobs):,} warmup emails claimed in {(time.perf_counter() - t0) * 1000:.0f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mailboxes", type=int, default=1000)
@@ -305,6 +333,11 @@ def main() -> None:
     parser.add_argument("--daily-limit", type=int, default=500, help="with --reuse: every mailbox's limit")
     parser.add_argument(
         "--window", default="0-1440", help="with --reuse: every campaign's window, minutes START-END"
+    )
+    parser.add_argument(
+        "--warmup",
+        action="store_true",
+        help="warmup on for every mailbox (issue 32): one warmup pass claims an email each before the timing",
     )
     parser.add_argument(
         "--reuse",
@@ -362,6 +395,8 @@ def main() -> None:
             f"{engine}: seeded {args.mailboxes:,} mailboxes, {args.leads:,} campaign leads in "
             f"{time.perf_counter() - t0:.0f} s"
         )
+        if args.warmup:
+            await warm_up(rt)
         timings = await time_passes(rt, args.passes)
         secs = [t for t, _ in timings] or [0.0]
         if timings:

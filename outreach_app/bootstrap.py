@@ -8,6 +8,7 @@ from outreach_app.adapters import (
     GuardedHttpClient,
     ImapInboxConnector,
     ImapSentAppender,
+    ImapWarmupTender,
     MailLoginClient,
     SmtpMailSender,
 )
@@ -36,5 +37,6 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
         ai_keys=OwnKeyClients(settings),
         web=WebPageFetcher.from_settings(settings),
         billing=StripeBilling.from_settings(settings),
+        warmup_mail=ImapWarmupTender.from_settings(settings),  # warmup (issue 32 item 1)
     )
     return Runtime(settings, ports=ports)

@@ -353,6 +353,28 @@ class BillingProvider(Protocol):
         ...
 
 
+# --- warmup (issue 32 item 1, docs/warmup.md) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tended:
+    """What `WarmupMail.tend` found: each token found, with the folder it was found in (`inbox`, or `spam`
+    for the junk folder, from where it was moved to INBOX); `error` when the mailbox could not be read."""
+
+    found: dict[str, Literal["inbox", "spam"]]
+    error: str | None = None
+
+
+class WarmupMail(Protocol):
+    """The receiving side of warmup over IMAP (AUTH with the mailbox's password)."""
+
+    async def tend(self, server: MailServer, password: str, tokens: Sequence[str]) -> Tended:
+        """Find the warmup emails carrying `tokens` (header `X-Outreach-Warmup`) in INBOX and the junk
+        folder; move the ones in junk to INBOX; flag every one found `\\Seen` and `\\Flagged` (important).
+        Never raises: a failure is `Tended({}, error)` with a short reason."""
+        ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -368,3 +390,4 @@ class Ports:
     ai_keys: AiKeys | None = None
     web: WebFetcher | None = None
     billing: BillingProvider | None = None
+    warmup_mail: WarmupMail | None = None  # warmup (issue 32 item 1)

@@ -99,6 +99,16 @@ class Settings(BaseSettings):
     inbox_lease_s: float = Field(default=60.0, ge=1, le=3600)
     inbox_max_mailboxes: int = Field(default=1000, ge=1, le=100_000)
 
+    # Warmup pool (issue 32 item 1, docs/warmup.md): mailboxes sending a warmup email per pass at most
+    # (`warmup_batch`, up to `warmup_concurrency` hand-offs at once); at least `warmup_min_gap_s` between
+    # two warmup emails of a mailbox; a recipient's folders are looked at over IMAP for warmup emails sent
+    # at least `warmup_tend_after_s` ago, at most every `warmup_tend_interval_s` per mailbox.
+    warmup_batch: int = Field(default=200, ge=1, le=10_000)
+    warmup_concurrency: int = Field(default=20, ge=1, le=1000)
+    warmup_min_gap_s: float = Field(default=300.0, ge=0)
+    warmup_tend_after_s: float = Field(default=60.0, ge=0)
+    warmup_tend_interval_s: float = Field(default=300.0, ge=0)
+
     # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)

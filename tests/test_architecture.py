@@ -67,6 +67,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "inbox/leases.py",
     "inbox/sync.py",
     "mailboxes/routes.py",
+    "warmup/pool.py",  # warmup (issue 32 item 1): the pool crosses workspaces
+    "warmup/tending.py",
 }
 
 

@@ -110,6 +110,13 @@ def _inbox() -> Worker:
     return Worker("inbox", inbox.tick, interval_s=inbox.TICK_S, max_backoff_s=30.0, on_stop=inbox.stop)
 
 
+def _warmup() -> Worker:
+    from workers import warmup
+
+    # Warmup pool (docs/warmup.md): a pass that sent or found something runs again at once; idle, every 5 s.
+    return Worker("warmup", warmup.tick, interval_s=5.0, max_backoff_s=300.0)
+
+
 ALL_WORKERS: dict[str, WorkerFactory] = {
     "usage": _usage,
     "oauth-purge": _oauth_purge,
@@ -124,6 +131,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,
+    "warmup": _warmup,
 }
 """Worker name -> factory building a fresh `Worker`, in the order they are started."""
 

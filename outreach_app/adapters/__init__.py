@@ -7,6 +7,7 @@
 - `mail_login`: `MailLoginClient` (`ports.MailLogin`), the SMTP and IMAP login tests of a mailbox;
 - `smtp`: `SmtpMailSender` (`ports.MailSender`), and the SMTP connection steps the login tests share;
 - `imap_sent`: `ImapSentAppender` (`ports.MailReader.append_sent`), the Sent copy of a reply from a thread.
+- `imap_warmup`: `ImapWarmupTender` (`ports.WarmupMail`), the receiving side of warmup (docs/warmup.md).
 
 Every connection goes to an address checked by `outreach_app.outgoing` first. `outreach_app.bootstrap`
 wires them into the runtime.
@@ -18,6 +19,7 @@ from outreach_app.adapters.dns import DnspythonResolver
 from outreach_app.adapters.http import GuardedHttpClient
 from outreach_app.adapters.imap import ImapInboxConnector
 from outreach_app.adapters.imap_sent import ImapSentAppender
+from outreach_app.adapters.imap_warmup import ImapWarmupTender
 from outreach_app.adapters.mail_login import MailLoginClient
 from outreach_app.adapters.smtp import SmtpMailSender
 
@@ -26,6 +28,7 @@ __all__ = [
     "GuardedHttpClient",
     "ImapInboxConnector",
     "ImapSentAppender",
+    "ImapWarmupTender",
     "MailLoginClient",
     "SmtpMailSender",
 ]

@@ -47,6 +47,7 @@ from outreach_core.db.tables import (
 from outreach_core.errors import InvalidState, LaunchBlocked
 from outreach_core.event_data import PauseCause, campaign_ref
 from outreach_core.outbox import record_event
+from outreach_core.warmup.problems import warmup_problems
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
 """Campaign-lead statuses that can still get email."""
@@ -188,6 +189,17 @@ async def settle_campaigns(ctx: WorkspaceContext) -> int:
 async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem]:
     row = await campaign_row(ctx, id)
     steps = await load_steps(ctx, id)
+    attached = (
+        (
+            await ctx.conn.execute(
+                scoped(ctx, campaign_mailboxes)
+                .select(campaign_mailboxes.c.mailbox_id)
+                .where(campaign_mailboxes.c.campaign_id == id)
+            )
+        )
+        .scalars()
+        .all()
+    )
     boxes = (
         (
             await ctx.conn.execute(
@@ -260,6 +272,7 @@ async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem
         link_domain_active=False,
         tracking=row.track_opens or row.track_clicks,
         unsubscribe_mode=ws.unsubscribe_mode,
+        warmup_problems=tuple(p.message for p in await warmup_problems(ctx, list(attached))),
     )
     return checklist(facts)
 

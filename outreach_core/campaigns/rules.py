@@ -143,6 +143,8 @@ class ChecklistFacts:
     link_domain_active: bool
     tracking: bool
     unsubscribe_mode: str
+    # warmup (issue 32 item 1, docs/warmup.md): one line per attached mailbox with a warmup problem
+    warmup_problems: tuple[str, ...] = ()
 
 
 def _item(
@@ -294,6 +296,16 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             f"Long cold emails get fewer replies: {edit_emails}.",
             required=False,
             details=long_emails,
+        ),
+        _item(
+            "warmup",
+            "Warmed-up mailboxes land in the inbox",
+            not f.warmup_problems,
+            "Some attached mailboxes have a low warmup score or warmup problems (details): send less from "
+            "them, or check them with "
+            f"{_route('GET', '/mailboxes/{mailboxId}', 'get_mailbox')} (warmup).",
+            required=False,
+            details=list(f.warmup_problems),
         ),
     ]
 

@@ -26,6 +26,8 @@ from outreach_core.inbox.leases import holds
 from outreach_core.inbox.matching import match_messages
 from outreach_core.inbox.record import Prepared, body_digest, inbox_context, record_messages, to_record
 from outreach_core.inbox.rules import classify, parse_message
+from outreach_core.warmup.rules import header_token, quoted_tokens
+from outreach_core.warmup.tending import record_bounces
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
@@ -83,6 +85,9 @@ async def record_batch(
         _log.warning("inbox_lease_lost", mailbox_id=batch.mailbox_id, holder=holder)
         raise LeaseLost(f"{holder} no longer holds the lease of mailbox {batch.mailbox_id}")
     items = prepare(batch) if prepared is None else prepared
+    bounced = warmup_bounces(batch)
+    if bounced:
+        await record_bounces(ctx, bounced)
     recorded = await record_messages(ctx, batch, items, ai)
     await advance_checkpoint(
         ctx, batch.workspace_id, batch.mailbox_id, batch.folder, batch.role, batch.uidvalidity, batch.last_uid
@@ -92,20 +97,41 @@ async def record_batch(
 
 def prepare(batch: FolderBatch) -> list[Prepared]:
     """Parse and classify each message; one that cannot be read is logged (mailbox, folder, UID) and skipped,
-    never stopping the batch."""
+    never stopping the batch. Warmup emails (docs/warmup.md: the `X-Outreach-Warmup` header) and bounce
+    reports of warmup emails are left out: they never become threads nor count anywhere."""
     out: list[Prepared] = []
     for fetched in batch.messages:
         where = {"mailbox_id": batch.mailbox_id, "folder": batch.folder, "uid": fetched.uid}
+        if header_token(fetched.raw) is not None:
+            continue
         try:
             parsed = parse_message(fetched.raw)
             verdict = classify(parsed, fetched.arrived_at)
         except Exception:  # the rules never raise by design; a bug there must not stop the mailbox
             _log.exception("inbox_message_unreadable", **where)
             continue
+        if verdict.kind == "bounce" and quoted_tokens(fetched.raw):
+            continue
         if parsed.defects:
             _log.warning("inbox_message_malformed", defects=list(parsed.defects)[:5], **where)
         out.append(Prepared(fetched, parsed, verdict, body_digest(fetched.raw)))
     return out
+
+
+def warmup_bounces(batch: FolderBatch) -> list[str]:
+    """Tokens of warmup emails that bounce reports of the batch quote (their recipients leave the pool)."""
+    tokens: list[str] = []
+    for fetched in batch.messages:
+        if header_token(fetched.raw) is not None:
+            continue
+        quoted = quoted_tokens(fetched.raw)
+        if quoted:
+            try:
+                if classify(parse_message(fetched.raw), fetched.arrived_at).kind == "bounce":
+                    tokens.extend(quoted)
+            except Exception:
+                continue
+    return tokens
 
 
 class IngestBatch(Protocol):

@@ -39,7 +39,6 @@ from outreach_core.mailboxes.schemas import (
     ServerSettings,
     UpdateMailboxIn,
     UpdateMailboxOut,
-    Warmup,
 )
 from outreach_core.mailboxes.servers import (
     domain_of,
@@ -49,6 +48,7 @@ from outreach_core.mailboxes.servers import (
     stored_or_new,
 )
 from outreach_core.mailboxes.store import ensure_new, ensure_room, mailbox_row, slots_left
+from outreach_core.mailboxes.warmup_settings import save_warmup, warmup_out, warmup_rows
 from outreach_core.ports import MailServer
 from outreach_core.wire import Ok
 
@@ -165,7 +165,11 @@ async def update_mailbox(
     rampEnabled, rampStart, rampIncrement, minGapS, maxGapS (minGapS <= maxGapS); `restartRamp: true` starts
     the ramp again from day 1 today; `inboxPoll`; `credentials` {password, smtp?, imap?}: new credentials are
     tested first, and when a login fails nothing at all is changed and `test.ok` is false. A mailbox in
-    error becomes active again once new credentials pass."""
+    error becomes active again once new credentials pass. `warmup` {enabled, target 1-100, rampStart 1-50,
+    rampIncrement 1-20, replyRate 0-100 (percent)}, each optional: with enabled true the mailbox exchanges
+    warmup emails with the other mailboxes of the server's warmup pool (never shown as threads nor counted
+    in analytics or campaign limits, but counted in the mailbox's own daily sends); turning it on starts
+    the warmup ramp at day 1."""
     row = await mailbox_row(ctx, id)
     if prepared is not None and not prepared.ok:
         return UpdateMailboxOut(mailbox=(await _mailboxes(ctx, [row]))[0], test=prepared)
@@ -213,6 +217,8 @@ async def update_mailbox(
     if values:
         values["updated_at"] = ctx.now
         await ctx.conn.execute(scoped(ctx, mailboxes).update().where(mailboxes.c.id == id).values(**values))
+    if body.warmup is not None:
+        await save_warmup(ctx, id, body.warmup, rules.local_day(ctx.now, timezone))
     return UpdateMailboxOut(mailbox=await get_mailbox(ctx, id), test=prepared)
 
 
@@ -281,21 +287,25 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
 
 
 async def _mailboxes(ctx: WorkspaceContext, rows: Sequence[Any]) -> list[Mailbox]:
+    """The mailboxes of `rows` as the API shows them (their sending IPs and warmup rows read at once)."""
     ips = await sending_ip_rows(ctx, {r.sending_ip_id for r in rows if r.sending_ip_id is not None})
-    return [_mailbox(ctx, r, ips.get(r.sending_ip_id)) for r in rows]
+    warmups = await warmup_rows(ctx, [r.id for r in rows])
+    return [_mailbox(ctx, r, ips.get(r.sending_ip_id), warmups.get(r.id)) for r in rows]
 
 
-def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any) -> Mailbox:
+def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any, warmup: Any) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
+    limit = rules.effective_limit(*ramp)
+    sent = rules.sent_today(row.sent_day, row.sent_count, today)
     return Mailbox.from_row(
         row,
-        effective_limit=rules.effective_limit(*ramp),
+        effective_limit=limit,
         ramp_enabled=bool(row.ramp_enabled),
         ramp_day=day,
         ramp_days_left=rules.ramp_days_left(*ramp),
-        sent_today=rules.sent_today(row.sent_day, row.sent_count, today),
+        sent_today=sent,
         smtp=ServerOut(
             host=row.smtp_host, port=row.smtp_port, security=row.smtp_security, user=row.smtp_user
         ),
@@ -306,7 +316,7 @@ def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any) -> Mailbox:
         sending_ip=SendingIp(
             route=row.sending_route, country=ip.country if ip else None, ip=ip.ip if ip else None
         ),
-        warmup=Warmup(),
+        warmup=warmup_out(warmup, today, max(0, limit - sent)),
         dns=None,
     )
 

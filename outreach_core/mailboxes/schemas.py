@@ -154,6 +154,31 @@ class CredentialsIn(WireModel):
     )
 
 
+class WarmupIn(WireModel):
+    """Warmup settings (docs/warmup.md); every field optional, the stored value kept when absent."""
+
+    enabled: Omittable[bool] = Field(
+        default=None,
+        description="true: the mailbox joins the server's warmup pool and exchanges warmup emails with the "
+        "other mailboxes in it; false: it leaves the pool.",
+    )
+    target: Omittable[int] = Field(
+        default=None, ge=1, le=100, description="Warmup emails a day once the ramp is complete (default 20)."
+    )
+    ramp_start: Omittable[int] = Field(
+        default=None, ge=1, le=50, description="Warmup emails on the first day (default 2)."
+    )
+    ramp_increment: Omittable[int] = Field(
+        default=None, ge=1, le=20, description="Warmup emails added each day until target (default 2)."
+    )
+    reply_rate: Omittable[int] = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="Percent of the warmup emails it receives that it answers (default 30).",
+    )
+
+
 class UpdateMailboxIn(WireModel):
     display_name: DisplayName | None = None
     signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
@@ -174,6 +199,10 @@ class UpdateMailboxIn(WireModel):
     credentials: Omittable[CredentialsIn] = Field(
         default=None, description="New password (and servers); tested before anything is saved."
     )
+    warmup: Omittable[WarmupIn] = Field(
+        default=None,
+        description="Warmup: {enabled, target, rampStart, rampIncrement, replyRate}, each optional.",
+    )
 
 
 class DetectQuery(WireModel):
@@ -191,13 +220,22 @@ class SendingIp(WireModel):
 
 class Warmup(WireModel):
     enabled: bool = False
-    score: float | None = None
-    sent_today: int = 0
-    target_today: int = 0
+    score: float | None = Field(
+        default=None,
+        description="Share of its warmup emails that landed in the inbox over 7 days (0 to 100); null until "
+        "at least 10 of them were found or went missing.",
+    )
+    sent_today: int = Field(default=0, description="Warmup emails (and warmup replies) sent today.")
+    target_today: int = Field(default=0, description="Warmup emails planned today, on the warmup ramp.")
     target: int = 0
     ramp_start: int = 0
     ramp_increment: int = 0
-    reply_rate: float = 0
+    reply_rate: float = Field(default=0, description="Percent of received warmup emails it answers.")
+    reason: str | None = Field(
+        default=None,
+        description="Why warmup is not sending (the pool has no other mailbox, the mailbox is not active, "
+        "it was removed from the pool because warmup emails to it bounced); null while it runs.",
+    )
 
 
 class DnsBadges(WireModel):

@@ -39,15 +39,16 @@ async def test_create_tests_both_logins_then_saves(
     assert mailbox["lastTestedAt"].endswith("Z") and mailbox["createdAt"].endswith("Z")
     assert mailbox["lastSyncedAt"] is None and mailbox["syncError"] is None
     assert mailbox["sendingIp"] == {"route": "own", "country": None, "ip": None}
-    assert mailbox["warmup"] == {
+    assert mailbox["warmup"] == {  # off, with the settings it starts with when turned on (docs/warmup.md)
         "enabled": False,
         "score": None,
         "sentToday": 0,
         "targetToday": 0,
-        "target": 0,
-        "rampStart": 0,
-        "rampIncrement": 0,
-        "replyRate": 0,
+        "target": 20,
+        "rampStart": 2,
+        "rampIncrement": 2,
+        "replyRate": 30,
+        "reason": None,
     }
     assert mailbox["dns"] is None
     assert password not in response.text

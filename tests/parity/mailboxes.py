@@ -70,6 +70,9 @@ async def update_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> l
         },
         {"id": mailbox_id, "credentials": {"password": "new"}},
         {"id": mailbox_id, "limits": {**limits, "minGapS": 60, "maxGapS": 50}},
+        # warmup (issue 32 item 1)
+        {"id": mailbox_id, "warmup": {"enabled": True, "target": 12, "replyRate": 50}},
+        {"id": mailbox_id, "warmup": {"target": 0}},
         {"id": "mbx_missing", "timezone": "UTC"},
     ]
 
@@ -124,6 +127,7 @@ async def their_mailbox_changed(
     return [
         {"id": box, "displayName": "Hijacked", "status": "paused"},
         {"id": box, "credentials": {"password": "x"}},
+        {"id": box, "warmup": {"enabled": True}},
     ]
 
 

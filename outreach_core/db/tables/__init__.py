@@ -55,6 +55,7 @@ from outreach_core.db.tables.sending import (
     sending_ips,
     sends,
 )
+from outreach_core.db.tables.warmup import warmup_mailboxes, warmup_messages
 from outreach_core.db.tables.writing import ai_drafts, billing_events, offer_profiles
 
 __all__ = [
@@ -104,6 +105,8 @@ __all__ = [
     "suppressions",
     "threads",
     "users",
+    "warmup_mailboxes",
+    "warmup_messages",
     "webhook_attempts",
     "webhook_deliveries",
     "webhooks",

@@ -1,0 +1,81 @@
+"""The `warmup` worker's pass (docs/warmup.md): plan and claim (one transaction), the SMTP hand-offs with no
+transaction open, their outcomes (one transaction), then the recipients' folders looked at over IMAP (no
+transaction open) and what was found recorded (one transaction)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import TYPE_CHECKING
+
+import structlog
+
+from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.ports import Delivery, MailSender, Tended, WarmupMail
+from outreach_core.settings import Settings
+from outreach_core.warmup.message import to_bytes
+from outreach_core.warmup.pool import WarmupJob, plan_and_claim
+from outreach_core.warmup.tending import Sent, TendJob, record_sent, record_tended, tend_due
+
+if TYPE_CHECKING:
+    from outreach_core.runtime import Runtime
+
+_log = structlog.get_logger()
+
+
+async def warmup_pass(runtime: Runtime, *, rng: random.Random | None = None) -> int:
+    """One pass; returns the warmup emails handed off plus those found (0 when there was nothing to do)."""
+    rng = rng or random.Random()
+    settings = runtime.settings
+    smtp = runtime.ports.smtp
+    if smtp is None:
+        raise RuntimeError("the warmup worker needs an SMTP adapter (ports.smtp)")
+    limit = asyncio.Semaphore(settings.warmup_concurrency)
+    claimed = await runtime.system(plan_and_claim, rng=rng)
+    if claimed.jobs:
+
+        async def one(job: WarmupJob) -> Sent:
+            async with limit:
+                return Sent(job, await deliver_warmup(job, smtp, settings))
+
+        results = await asyncio.gather(*(one(j) for j in claimed.jobs))
+        await runtime.system(record_sent, results)
+        _log.info("warmup_sent", sent=sum(r.delivery.ok for r in results), claimed=len(results))
+    found = 0
+    reader = runtime.ports.warmup_mail
+    if reader is not None:
+        looks = await runtime.system(tend_due)
+        if looks:
+
+            async def look(job: TendJob) -> tuple[TendJob, Tended]:
+                async with limit:
+                    return job, await tend_one(job, reader, settings)
+
+            results_ = await asyncio.gather(*(look(j) for j in looks))
+            found = await runtime.system(record_tended, results_, rng=rng)
+    return len(claimed.jobs) + found
+
+
+async def deliver_warmup(job: WarmupJob, smtp: MailSender, settings: Settings) -> Delivery:
+    """Hand one warmup email to its mailbox's SMTP server."""
+    try:
+        password = decrypt(settings, job.password_encrypted)
+    except UndecryptableSecret:
+        return Delivery(ok=False, phase="credentials", reason="the stored password cannot be decrypted")
+    try:
+        message = to_bytes(job.email)
+    except Exception:
+        return Delivery(ok=False, phase="message", reason="the warmup email could not be built")
+    return await smtp.send(job.server, password, job.email.from_email, job.email.to_email, message)
+
+
+async def tend_one(job: TendJob, reader: WarmupMail, settings: Settings) -> Tended:
+    """Look into one recipient's folders for its warmup emails."""
+    try:
+        password = decrypt(settings, job.password_encrypted)
+    except UndecryptableSecret:
+        return Tended({}, "the stored password cannot be decrypted")
+    tended = await reader.tend(job.server, password, job.tokens)
+    if tended.error:
+        _log.info("warmup_tend_failed", mailbox=job.mailbox_id, reason=tended.error)
+    return tended

@@ -1,0 +1,169 @@
+"""Helpers for the warmup tests: mailboxes whose SMTP is the aiosmtpd test server and whose IMAP is the test
+Dovecot, a delivery bridge (what aiosmtpd accepts is APPENDed to the recipient's INBOX, or its Junk folder
+for the recipients a test marks as filtering into spam), the recipient's own view over stdlib imaplib, and
+a warmup runtime on the injectable clock."""
+
+from __future__ import annotations
+
+import asyncio
+import imaplib
+import re
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from outreach_app.adapters import ImapWarmupTender, SmtpMailSender
+from outreach_core.context import SystemContext, system_scope
+from outreach_core.db.tables import warmup_mailboxes, warmup_messages
+from outreach_core.ports import FixedClock, Ports
+from outreach_core.runtime import Runtime
+from tests.conftest import WorkspaceHandle
+from tests.mail_servers import MailServers, Received
+from tests.mailboxes.helpers import seed_mailbox
+
+
+@dataclass
+class Bridge:
+    """Delivers what the SMTP server accepts into Dovecot as the recipient sees it."""
+
+    servers: MailServers
+    spam_for: set[str] = field(default_factory=set)
+    delivered: list[Received] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def __call__(self, received: Received) -> None:
+        self.delivered.append(received)
+        try:
+            self._deliver(received)
+        except Exception as exc:  # kept for the test to show (this runs in the SMTP server's thread)
+            self.errors.append(repr(exc))
+
+    def _deliver(self, received: Received) -> None:
+        for rcpt in received.rcpt_tos:
+            password = self.servers.users.snapshot().get(rcpt)
+            if password is None:
+                continue
+            folder = "Junk" if rcpt in self.spam_for else "INBOX"
+            box = Maildrop(self.servers, rcpt, password)
+            box.ensure(folder)
+            box.append(received.data, folder)
+
+    def to(self, address: str) -> list[Received]:
+        return [r for r in self.delivered if address in r.rcpt_tos]
+
+
+class Maildrop:
+    """One mailbox as its owner's mail client sees it (stdlib imaplib, implicit TLS)."""
+
+    def __init__(self, servers: MailServers, user: str, password: str) -> None:
+        self.servers = servers
+        self.user = user
+        self.password = password
+
+    def _do(self, work: Callable[[imaplib.IMAP4_SSL], Any]) -> Any:
+        context = ssl.create_default_context(cafile=str(self.servers.ca.ca_file))
+        client = imaplib.IMAP4_SSL(self.servers.imap.host, self.servers.imap.tls_port, ssl_context=context)
+        try:
+            client.login(self.user, self.password)
+            return work(client)
+        finally:
+            client.logout()
+
+    def ensure(self, folder: str) -> None:
+        if folder != "INBOX":
+            self._do(lambda c: c.create(folder))
+
+    def append(self, raw: bytes, folder: str) -> None:
+        def work(c: imaplib.IMAP4_SSL) -> None:
+            status, data = c.append(folder, "", imaplib.Time2Internaldate(datetime.now(UTC).timestamp()), raw)
+            assert status == "OK", data
+
+        self._do(work)
+
+    async def messages(self, folder: str) -> list[tuple[set[str], bytes]]:
+        """(flags, raw) of every message in `folder`."""
+
+        def work(c: imaplib.IMAP4_SSL) -> list[tuple[set[str], bytes]]:
+            status, _ = c.select(folder, readonly=True)
+            if status != "OK":
+                return []
+            _, data = c.uid("search", None, "ALL")
+            out = []
+            for uid in data[0].split():
+                _, fetched = c.uid("fetch", uid, "(FLAGS BODY.PEEK[])")
+                head = fetched[0][0].decode() if isinstance(fetched[0], tuple) else ""
+                flags = set(re.findall(r"\\\w+", head.split("FLAGS (", 1)[-1].split(")", 1)[0]))
+                out.append((flags, fetched[0][1] if isinstance(fetched[0], tuple) else b""))
+            return out
+
+        return await asyncio.to_thread(self._do, work)
+
+
+async def pool_mailbox(ws: WorkspaceHandle, servers: MailServers, **columns: Any) -> tuple[str, str, str]:
+    """A mailbox on the test servers (SMTP: aiosmtpd STARTTLS; IMAP: Dovecot TLS); (id, address, password)."""
+    user, password = servers.add_user()
+    smtp = servers.smtp_settings(user, "starttls")
+    imap = servers.imap_settings(user, "tls")
+    mailbox_id = await seed_mailbox(
+        ws,
+        user,
+        password=password,
+        smtp_host=smtp["host"],
+        smtp_port=smtp["port"],
+        smtp_security="starttls",
+        smtp_user=user,
+        imap_host=imap["host"],
+        imap_port=imap["port"],
+        imap_security="tls",
+        imap_user=user,
+        **columns,
+    )
+    return mailbox_id, user, password
+
+
+def warmup_runtime(runtime: Runtime, clock: FixedClock, **settings: Any) -> Runtime:
+    """A runtime on the session database with a fixed clock, the real SMTP sender and the real IMAP tender
+    (trusting the test CA, loopback allowed); warmup gaps at 0 unless `settings` say otherwise."""
+    values = {
+        "warmup_min_gap_s": 0.0,
+        "warmup_tend_after_s": 0.0,
+        "warmup_tend_interval_s": 0.0,
+        **settings,
+    }
+    configured = runtime.settings.model_copy(update=values)
+    ca = configured.tls_ca_file
+    ports = Ports(
+        clock=clock,
+        smtp=SmtpMailSender(tls_ca_file=ca, timeout_s=5.0, allow_private=True),
+        warmup_mail=ImapWarmupTender(tls_ca_file=ca, timeout_s=10.0, allow_private=True),
+    )
+    return Runtime(configured, engine=runtime.engine, ports=ports)
+
+
+async def clear_pool(runtime: Runtime) -> None:
+    """Nothing of earlier tests in the pool (it spans every workspace of the session's database)."""
+
+    async def clear(ctx: SystemContext) -> None:
+        await ctx.conn.execute(system_scope(warmup_messages).delete())
+        await ctx.conn.execute(system_scope(warmup_mailboxes).delete())
+
+    await runtime.system(clear)
+
+
+async def messages_rows(runtime: Runtime) -> list[Any]:
+    async def read(ctx: SystemContext) -> list[Any]:
+        stmt = (
+            system_scope(warmup_messages).select().order_by(warmup_messages.c.sent_at, warmup_messages.c.id)
+        )
+        return list((await ctx.conn.execute(stmt)).all())
+
+    return await runtime.system_read(read)
+
+
+async def set_rows(runtime: Runtime, table: Any, where: Any, **values: Any) -> None:
+    async def update(ctx: SystemContext) -> None:
+        await ctx.conn.execute(system_scope(table).update().where(where).values(**values))
+
+    await runtime.system(update)
