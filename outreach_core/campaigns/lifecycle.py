@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, String, exists, func, true
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import in_force
 from outreach_core.campaigns.content import spam_words, word_count
+from outreach_core.campaigns.forecast import forecast_campaign
 from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
@@ -77,7 +78,8 @@ async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
     `launch_blocked` (the failing checklist items in details) while a required checklist item fails; the
     status is then unchanged. Sending happens in the schedule window, in each lead's time zone: the answer's
     `nextSendAt` and `message` say when the first email can go out (now, or when the window next opens).
-    Asks to confirm."""
+    The answer's `forecast` says what the sender will send day by day (as `forecast_campaign`). Asks to
+    confirm."""
     await require_active_plan(ctx)
     row = await campaign_row(ctx, id, for_update=True)
     if row.status not in LAUNCHABLE:
@@ -100,11 +102,13 @@ async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
         )
     )
     found = await next_send(ctx, row)
+    ahead = await forecast_campaign(ctx, id)
     return Launched(
         status="running",
         items=items,
         next_send_at=found.at if found else None,
-        message=describe_next_send(found, row),
+        message=f"{describe_next_send(found, row)} {ahead.message}",
+        forecast=ahead,
     )
 
 
