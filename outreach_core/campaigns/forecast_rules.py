@@ -171,7 +171,8 @@ def forecast(facts: Facts) -> Outcome:
         limited.append("startOn")
     if not facts.mailboxes and total:
         return Outcome([], None, None, ["noMailboxes"], total, total)
-    groups = [_Group(g, mean_gap_s(g.min_gap_s, g.max_gap_s)) for g in facts.mailboxes]
+    # a mailbox sends at most one email a pass, and passes follow each other (about one a second)
+    groups = [_Group(g, max(1.0, mean_gap_s(g.min_gap_s, g.max_gap_s))) for g in facts.mailboxes]
     end = start + dt.timedelta(days=HORIZON_DAYS)
     end_cause: Binding = "horizon"
     if schedule.end_on is not None:
