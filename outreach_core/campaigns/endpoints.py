@@ -7,7 +7,7 @@ from outreach_core.campaigns.audience import (
     list_campaign_leads,
     remove_leads_from_campaign,
 )
-from outreach_core.campaigns.forecast import forecast_campaign
+from outreach_core.campaigns.forecast import forecast_campaign, prepare_launch_campaign
 from outreach_core.campaigns.lifecycle import WAITING, get_launch_checklist, launch_campaign, pause_campaign
 from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.operations import (
@@ -175,7 +175,15 @@ ENDPOINTS = (
         tag=TAG,
     ),
     Endpoint("GET", "/campaigns/{id}/checklist", get_launch_checklist, Checklist, read_only=True, tag=TAG),
-    Endpoint("POST", "/campaigns/{id}/launch", launch_campaign, Launched, confirm=_describe_launch, tag=TAG),
+    Endpoint(
+        "POST",
+        "/campaigns/{id}/launch",
+        launch_campaign,
+        Launched,
+        confirm=_describe_launch,
+        prepare=prepare_launch_campaign,
+        tag=TAG,
+    ),
     Endpoint("GET", "/campaigns/{id}/forecast", forecast_campaign, Forecast, read_only=True, tag=TAG),
     Endpoint("POST", "/campaigns/{id}/pause", pause_campaign, StatusOut, tag=TAG),
 )

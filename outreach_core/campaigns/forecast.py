@@ -31,6 +31,7 @@ from outreach_core.campaigns.stops import LeadFacts, StopRules, stop_reason
 from outreach_core.campaigns.store import campaign_row, load_steps
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, sends, workspaces
+from outreach_core.endpoint import Outside
 from outreach_core.mailboxes.rules import MailboxLimits
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
@@ -66,6 +67,13 @@ async def forecast_facts(ctx: WorkspaceContext, row: Any) -> Facts:
         waiting=await _waiting(ctx, row),
         allowance=await _allowance(ctx),
     )
+
+
+async def prepare_launch_campaign(outside: Outside, id: str) -> Forecast:
+    """The launch answer's forecast, read before the launch's write transaction begins (a read-only one
+    does not hold SQLite's write lock for the time a large campaign's forecast takes); the campaign is
+    forecast as if running, so before and after the launch give the same answer."""
+    return await outside.read(forecast_campaign, id)
 
 
 def to_wire(outcome: Outcome, row: Any) -> Forecast:

@@ -14,7 +14,6 @@ from sqlalchemy import ColumnElement, String, exists, func, true
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import in_force
 from outreach_core.campaigns.content import spam_words, word_count
-from outreach_core.campaigns.forecast import forecast_campaign
 from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
@@ -27,7 +26,7 @@ from outreach_core.campaigns.rules import (
     past_end,
     schedule_problems,
 )
-from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Launched, StatusOut
+from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Forecast, Launched, StatusOut
 from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
 from outreach_core.context import (
     Principal,
@@ -73,7 +72,7 @@ async def get_launch_checklist(ctx: WorkspaceContext, id: str) -> Checklist:
     return Checklist(items=items, can_launch=can_launch(items))
 
 
-async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
+async def launch_campaign(ctx: WorkspaceContext, id: str, prepared: Forecast) -> Launched:
     """Start (or resume) sending a draft or paused campaign. Needs an active plan. Refused with
     `launch_blocked` (the failing checklist items in details) while a required checklist item fails; the
     status is then unchanged. Sending happens in the schedule window, in each lead's time zone: the answer's
@@ -102,7 +101,7 @@ async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
         )
     )
     found = await next_send(ctx, row)
-    ahead = await forecast_campaign(ctx, id)
+    ahead = prepared  # read before this transaction began (`prepare_launch_campaign`)
     return Launched(
         status="running",
         items=items,

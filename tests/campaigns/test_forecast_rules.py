@@ -17,9 +17,8 @@ from outreach_core.campaigns.forecast_rules import (
 from outreach_core.campaigns.schedule import Schedule
 from outreach_core.mailboxes.rules import MailboxLimits
 
-MONDAY = dt.datetime.combine(
-    dt.date.today() + dt.timedelta(days=7 - dt.date.today().weekday()), dt.time(6), tzinfo=dt.UTC
-)
+_TODAY = dt.datetime.now(dt.UTC).date()
+MONDAY = dt.datetime.combine(_TODAY + dt.timedelta(days=7 - _TODAY.weekday()), dt.time(6), tzinfo=dt.UTC)
 """Next Monday, 06:00 UTC."""
 ALL_DAY = Schedule("UTC", 0, 1440, 127, None, None)
 PLENTY = Allowance(1_000_000, 1_000_000, None)
