@@ -2,9 +2,10 @@
 read in a few set-based statements, then simulated by `forecast_rules.py` with the sender's own rules.
 
 The reads never touch single leads in Python: the campaign's waiting leads are counted by (time zone, step,
-hour their next email is due, lead status, verification), the attached active mailboxes by their limits.
-The stop rules (`campaigns/stops.py`, as the sender applies them) are applied to each group: a group the
-sender would skip or stop is not counted.
+hour their next email is due, lead status, verification, address or domain suppressed), the attached active
+mailboxes by their limits. The stop rules (`campaigns/stops.py`, as the sender applies them) are applied to
+each group: a group the sender would skip or stop is not counted. `stopForCompany` (a colleague's reply) is
+not foreseen: it needs each lead's domain.
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ from outreach_core.campaigns.schemas import Forecast, ForecastDay
 from outreach_core.campaigns.stops import LeadFacts, StopRules, stop_reason
 from outreach_core.campaigns.store import campaign_row, load_steps
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, sends, workspaces
+from outreach_core.db.tables import (
+    campaign_leads,
+    campaign_mailboxes,
+    leads,
+    mailboxes,
+    sends,
+    suppressions,
+    workspaces,
+)
 from outreach_core.endpoint import Outside
 from outreach_core.mailboxes.rules import MailboxLimits
 
@@ -170,7 +179,11 @@ async def _waiting(ctx: WorkspaceContext, row: Any) -> list[Waiting]:
         hour = func.date_trunc("hour", cl.next_at)
     else:
         hour = func.substr(cl.next_at, 1, 13)  # stored as 'YYYY-MM-DD HH:MM:SS' text in UTC
-    keys = (leads.c.timezone, cl.step, hour, leads.c.status, leads.c.verify_status)
+    keys: list[ColumnElement[Any]] = [leads.c.timezone, cl.step, hour, leads.c.status, leads.c.verify_status]
+    if await _has_suppressions(ctx):  # two index probes a lead, only when there is anything to find
+        on_list = scoped(ctx, suppressions).select(suppressions.c.id)
+        keys.append(on_list.where(suppressions.c.value == leads.c.email).exists().label("email_suppressed"))
+        keys.append(on_list.where(suppressions.c.value == leads.c.domain).exists().label("domain_suppressed"))
     rows = await ctx.conn.execute(
         scoped(ctx, campaign_leads)
         .select(*keys, func.max(cl.next_at).label("due"), func.count().label("n"))
@@ -185,13 +198,18 @@ async def _waiting(ctx: WorkspaceContext, row: Any) -> list[Waiting]:
             step=r.step,
             lead_status=r.status,
             verify_status=r.verify_status,
-            email_suppressed=False,
-            domain_suppressed=False,
+            email_suppressed=bool(getattr(r, "email_suppressed", False)),
+            domain_suppressed=bool(getattr(r, "domain_suppressed", False)),
             company_replied=False,
         )
         if stop_reason(facts, rules) is None:
             found.append(Waiting(r.timezone, r.step, r.due, int(r.n)))
     return found
+
+
+async def _has_suppressions(ctx: WorkspaceContext) -> bool:
+    found = await ctx.conn.execute(scoped(ctx, suppressions).select(suppressions.c.id).limit(1))
+    return found.first() is not None
 
 
 async def _first_emails_today(ctx: WorkspaceContext, row: Any) -> int:

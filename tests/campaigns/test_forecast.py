@@ -13,6 +13,9 @@ from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from mcp_server.server import api_key_principal_source, build_mcp
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import suppressions
+from outreach_core.ids import new_id
 from outreach_core.ports import Clock, FixedClock
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
@@ -34,6 +37,14 @@ def _by_day(found: dict[str, Any]) -> dict[str, tuple[int, int]]:
         for d in found["days"]
         if d["firstEmails"] or d["followUps"]
     }
+
+
+async def _suppress(ws: WorkspaceHandle, kind: str, value: str) -> None:
+    async def insert(ctx: WorkspaceContext) -> None:
+        row = {"id": new_id("sup"), "kind": kind, "value": value, "created_at": datetime.now(UTC)}
+        await ctx.conn.execute(scoped(ctx, suppressions).insert(row))
+
+    await ws.runtime.execute(await ws.principal(), insert)
 
 
 async def _run_sender(ws: WorkspaceHandle, clock: FixedClock, until: datetime, step: timedelta) -> None:
@@ -167,3 +178,34 @@ async def test_a_campaign_of_another_workspace_or_none_is_not_found(
         "unfinished": 0,
         "message": "Forecast: no lead is waiting for an email.",
     }
+
+
+async def test_leads_the_stop_rules_leave_out_are_not_forecast(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    """Unsubscribed, bounced, invalid, suppressed (address or domain) and, with skipRisky, risky leads get no
+    email from the sender, so the forecast counts none for them."""
+    ws = await make_workspace()
+    box = await smtp_mailbox(ws, smtp_servers["tls"], mail_users)
+    fine = [await add_lead(ws, f"fine{i}@stops-forecast.example") for i in range(3)]
+    left_out = [
+        await add_lead(ws, "gone@stops-forecast.example", status="unsubscribed"),
+        await add_lead(ws, "bounced@stops-forecast.example", status="bounced"),
+        await add_lead(ws, "nobody@stops-forecast.example", verify="invalid"),
+        await add_lead(ws, "risky@stops-forecast.example", verify="catch_all"),
+        await add_lead(ws, "listed@stops-forecast.example"),
+        await add_lead(ws, "someone@blocked-forecast.example"),
+    ]
+    cid = await launched_campaign(http, ws, [box], fine + left_out, launch=False)
+    await http.patch(f"{API}/campaigns/{cid}", headers=ws.headers, json={"skipRisky": True})
+    # entries as the sender finds them, whatever the lead's status says (POST /suppressions also sets it)
+    await _suppress(ws, "email", "listed@stops-forecast.example")
+    await _suppress(ws, "domain", "blocked-forecast.example")
+    found = await _forecast(http, ws, cid)
+    assert found["leads"] == 3
+    assert (
+        sum(d["firstEmails"] for d in found["days"]) == 3 and sum(d["followUps"] for d in found["days"]) == 3
+    )
