@@ -5,6 +5,7 @@ next Monday), never fixed beside it."""
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
 
 from outreach_core.campaigns.forecast_rules import (
     Allowance,
@@ -119,3 +120,38 @@ def test_emails_already_sent_today_count() -> None:
     limits = MailboxLimits(5, False, 2, 1, MONDAY.date().isoformat(), "UTC", MONDAY.date().isoformat(), 4)
     found = _run(6, [MailboxGroup(1, limits, 30, 30)])
     assert _firsts(found) == [1, 5]
+
+
+def _next_dst_change(zone: str) -> dt.date:
+    """The next day (from the real date) on which `zone`'s UTC offset changes."""
+    tz = ZoneInfo(zone)
+    day = dt.datetime.now(dt.UTC).date()
+    while True:
+        noon = dt.datetime.combine(day, dt.time(12), tzinfo=tz)
+        if (noon + dt.timedelta(days=1)).utcoffset() != noon.utcoffset():
+            return day + dt.timedelta(days=1)
+        day += dt.timedelta(days=1)
+
+
+def test_a_dst_change_keeps_windows_in_local_time_and_loses_no_email() -> None:
+    """Across Berlin's DST change the window stays 09:00-10:00 Berlin time (its UTC hour moves) and a
+    mailbox that can send 6 an hour sends 6 every day; every lead gets both emails."""
+    change = _next_dst_change("Europe/Berlin")
+    start = dt.datetime.combine(change - dt.timedelta(days=3), dt.time(0), tzinfo=dt.UTC)
+    hour = Schedule("Europe/Berlin", 9 * 60, 10 * 60, 127, None, None)
+    limits = MailboxLimits(500, False, 2, 1, start.date().isoformat(), "Europe/Berlin", None, 0)
+    found = forecast(
+        Facts(
+            now=start,
+            schedule=hour,
+            daily_cap=None,
+            first_sent_today=0,
+            wait_days=(0, 1),
+            mailboxes=[MailboxGroup(1, limits, 600, 600)],
+            waiting=[Waiting(None, 0, None, 30)],
+            allowance=PLENTY,
+        )
+    )
+    assert [f + u for _, f, u in found.days] == [6] * len(found.days)
+    assert sum(f for _, f, _ in found.days) == 30 and sum(u for _, _, u in found.days) == 30
+    assert found.days[0][0] == start.date() and change in [d for d, _, _ in found.days]
