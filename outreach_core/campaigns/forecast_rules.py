@@ -116,7 +116,7 @@ class _Group:
     gap_s: float
     day: dt.date | None = None
     sent: int = 0
-    credit: float = 0.0
+    credit: float = 0.0  # emails each of its mailboxes may send by its gaps (fractions carry over)
 
     def turn_day(self, at: dt.datetime) -> None:
         today = local_day(at, self.spec.limits.timezone)
@@ -127,6 +127,10 @@ class _Group:
             else:
                 self.sent = 0
             self.day = today
+
+    def by_time(self) -> int:
+        """What the group's gaps allow now: whole emails per mailbox."""
+        return self.spec.count * math.floor(self.credit + 1e-9)
 
     def limit(self) -> int:
         assert self.day is not None
@@ -199,12 +203,12 @@ def forecast(facts: Facts) -> Outcome:
                 cap_day, first_today = today, 0
             for g in groups:
                 g.turn_day(a)
-                g.credit += g.spec.count * (b - a).total_seconds() / g.gap_s
+                g.credit += (b - a).total_seconds() / g.gap_s
             if not open_zones:
                 _idle(groups)
                 continue
             room_by_limit = sum(max(0, g.limit() - g.sent) for g in groups)
-            room_by_time = sum(math.floor(g.credit + 1e-9) for g in groups)
+            room_by_time = sum(g.by_time() for g in groups)
             room = min(room_by_limit, room_by_time, plan_left)
             follow = _due(state, open_zones, b, follow_ups=True)
             first = _due(state, open_zones, b, follow_ups=False)
@@ -388,16 +392,16 @@ def _spend(groups: Sequence[_Group], sent: int) -> None:
     for g in groups:
         if sent <= 0:
             break
-        n = min(sent, max(0, g.limit() - g.sent), math.floor(g.credit + 1e-9))
+        n = min(sent, max(0, g.limit() - g.sent), g.by_time())
         g.sent += n
-        g.credit -= n
+        g.credit -= n / g.spec.count
         sent -= n
 
 
 def _idle(groups: Sequence[_Group]) -> None:
     """An idle mailbox banks at most one email: it sends the moment a lead becomes due, then waits its gap."""
     for g in groups:
-        g.credit = min(g.credit, float(g.spec.count))
+        g.credit = min(g.credit, 1.0)
 
 
 def _why(

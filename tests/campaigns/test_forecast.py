@@ -5,8 +5,9 @@ question and answer, and its bad input. The pure simulation's limits are in `tes
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 from mcp import Client
@@ -19,7 +20,7 @@ from outreach_core.ids import new_id
 from outreach_core.ports import Clock, FixedClock
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
-from tests.sending.helpers import FIRST, add_lead, launched_campaign, rows, smtp_mailbox
+from tests.sending.helpers import FIRST, FOLLOW_UP, add_lead, launched_campaign, rows, smtp_mailbox
 from workers import sender
 
 API = "/api/v1"
@@ -55,11 +56,11 @@ async def _run_sender(ws: WorkspaceHandle, clock: FixedClock, until: datetime, s
         clock.advance(seconds=step.total_seconds())
 
 
-async def _sent_by_day(ws: WorkspaceHandle, cid: str) -> dict[str, tuple[int, int]]:
+async def _sent_by_day(ws: WorkspaceHandle, cid: str, tz: tzinfo = UTC) -> dict[str, tuple[int, int]]:
     counts: Counter[tuple[str, bool]] = Counter()
     for s in await rows(ws, "sends", campaign_id=cid):
         assert s.status == "sent", (s.status, s.error)
-        counts[(s.sent_at.astimezone(UTC).date().isoformat(), s.step > 0)] += 1
+        counts[(s.sent_at.astimezone(tz).date().isoformat(), s.step > 0)] += 1
     days = sorted({d for d, _ in counts})
     return {d: (counts[(d, False)], counts[(d, True)]) for d in days}
 
@@ -121,6 +122,63 @@ async def test_the_forecast_is_what_the_sender_then_sends_day_by_day(
     assert found["days"][0]["date"] == min(sent)
     weekend = [d for d in found["days"] if datetime.fromisoformat(d["date"]).weekday() >= 5]
     assert all(d["firstEmails"] == d["followUps"] == 0 for d in weekend)
+
+
+async def test_the_forecast_holds_where_the_window_gaps_and_daily_cap_bind(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    """One hour a weekday (09:00-10:00 Berlin), two mailboxes one email per 10 minutes each (12 an hour in
+    all), at most 5 first emails a day, two follow-ups a day apart: the window and `dailyCap` bind, and the
+    forecast is again what the sender sends, day by day (Berlin days). The clock moves 10 minutes a tick
+    inside the window and jumps from its end to the next opening (nothing can go out in between)."""
+    ws = await make_workspace()
+    server = smtp_servers["tls"]
+    real: Clock = ws.runtime.ports.clock
+    berlin = ZoneInfo("Europe/Berlin")
+    today = datetime.now(berlin).date() + timedelta(days=1)
+    start = datetime.combine(today, time(8), tzinfo=berlin).astimezone(UTC)
+    clock = FixedClock(start)
+    boxes = [await smtp_mailbox(ws, server, mail_users, min_gap_s=600, max_gap_s=600) for _ in range(2)]
+    leads = [await add_lead(ws, f"hour{i}@forecast.example") for i in range(9)]
+    leads += [await add_lead(ws, f"hb{i}@forecast.example", timezone="Europe/Berlin") for i in range(9)]
+    cid = await launched_campaign(
+        http,
+        ws,
+        boxes,
+        leads,
+        steps=[
+            {"variants": [FIRST]},
+            {"waitDays": 1, "variants": [FOLLOW_UP]},
+            {"waitDays": 1, "variants": [FOLLOW_UP]},
+        ],
+        launch=False,
+        windowStart=9 * 60,
+        windowEnd=10 * 60,
+        days=31,
+        dailyCap=5,
+        timezoneFallback="Europe/Berlin",
+    )
+    ws.runtime.ports.clock = clock
+    try:
+        found = await _forecast(http, ws, cid)
+        assert (await http.post(f"{API}/campaigns/{cid}/launch", headers=ws.headers)).status_code == 200
+        last = datetime.fromisoformat(found["lastEmailOn"]).replace(tzinfo=berlin) + timedelta(days=1)
+        while clock.now() < last:
+            while await sender.tick(ws.runtime):
+                pass
+            local = clock.advance(minutes=10).astimezone(berlin)
+            if local.hour >= 10 or local.hour < 9:
+                day = local.date() + timedelta(days=1 if local.hour >= 10 else 0)
+                clock.set(datetime.combine(day, time(9), tzinfo=berlin).astimezone(UTC))
+    finally:
+        ws.runtime.ports.clock = real
+    assert {"dailyCap", "window"} <= set(found["limitedBy"])
+    sent = await _sent_by_day(ws, cid, berlin)
+    assert _by_day(found) == sent
+    assert sum(f for f, _ in sent.values()) == 18 and sum(u for _, u in sent.values()) == 36
 
 
 async def test_the_launch_question_and_answer_carry_the_forecast(
