@@ -207,9 +207,9 @@ def forecast(facts: Facts) -> Outcome:
             if not open_zones:
                 _idle(groups)
                 continue
-            room_by_limit = sum(max(0, g.limit() - g.sent) for g in groups)
-            room_by_time = sum(g.by_time() for g in groups)
-            room = min(room_by_limit, room_by_time, plan_left)
+            # each group: what its limit left today and what its gaps allow now (the lesser binds)
+            rooms = [(max(0, g.limit() - g.sent), g.by_time()) for g in groups]
+            room = min(sum(min(pair) for pair in rooms), plan_left)
             follow = _due(state, open_zones, b, follow_ups=True)
             first = _due(state, open_zones, b, follow_ups=False)
             demand = sum(n for _, n in follow) + sum(n for _, n in first)
@@ -228,19 +228,7 @@ def forecast(facts: Facts) -> Outcome:
                 counts[0] += sent_first
                 counts[1] += sent_follow
             if sent < demand:
-                _why(
-                    state,
-                    today,
-                    sent,
-                    demand,
-                    sent_first,
-                    first,
-                    cap_room,
-                    groups,
-                    room_by_limit,
-                    room_by_time,
-                    plan_left + sent,
-                )
+                _why(state, today, sent, demand, sent_first, first, cap_room, groups, rooms, plan_left + sent)
         day_start = day_end
     unfinished = _waiting_leads(state)
     if unfinished:
@@ -413,19 +401,23 @@ def _why(
     first: list[tuple[tuple[str, int], int]],
     cap_room: int | None,
     groups: Sequence[_Group],
-    room_by_limit: int,
-    room_by_time: int,
+    rooms: Sequence[tuple[int, int]],
     plan_left: int,
 ) -> None:
-    """Record what kept due leads waiting in a segment."""
+    """Record what kept due leads waiting in a segment: `dailyCap`; else, when the mailboxes sent all they
+    could, the plan, or for each group whichever of its limit (ramp) and its gaps bound it."""
     first_due = sum(n for _, n in first)
     if cap_room is not None and sent_first == cap_room and sent_first < first_due:
         state.bound["dailyCap"].add(day)
-    if sent >= min(room_by_limit, room_by_time, plan_left) and sent < demand:
-        if plan_left <= min(room_by_limit, room_by_time):
-            state.bound["plan"].add(day)
-        elif room_by_limit <= room_by_time:
-            ramping = any(g.limit() < g.spec.count * g.spec.limits.daily_limit for g in groups)
+    mailbox_room = sum(min(pair) for pair in rooms)
+    if sent < min(mailbox_room, plan_left) or sent >= demand:
+        return
+    if plan_left <= mailbox_room:
+        state.bound["plan"].add(day)
+        return
+    for g, (left, by_time) in zip(groups, rooms, strict=True):
+        if left <= by_time:
+            ramping = g.limit() < g.spec.count * g.spec.limits.daily_limit
             state.bound["rampUp" if ramping else "mailboxLimits"].add(day)
         else:
             state.bound["window"].add(day)
