@@ -7,6 +7,7 @@ from outreach_core.campaigns.audience import (
     list_campaign_leads,
     remove_leads_from_campaign,
 )
+from outreach_core.campaigns.forecast import forecast_campaign, prepare_launch_campaign
 from outreach_core.campaigns.lifecycle import WAITING, get_launch_checklist, launch_campaign, pause_campaign
 from outreach_core.campaigns.next_send import describe_next_send, next_send
 from outreach_core.campaigns.operations import (
@@ -29,6 +30,7 @@ from outreach_core.campaigns.schemas import (
     Checklist,
     CreateCampaignIn,
     CreatedId,
+    Forecast,
     Launched,
     ListCampaignLeadsQuery,
     ListCampaignsQuery,
@@ -88,9 +90,11 @@ async def _describe_launch(ctx: WorkspaceContext, id: str) -> str:
     row = await campaign_row(ctx, found.id)
     when = describe_next_send(await next_send(ctx, row), row)
     verb = "Resume" if found.status == "paused" else "Launch"
+    ahead = await forecast_campaign(ctx, found.id)
     return (
         f"{verb} the campaign “{found.name}”: {_leads(waiting)} to contact from "
-        f"{found.active_mailboxes} active mailbox{'es' if found.active_mailboxes != 1 else ''}? {when}"
+        f"{found.active_mailboxes} active mailbox{'es' if found.active_mailboxes != 1 else ''}? {when} "
+        f"{ahead.message}"
     )
 
 
@@ -171,6 +175,15 @@ ENDPOINTS = (
         tag=TAG,
     ),
     Endpoint("GET", "/campaigns/{id}/checklist", get_launch_checklist, Checklist, read_only=True, tag=TAG),
-    Endpoint("POST", "/campaigns/{id}/launch", launch_campaign, Launched, confirm=_describe_launch, tag=TAG),
+    Endpoint(
+        "POST",
+        "/campaigns/{id}/launch",
+        launch_campaign,
+        Launched,
+        confirm=_describe_launch,
+        prepare=prepare_launch_campaign,
+        tag=TAG,
+    ),
+    Endpoint("GET", "/campaigns/{id}/forecast", forecast_campaign, Forecast, read_only=True, tag=TAG),
     Endpoint("POST", "/campaigns/{id}/pause", pause_campaign, StatusOut, tag=TAG),
 )

@@ -26,7 +26,7 @@ from outreach_core.campaigns.rules import (
     past_end,
     schedule_problems,
 )
-from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Launched, StatusOut
+from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Forecast, Launched, StatusOut
 from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
 from outreach_core.context import (
     Principal,
@@ -73,12 +73,13 @@ async def get_launch_checklist(ctx: WorkspaceContext, id: str) -> Checklist:
     return Checklist(items=items, can_launch=can_launch(items))
 
 
-async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
+async def launch_campaign(ctx: WorkspaceContext, id: str, prepared: Forecast) -> Launched:
     """Start (or resume) sending a draft or paused campaign. Needs an active plan. Refused with
     `launch_blocked` (the failing checklist items in details) while a required checklist item fails; the
     status is then unchanged. Sending happens in the schedule window, in each lead's time zone: the answer's
     `nextSendAt` and `message` say when the first email can go out (now, or when the window next opens).
-    Asks to confirm."""
+    The answer's `forecast` says what the sender will send day by day (as `forecast_campaign`). Asks to
+    confirm."""
     await require_active_plan(ctx)
     row = await campaign_row(ctx, id, for_update=True)
     if row.status not in LAUNCHABLE:
@@ -101,11 +102,13 @@ async def launch_campaign(ctx: WorkspaceContext, id: str) -> Launched:
         )
     )
     found = await next_send(ctx, row)
+    ahead = prepared  # read before this transaction began (`prepare_launch_campaign`)
     return Launched(
         status="running",
         items=items,
         next_send_at=found.at if found else None,
-        message=describe_next_send(found, row),
+        message=f"{describe_next_send(found, row)} {ahead.message}",
+        forecast=ahead,
     )
 
 

@@ -1,8 +1,9 @@
-"""A campaign's sending schedule: its window, days and dates, in each lead's time zone (pure, no I/O).
+"""A campaign's sending schedule: its window, days and dates, in each lead's time zone, and when a follow-up
+is due (pure, no I/O).
 
-Used by the launch answer (`next_send.py`) and by the sender's scheduling pass: a lead gets an email only
-inside the campaign's window on an allowed day in the lead's own time zone (the campaign's
-`timezoneFallback` for leads without one), from `startOn` to `endOn`.
+Used by the launch answer (`next_send.py`), the forecast (`forecast/`) and the sender's scheduling pass: a
+lead gets an email only inside the campaign's window on an allowed day in the lead's own time zone (the
+campaign's `timezoneFallback` for leads without one), from `startOn` to `endOn`.
 """
 
 from __future__ import annotations
@@ -74,13 +75,33 @@ def ended(now: dt.datetime, schedule: Schedule) -> bool:
 def in_window(now: dt.datetime, lead_timezone: str | None, schedule: Schedule) -> bool:
     """`now` is inside the window on an allowed day in the lead's time zone (else the fallback), and not in
     the window's last minute."""
-    local = now.astimezone(zone(lead_timezone, schedule.timezone_fallback))
-    if not schedule.days & (1 << local.weekday()):
-        return False
-    midnight = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    tz = zone(lead_timezone, schedule.timezone_fallback)
+    local = now.astimezone(tz)
+    window = _window(local.date(), tz, schedule)
+    return window is not None and window[0] <= local < window[1]
+
+
+def window_on(
+    day: dt.date, lead_timezone: str | None, schedule: Schedule
+) -> tuple[dt.datetime, dt.datetime] | None:
+    """The lead's sending window on `day` (a calendar day in the lead's time zone, else the fallback): from
+    its opening to the last moment a hand-off may start (its end less `WINDOW_MARGIN`), as wall-clock times
+    in that zone; None on a day the schedule does not send. `in_window` is `now` inside it."""
+    return _window(day, zone(lead_timezone, schedule.timezone_fallback), schedule)
+
+
+def _window(day: dt.date, tz: ZoneInfo, schedule: Schedule) -> tuple[dt.datetime, dt.datetime] | None:
+    if not schedule.days & (1 << day.weekday()):
+        return None
+    midnight = dt.datetime.combine(day, dt.time(), tzinfo=tz)
     opens = midnight + dt.timedelta(minutes=schedule.window_start)
     closes = midnight + dt.timedelta(minutes=schedule.window_end)
-    return opens <= local < closes - WINDOW_MARGIN
+    return opens, closes - WINDOW_MARGIN
+
+
+def next_step_at(sent_at: dt.datetime, wait_days: int) -> dt.datetime:
+    """When the next step becomes due: `waitDays` after the previous email."""
+    return sent_at + dt.timedelta(days=wait_days)
 
 
 def window_opens(now: dt.datetime, lead_timezone: str | None, schedule: Schedule) -> dt.datetime:

