@@ -137,13 +137,13 @@ def worker_problems(beats: list[dict[str, Any]], now: float) -> list[str]:
         if running_since is not None:
             if now - running_since <= max(window, STUCK_AFTER_S):
                 continue
-            problems.append(f"worker {beat['name']}: one tick has run for {now - running_since:.0f} s")
+            problems.append(f"worker {beat['name']}: one tick has run for {now - running_since:.1f} s")
             continue
         since = beat.get("last_ok_at") or beat["started_at"]
         if now - since <= window:
             continue
         what = "no successful tick" if beat.get("last_ok_at") else "no tick yet"
-        reason = f"worker {beat['name']}: {what} for {now - since:.0f} s (limit {window:.0f} s)"
+        reason = f"worker {beat['name']}: {what} for {now - since:.1f} s (limit {window:g} s)"
         if beat.get("last_error"):
             reason += f"; last error: {beat['last_error']}"
         problems.append(reason)
