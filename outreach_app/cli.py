@@ -330,7 +330,9 @@ def worker(
         extras = [parent]
         status_file = os.environ.get(STATUS_ENV)
         if status_file:  # started by `outreach serve`: report to it (outreach_app/ops/status_file.py)
-            extras.append(asyncio.create_task(report_status(Path(status_file), stop)))
+            extras.append(
+                asyncio.create_task(report_status(Path(status_file), stop, [w.name for w in chosen]))
+            )
         if port is not None:
             extras.append(asyncio.create_task(_serve_ops(runtime, host, port, stop)))
         try:

@@ -21,7 +21,7 @@ from workers.health import BEATS, sends_by_outcome
 
 STATUS_ENV = "OUTREACH_WORKER_STATUS_FILE"
 WRITE_EVERY_S = 1.0
-STALE_AFTER_S = 10.0
+STALE_AFTER_S = 5.0
 """A report older than this means the worker process is not running (or not running its loop)."""
 
 
@@ -34,10 +34,12 @@ class ChildStatus:
     problem: str | None
 
 
-def write_status(path: Path) -> None:
-    """Write this process's worker records and send counts to `path` (atomically)."""
+def write_status(path: Path, expected: list[str]) -> None:
+    """Write this process's worker records and send counts to `path` (atomically); `expected` names the
+    workers it runs (a worker not started yet is then missing, not absent)."""
     data = {
         "pid": os.getpid(),
+        "expected": expected,
         "written_at": time.time(),
         "workers": BEATS.snapshot(),
         "sends": sends_by_outcome(),
@@ -47,11 +49,11 @@ def write_status(path: Path) -> None:
     os.replace(temporary, path)
 
 
-async def report_status(path: Path, stop: asyncio.Event) -> None:
+async def report_status(path: Path, stop: asyncio.Event, expected: list[str]) -> None:
     """In the child: write the status every `WRITE_EVERY_S` until `stop` is set, then remove the file."""
     try:
         while not stop.is_set():
-            await asyncio.to_thread(write_status, path)
+            await asyncio.to_thread(write_status, path, expected)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), WRITE_EVERY_S)
     finally:
@@ -72,4 +74,7 @@ def read_status(path: Path, now: float | None = None) -> ChildStatus:
     sends = {str(k): int(v) for k, v in dict(data.get("sends", {})).items()}
     if age > STALE_AFTER_S:
         return ChildStatus(workers, sends, f"worker process: last status {age:.0f} s ago")
+    missing = sorted(set(data.get("expected", [])) - {str(w["name"]) for w in workers})
+    if missing:
+        return ChildStatus(workers, sends, f"worker process: not started yet: {', '.join(missing)}")
     return ChildStatus(workers, sends, None)
