@@ -8,9 +8,8 @@ import json
 import os
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-import click
 import typer
 from pydantic import ValidationError
 from sqlalchemy.engine import make_url
@@ -35,8 +34,8 @@ app.add_typer(settings_app, name="settings")
 
 T = TypeVar("T")
 _WORKER_NAMES = list(ALL_WORKERS)
-_PLANS = ["starter", "growth", "pro", "scale", "agency"]
-_ROLES = ["owner", "admin", "member"]
+Plan = Literal["starter", "growth", "pro", "scale", "agency"]
+PlanOrNone = Literal["starter", "growth", "pro", "scale", "agency", "none"]
 
 
 def _version() -> str:
@@ -157,7 +156,7 @@ def init(
     name: Annotated[str, typer.Option(help="Owner's name")],
     workspace: Annotated[str, typer.Option(help="Workspace name")],
     slug: Annotated[str | None, typer.Option(help="Workspace slug (default: from the name)")] = None,
-    plan: Annotated[str | None, typer.Option(help="Plan", click_type=click.Choice(_PLANS))] = None,
+    plan: Annotated[Plan | None, typer.Option(help="Plan")] = None,
 ) -> None:
     """Create a user, a workspace they own and an API key; prints {"userId","workspaceId","slug","apiKey"}."""
     from outreach_core.workspace.setup import init_workspace
@@ -174,8 +173,8 @@ def init(
 @plan_app.command("set")
 def plan_set(
     workspace: Annotated[str, typer.Option(help="Workspace id or slug")],
-    plan: Annotated[str, typer.Option(help="The plan, or none", click_type=click.Choice([*_PLANS, "none"]))],
-    interval: Annotated[str, typer.Option(click_type=click.Choice(["month", "year"]))] = "month",
+    plan: Annotated[PlanOrNone, typer.Option(help="The plan, or none")],
+    interval: Annotated[Literal["month", "year"], typer.Option(help="Billing interval")] = "month",
 ) -> None:
     """Give a workspace a plan (or `none` to remove it)."""
     from outreach_core.billing.plan import set_plan
@@ -183,7 +182,7 @@ def plan_set(
     if interval not in ("month", "year"):
         raise typer.BadParameter("interval must be month or year")
     chosen = None if plan == "none" else plan
-    _print(_run(lambda rt: rt.system(set_plan, workspace, chosen, interval)))  # type: ignore[arg-type]
+    _print(_run(lambda rt: rt.system(set_plan, workspace, chosen, interval)))
 
 
 @member_app.command("add")
@@ -192,7 +191,7 @@ def member_add(
     email: Annotated[str, typer.Option()],
     name: Annotated[str, typer.Option()],
     role: Annotated[
-        str | None, typer.Option(help="Default: the invitation's", click_type=click.Choice(_ROLES))
+        Literal["owner", "admin", "member"] | None, typer.Option(help="Default: the invitation's")
     ] = None,
 ) -> None:
     """Add a person to a workspace (accepting their invitation) and print their first API key."""
