@@ -22,7 +22,7 @@ $(SERVE_STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "outreach: creating a virtualenv in $(VENV)"; $(PYTHON) -m venv $(VENV); }
 	@echo "outreach: installing the service and what it needs to serve into $(VENV) (a minute or two the first time)"
 	@$(BIN)/python -m pip install -q --upgrade pip
-	@$(BIN)/python -m pip install -q -e .
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e .
 	@echo "outreach: installed $$($(BIN)/outreach --version)"
 	@touch $@
 
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || { echo "outreach: creating a virtualenv in $(VENV)"; $(PYTHON) -m venv $(VENV); }
 	@echo "outreach: installing the service with its test, lint and type-check tools (.[dev]) into $(VENV)"
 	@$(BIN)/python -m pip install -q --upgrade pip
-	@$(BIN)/python -m pip install -q -e ".[dev]"
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e ".[dev]"
 	@touch $@ $(SERVE_STAMP)
 
 serve: $(SERVE_STAMP)
