@@ -18,7 +18,7 @@ from outreach_app.ops.status_file import STATUS_ENV, report_status
 from outreach_core.errors import OutreachError
 from outreach_core.runtime import Runtime
 from outreach_core.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
-from workers.registry import ALL_WORKERS
+from workers import WORKER_NAMES
 
 app = typer.Typer(
     help="Self-hostable cold-email outreach service.", no_args_is_help=True, add_completion=False
@@ -33,7 +33,6 @@ app.add_typer(member_app, name="member")
 app.add_typer(settings_app, name="settings")
 
 T = TypeVar("T")
-_WORKER_NAMES = list(ALL_WORKERS)
 Plan = Literal["starter", "growth", "pro", "scale", "agency"]
 PlanOrNone = Literal["starter", "growth", "pro", "scale", "agency", "none"]
 
@@ -288,7 +287,7 @@ def serve(
 def worker(
     only: Annotated[
         str | None,
-        typer.Option(help=f"Comma-separated worker names (default: all): {', '.join(_WORKER_NAMES)}"),
+        typer.Option(help=f"Comma-separated worker names (default: all): {', '.join(WORKER_NAMES)}"),
     ] = None,
     host: Annotated[str, typer.Option(help="Address of --port's health and metrics server")] = "127.0.0.1",
     port: Annotated[

@@ -65,6 +65,13 @@ def test_help_lists_the_choices(args: tuple[str, ...], choices: str) -> None:
     assert choices in " ".join(done.stdout.split())
 
 
+def test_the_worker_names_of_help_are_the_registrys() -> None:
+    from workers import WORKER_NAMES
+    from workers.registry import ALL_WORKERS
+
+    assert tuple(ALL_WORKERS) == WORKER_NAMES
+
+
 def test_a_wrong_choice_is_refused_with_the_choices() -> None:
     done = cli("plan", "set", "--workspace", "w", "--plan", "platinum")
     assert done.returncode == 2
