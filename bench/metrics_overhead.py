@@ -143,7 +143,8 @@ async def main(requests: int) -> None:
 
     print(f"{requests:,} requests per route, in-process ASGI, SQLite\n")
     print(
-        "| request | without metrics µs (wall) | with metrics µs (wall) | added µs (wall) | added µs (CPU) | rate with |"
+        "| request | without metrics µs (wall) | with metrics µs (wall) | added µs (wall) | added µs (CPU) "
+        "| rate with |"
     )
     print("|---|---|---|---|---|---|")
     for label, bare, with_, added, added_cpu, rate in rows:
