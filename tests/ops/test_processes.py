@@ -3,11 +3,13 @@ started, and each `outreach worker --port N` serves its own health, readiness an
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -73,15 +75,11 @@ def test_serve_without_its_worker_process_is_not_ready(runtime: Any, settings: S
     and is back once it runs again."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with process(settings, "serve", "--port", str(port)):
+    with process(settings, "serve", "--port", str(port)) as server:
         wait_ready(base)
-        child = subprocess.run(
-            ["pgrep", "-f", "-P", str(_pid_of_server(port)), "outreach_app.cli worker"],
-            capture_output=True,
-            text=True,
-        ).stdout.split()
+        child = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
         assert child, "the worker process runs"
-        subprocess.run(["kill", "-STOP", child[0]], check=True)  # alive but no longer ticking or reporting
+        os.kill(int(child[0]), signal.SIGSTOP)  # alive but no longer ticking or reporting
         try:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
