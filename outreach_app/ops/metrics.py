@@ -28,6 +28,8 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNMATCHED = "unmatched"
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""Any other method is counted as `OTHER` (a client's invented methods must not add series)."""
 
 
 class _Snapshot(Collector):
@@ -142,8 +144,9 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, send_status)
         finally:
+            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
             self.metrics.observe(
-                scope["method"], route_template(scope, root_path), status, time.perf_counter() - started
+                method, route_template(scope, root_path), status, time.perf_counter() - started
             )
 
 

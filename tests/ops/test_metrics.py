@@ -35,6 +35,7 @@ async def test_requests_are_counted_by_route_template_and_status(
         assert (await client.get("/api/v1/leads", headers=ws.headers)).status_code == 200
         assert (await client.get("/api/v1/leads")).status_code == 401
         assert (await client.get("/no/such/page/ld_x")).status_code == 404
+        await client.request("BREW", "/api/v1/leads/ld_x")  # an invented method is counted as OTHER
         answer = await client.get("/metrics")
     assert answer.status_code == 200
     assert answer.headers["content-type"].startswith("text/plain")
@@ -75,7 +76,12 @@ async def test_requests_are_counted_by_route_template_and_status(
         ]
         == 3
     )
-    assert not any("ld_missing" in str(key) for key in got), "ids never become labels"
+    assert not any("ld_missing" in str(key) or "BREW" in str(key) for key in got), "ids never become labels"
+    assert any(
+        dict(labels).get("method") == "OTHER"
+        for name, labels in got
+        if name == "outreach_http_requests_total"
+    )
     for queue in ("imports", "outbox", "webhooks"):
         assert ("outreach_queue_depth", (("queue", queue),)) in got
     assert ("process_cpu_seconds_total", ()) in got
