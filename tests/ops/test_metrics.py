@@ -7,11 +7,15 @@ import asyncio
 import re
 from typing import Any
 
+import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
+from tests.mail_servers import SmtpServer, Users
 from tests.ops.test_health import app_on, running
+from tests.sending.helpers import add_lead, launched_campaign, received_by, smtp_mailbox
+from workers import sender
 from workers.health import record_sends, sends_by_outcome
 from workers.loop import Worker
 
@@ -148,3 +152,24 @@ def test_metric_names_follow_prometheus_conventions() -> None:
     names = {m.group(1) for m in re.finditer(r"^# TYPE (\S+)", text, re.M)}
     assert all(re.fullmatch(r"[a-z_]+", n) for n in names)
     assert {"outreach_http_requests_total", "outreach_sends_total", "outreach_queue_depth"} <= names
+
+
+async def test_a_real_send_is_counted_by_outcome(
+    runtime: Runtime,
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    ws = await make_workspace()
+    server = smtp_servers["starttls"]
+    box = await smtp_mailbox(ws, server, mail_users)
+    lead = await add_lead(ws, f"counted-{id(ws)}@lovelace.example", first_name="Ada")
+    await launched_campaign(http, ws, [box], [lead])
+    async with app_on(runtime) as client:
+        before = samples((await client.get("/metrics")).text)
+        assert await sender.tick(ws.runtime) >= 1
+        after = samples((await client.get("/metrics")).text)
+    assert received_by(server, f"counted-{id(ws)}@lovelace.example")  # the SMTP server has it
+    key = ("outreach_sends_total", (("outcome", "sent"),))
+    assert after[key] == before.get(key, 0) + 1
