@@ -1,8 +1,12 @@
 # Developer and CI entry points. Everything runs inside .venv, created on demand.
+#
+# `make serve` installs only what serving needs (the package and its runtime dependencies); `make test`,
+# `make lint` and `make venv` install the test, lint and type-check tools too (the `dev` extra).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+SERVE_STAMP := $(VENV)/.installed-serve
 STAMP := $(VENV)/.installed
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="tests/workers -x"
 PYTEST_ARGS ?=
@@ -13,14 +17,24 @@ LINT_PATHS := $(wildcard outreach_core http_api mcp_server workers outreach_app 
 
 venv: $(STAMP)
 
-# Re-installs only when pyproject.toml changes (or the stamp is missing).
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade pip
-	$(BIN)/python -m pip install -e ".[test]"
+# Each re-installs only when pyproject.toml changes (or its stamp is missing).
+$(SERVE_STAMP): pyproject.toml
+	@test -x $(BIN)/python || { echo "outreach: creating a virtualenv in $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "outreach: installing the service and what it needs to serve into $(VENV) (a minute or two the first time)"
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e .
+	@echo "outreach: installed $$($(BIN)/outreach --version)"
 	@touch $@
 
-serve: venv
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || { echo "outreach: creating a virtualenv in $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "outreach: installing the service with its test, lint and type-check tools (.[dev]) into $(VENV)"
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e ".[dev]"
+	@touch $@ $(SERVE_STAMP)
+
+serve: $(SERVE_STAMP)
+	@echo "outreach: serving on http://127.0.0.1:8000 (REST /api/v1, MCP /mcp; Ctrl-C stops)"
 	$(BIN)/outreach serve --host 127.0.0.1 --port 8000
 
 test: venv

@@ -41,10 +41,35 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def configure_logging(level: str, json: bool) -> None:
+def logs_as_json(json: bool | None, stream: Any = None) -> bool:
+    """Whether logs are JSON lines: as configured (`OUTREACH_LOG_JSON`), else unless `stream` (stderr) is a
+    terminal, where people read them."""
+    if json is not None:
+        return json
+    stream = sys.stderr if stream is None else stream
+    try:
+        return not stream.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+class _MigrationChatter(logging.Filter):
+    """Alembic's `Context impl ...`, `Will assume transactional DDL` and `Running upgrade ...` lines are
+    INFO to Alembic and DEBUG to us: shown only with OUTREACH_LOG_LEVEL=DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("alembic") and record.levelno == logging.INFO:
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
+def configure_logging(level: str, json: bool | None) -> None:
     """Configure structlog and the standard library's root logger; safe to call more than once.
 
-    `json=True` writes one JSON object per line (for log collectors), otherwise a readable console format.
+    `json=True` writes one JSON object per line (for log collectors), `False` a readable console format, and
+    `None` chooses (`logs_as_json`): readable when stderr is a terminal, JSON otherwise. Alembic's
+    migration lines are logged at DEBUG.
     Every line has an ISO 8601 UTC `timestamp`, the `level`, and the context variables bound at the time
     (such as `request_id`). Logs go to stderr; stdout is left for command output.
     """
@@ -60,7 +85,7 @@ def configure_logging(level: str, json: bool) -> None:
         structlog.processors.StackInfoRenderer(),
     ]
     renderer: Any
-    if json:
+    if logs_as_json(json):
         shared.append(structlog.processors.format_exc_info)
         renderer = structlog.processors.JSONRenderer()
     else:
@@ -85,6 +110,7 @@ def configure_logging(level: str, json: bool) -> None:
         )
     )
     handler.set_name("outreach")
+    handler.addFilter(_MigrationChatter())
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == "outreach"]:
         root.removeHandler(old)

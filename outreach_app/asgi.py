@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from mcp.server.auth.routes import REGISTRATION_PATH
@@ -24,6 +25,8 @@ from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
 from mcp_server.server import build_mcp, http_principal_source
 from mcp_server.tools import OutreachMCP
+from outreach_app.ops.metrics import Metrics, RequestMetrics
+from outreach_app.ops.routes import Ops, ops_routes
 from outreach_core.runtime import Runtime
 from workers.loop import run_workers
 from workers.registry import ALL_WORKERS, select
@@ -69,11 +72,14 @@ def build_app(
     workers: list[str] | None = None,
     run_workers_in_process: bool = False,
     flush_usage: bool = True,
+    worker_status_files: list[Path] | None = None,
 ) -> Starlette:
     """The whole service as one ASGI app.
 
     The usage flusher (which persists `lastUsedAt` of the credentials this process authenticated) runs with
     every app; the business workers run inside it only when asked (`outreach serve` without `--no-workers`).
+    `worker_status_files`: what the worker process `outreach serve` started reports, for `/readyz` and
+    `/metrics` (outreach_app/ops).
     """
     settings = runtime.settings
     mcp = build_mcp_http(runtime)
@@ -96,7 +102,10 @@ def build_app(
                 if worker_task is not None:
                     await worker_task
 
+    # Self-hosting kit (issue 30): health, readiness and metrics of this process.
+    ops = Ops(runtime.engine, Metrics(), settings.metrics_token, list(worker_status_files or []))
     routes = [
+        *ops_routes(ops),
         _any_path(Mount("/api/v1", app=build_api(runtime))),
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
@@ -104,6 +113,7 @@ def build_app(
         _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [
+        Middleware(RequestMetrics, metrics=ops.metrics),
         Middleware(RequestContext),
         Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
         Middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst),
@@ -119,4 +129,13 @@ def build_app(
     )
     app.state.runtime = runtime
     app.state.mcp = mcp
+    app.state.ops = ops
+    return app
+
+
+def build_ops_app(runtime: Runtime) -> Starlette:
+    """`/healthz`, `/readyz` and `/metrics` alone: what `outreach worker --port N` serves about itself."""
+    ops = Ops(runtime.engine, Metrics(), runtime.settings.metrics_token)
+    app = Starlette(routes=ops_routes(ops), middleware=[Middleware(RequestMetrics, metrics=ops.metrics)])
+    app.state.ops = ops
     return app

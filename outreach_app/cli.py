@@ -10,29 +10,81 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from outreach_app.lead_files import Existing
+from outreach_app.ops.status_file import STATUS_ENV, report_status
 from outreach_core.errors import OutreachError
 from outreach_core.runtime import Runtime
 from outreach_core.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
+from workers import WORKER_NAMES
 
 app = typer.Typer(
     help="Self-hostable cold-email outreach service.", no_args_is_help=True, add_completion=False
 )
 plan_app = typer.Typer(help="Operator commands for the local billing provider.", no_args_is_help=True)
 member_app = typer.Typer(help="Operator commands for workspace members.", no_args_is_help=True)
+settings_app = typer.Typer(
+    help="The service's settings (OUTREACH_* variables and ./.env).", no_args_is_help=True
+)
 app.add_typer(plan_app, name="plan")
 leads_app = typer.Typer(help="Import and export leads as CSV files.", no_args_is_help=True)
 app.add_typer(member_app, name="member")
 app.add_typer(leads_app, name="leads")
 ip_app = typer.Typer(help="Operator commands for sending IPs (outbound proxies).", no_args_is_help=True)
 app.add_typer(ip_app, name="ip")
+app.add_typer(settings_app, name="settings")
 
 T = TypeVar("T")
+Plan = Literal["starter", "growth", "pro", "scale", "agency"]
+PlanOrNone = Literal["starter", "growth", "pro", "scale", "agency", "none"]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("outreach")
+    except PackageNotFoundError:  # a source tree that was not installed
+        return "unknown"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"outreach {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_show_version, is_eager=True),
+    ] = False,
+) -> None:
+    """Self-hostable cold-email outreach service."""
+
+
+def main() -> None:
+    """The `outreach` entry point: the commands, with a bad setting or an unreachable database told in one
+    line (exit 2 and 1) instead of a traceback."""
+    try:
+        app(prog_name="outreach")
+    except ValidationError as err:
+        for problem in err.errors():
+            where = "_".join(str(p) for p in problem["loc"]).upper()
+            message = problem["msg"].removeprefix("Value error, ")
+            typer.echo(
+                f"outreach: OUTREACH_{where}: {message}" if where else f"outreach: {message}", err=True
+            )
+        raise SystemExit(2) from None
+    except (OSError, TimeoutError) as err:
+        typer.echo(f"outreach: cannot reach the database: {' '.join(str(err).split())}", err=True)
+        raise SystemExit(1) from None
 
 
 def open_database(settings: Settings, *, may_create: bool, logged: bool = False) -> None:
@@ -110,7 +162,7 @@ def init(
     name: Annotated[str, typer.Option(help="Owner's name")],
     workspace: Annotated[str, typer.Option(help="Workspace name")],
     slug: Annotated[str | None, typer.Option(help="Workspace slug (default: from the name)")] = None,
-    plan: Annotated[str | None, typer.Option(help="Plan: starter, growth, pro, scale or agency")] = None,
+    plan: Annotated[Plan | None, typer.Option(help="Plan")] = None,
 ) -> None:
     """Create a user, a workspace they own and an API key; prints {"userId","workspaceId","slug","apiKey"}."""
     from outreach_core.workspace.setup import init_workspace
@@ -127,8 +179,8 @@ def init(
 @plan_app.command("set")
 def plan_set(
     workspace: Annotated[str, typer.Option(help="Workspace id or slug")],
-    plan: Annotated[str, typer.Option(help="starter, growth, pro, scale, agency, or none")],
-    interval: Annotated[str, typer.Option(help="month or year")] = "month",
+    plan: Annotated[PlanOrNone, typer.Option(help="The plan, or none")],
+    interval: Annotated[Literal["month", "year"], typer.Option(help="Billing interval")] = "month",
 ) -> None:
     """Give a workspace a plan (or `none` to remove it)."""
     from outreach_core.billing.plan import set_plan
@@ -136,7 +188,7 @@ def plan_set(
     if interval not in ("month", "year"):
         raise typer.BadParameter("interval must be month or year")
     chosen = None if plan == "none" else plan
-    _print(_run(lambda rt: rt.system(set_plan, workspace, chosen, interval)))  # type: ignore[arg-type]
+    _print(_run(lambda rt: rt.system(set_plan, workspace, chosen, interval)))
 
 
 @member_app.command("add")
@@ -145,7 +197,7 @@ def member_add(
     email: Annotated[str, typer.Option()],
     name: Annotated[str, typer.Option()],
     role: Annotated[
-        str | None, typer.Option(help="owner, admin or member (default: the invitation's)")
+        Literal["owner", "admin", "member"] | None, typer.Option(help="Default: the invitation's")
     ] = None,
 ) -> None:
     """Add a person to a workspace (accepting their invitation) and print their first API key."""
@@ -209,9 +261,9 @@ def serve(
 
         runtime = build_runtime(settings)
         await migrate(runtime.engine)
-        app_ = build_app(runtime)
-        config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
         workers = None if no_workers else WorkerProcess(settings)
+        app_ = build_app(runtime, worker_status_files=[workers.status_file] if workers else None)
+        config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
         server = _graceful_server_class()(config)
         starting = None
         if workers is not None:
@@ -240,7 +292,17 @@ def serve(
 
 @app.command()
 def worker(
-    only: Annotated[str | None, typer.Option(help="Comma-separated worker names (default: all)")] = None,
+    only: Annotated[
+        str | None,
+        typer.Option(help=f"Comma-separated worker names (default: all): {', '.join(WORKER_NAMES)}"),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address of --port's health and metrics server")] = "127.0.0.1",
+    port: Annotated[
+        int | None,
+        typer.Option(
+            min=1, max=65535, help="Serve /healthz, /readyz and /metrics of this process on this port"
+        ),
+    ] = None,
 ) -> None:
     """Run the background workers only (scale-out: run several against PostgreSQL)."""
     from http_api.request_log import configure_logging
@@ -270,9 +332,21 @@ def worker(
         stop = asyncio.Event()
         install_signal_handlers(stop)
         parent = asyncio.create_task(watch_parent(stop))  # started by `outreach serve`: stop with it
+        extras = [parent]
+        status_file = os.environ.get(STATUS_ENV)
+        if status_file:  # started by `outreach serve`: report to it (outreach_app/ops/status_file.py)
+            extras.append(
+                asyncio.create_task(report_status(Path(status_file), stop, [w.name for w in chosen]))
+            )
+        if port is not None:
+            extras.append(asyncio.create_task(_serve_ops(runtime, host, port, stop)))
         try:
             await run_workers(runtime, chosen, stop)
         finally:
+            stop.set()
+            for task in extras[1:]:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             parent.cancel()
 
     _run(work, logged=True, settings=settings)
@@ -377,6 +451,28 @@ def ip_remove(ip_id: Annotated[str, typer.Argument(help="The id `outreach ip lis
     typer.echo(f"removed {ip_id}; {moved} mailboxes rerouted or waiting")
 
 
+async def _serve_ops(runtime: Runtime, host: str, port: int, stop: asyncio.Event) -> None:
+    """`outreach worker --port`: /healthz, /readyz and /metrics of this worker process until `stop`."""
+    import uvicorn
+
+    from outreach_app.asgi import build_ops_app
+
+    config = uvicorn.Config(
+        build_ops_app(runtime), host=host, port=port, log_config=None, access_log=False, lifespan="off"
+    )
+
+    class OpsServer(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield  # the worker loop's own signal handlers stop everything (`stop`)
+
+    server = OpsServer(config)
+    serving = asyncio.create_task(server.serve())
+    await stop.wait()
+    server.should_exit = True
+    await serving
+
+
 @app.command()
 def mcp() -> None:
     """MCP over stdio; the caller is the API key in OUTREACH_API_KEY."""
@@ -400,5 +496,14 @@ def mcp() -> None:
     _run(work, logged=True, settings=settings)
 
 
+@settings_app.command("example")
+def settings_example() -> None:
+    """Print every setting with its default and meaning, as a `.env` file (`outreach settings example >
+    .env.example`)."""
+    from outreach_app.ops.settings_example import env_example
+
+    typer.echo(env_example(), nl=False)
+
+
 if __name__ == "__main__":
-    app()
+    main()

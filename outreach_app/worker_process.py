@@ -20,12 +20,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import structlog
 
+from outreach_app.ops.status_file import STATUS_ENV
 from outreach_core.settings import Settings
 
 STOP_GRACE_S = 8.0
@@ -51,6 +55,9 @@ class WorkerProcess:
         self._stopping = asyncio.Event()
         self._stop_sent_at: float | None = None
         self._signalled: asyncio.subprocess.Process | None = None
+        # what the child reports for the server's /readyz and /metrics (outreach_app/ops/status_file.py)
+        self._status_dir = Path(tempfile.mkdtemp(prefix="outreach-workers-"))
+        self.status_file = self._status_dir / "status.json"
 
     def command(self) -> list[str]:
         names = self.only or _default_names()
@@ -61,6 +68,7 @@ class WorkerProcess:
         env["OUTREACH_DATABASE_URL"] = self.settings.database_url
         env["OUTREACH_PUBLIC_URL"] = self.settings.public_url
         env[PARENT_ENV] = str(os.getpid())
+        env[STATUS_ENV] = str(self.status_file)
         return env
 
     async def start(self) -> None:
@@ -92,6 +100,12 @@ class WorkerProcess:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        try:
+            await self._wait_stopped()
+        finally:
+            shutil.rmtree(self._status_dir, ignore_errors=True)
+
+    async def _wait_stopped(self) -> None:
         process = self.process
         if process is None or process.returncode is not None:
             return

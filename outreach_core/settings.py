@@ -23,7 +23,10 @@ _LOOPBACK_NAMES = {"localhost": "localhost", "::1": "[::1]", "127.0.0.1": "127.0
 class Settings(BaseSettings):
     """Every knob of the service. All optional; defaults give a working local SQLite server."""
 
-    model_config = SettingsConfigDict(env_prefix="OUTREACH_", extra="ignore")
+    # `./.env` (the working directory's) is read when present; environment variables win over it.
+    model_config = SettingsConfigDict(
+        env_prefix="OUTREACH_", extra="ignore", env_file=".env", env_file_encoding="utf-8"
+    )
 
     database_url: str = DEFAULT_DATABASE_URL
     secret_key: str | None = None
@@ -103,11 +106,24 @@ class Settings(BaseSettings):
     # (`warmup_batch`, up to `warmup_concurrency` hand-offs at once); at least `warmup_min_gap_s` between
     # two warmup emails of a mailbox; a recipient's folders are looked at over IMAP for warmup emails sent
     # at least `warmup_tend_after_s` ago, at most every `warmup_tend_interval_s` per mailbox.
-    warmup_batch: int = Field(default=200, ge=1, le=10_000)
-    warmup_concurrency: int = Field(default=20, ge=1, le=1000)
-    warmup_min_gap_s: float = Field(default=300.0, ge=0)
-    warmup_tend_after_s: float = Field(default=60.0, ge=0)
-    warmup_tend_interval_s: float = Field(default=300.0, ge=0)
+    warmup_batch: int = Field(
+        default=200,
+        ge=1,
+        le=10_000,
+        description="Mailboxes sending a warmup email in one warmup pass, at most.",
+    )
+    warmup_concurrency: int = Field(
+        default=20, ge=1, le=1000, description="Warmup emails handed to SMTP at once, at most."
+    )
+    warmup_min_gap_s: float = Field(
+        default=300.0, ge=0, description="Seconds between two warmup emails of one mailbox, at least."
+    )
+    warmup_tend_after_s: float = Field(
+        default=60.0, ge=0, description="Seconds after sending before the recipient's folders are looked at."
+    )
+    warmup_tend_interval_s: float = Field(
+        default=300.0, ge=0, description="Seconds between two looks at one recipient's folders, at least."
+    )
 
     # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
     # last chunk ends `failed` (its stored rows stay).
@@ -118,7 +134,8 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(default=300, ge=1)
     max_request_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     log_level: str = "INFO"
-    log_json: bool = True
+    # JSON lines for log collectors; unset: JSON unless stderr is a terminal (then a readable format).
+    log_json: bool | None = None
 
     # OAuth token lifetimes.
     oauth_access_ttl_s: int = Field(default=3600, ge=60)
@@ -127,6 +144,14 @@ class Settings(BaseSettings):
     # and how long a client that never completed a grant is kept.
     oauth_registrations_per_hour: int = Field(default=20, ge=1)
     oauth_unused_client_ttl_s: int = Field(default=24 * 3600, ge=60)
+
+    # Self-hosting kit (issue 30): `GET /metrics` needs `Authorization: Bearer <token>` when this is set.
+    metrics_token: str | None = None
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, v: str) -> str:
+        return normalise_database_url(v)
 
     @field_validator("webhook_retry_schedule")
     @classmethod
@@ -288,6 +313,37 @@ def sqlite_file(url: str) -> str | None:
 
 def _resolved(file: str | None) -> Path | None:
     return Path(file).resolve() if file is not None else None
+
+
+_ASYNC_SCHEMES = {
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+    "sqlite": "sqlite+aiosqlite",
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+}
+
+
+def normalise_database_url(url: str) -> str:
+    """A database URL with the async driver the service runs on (self-hosting kit, issue 30).
+
+    `postgresql://`, `postgres://` (as hosting providers write them) become `postgresql+asyncpg://`, and
+    `sqlite://` becomes `sqlite+aiosqlite://`; any other scheme or driver is refused with a one-line reason
+    (a ValueError, which the CLI prints as one line).
+    """
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ValueError(
+            f"not a database URL: {url[:40]!r}; use postgresql://USER:PASSWORD@HOST/DB or sqlite:///FILE"
+        )
+    driver = _ASYNC_SCHEMES.get(scheme.lower())
+    if driver is None:
+        raise ValueError(
+            f"unsupported database URL scheme {scheme!r}: use postgresql:// (or postgresql+asyncpg://) "
+            "or sqlite:// (or sqlite+aiosqlite://)"
+        )
+    return f"{driver}://{rest}"
 
 
 def parse_retry_schedule(text: str) -> list[float]:

@@ -37,6 +37,7 @@ STATEMENT_BUILDERS = {
     "bulk.py",
     "db/engine.py",
     "db/migrate.py",
+    "db/health.py",
     "db/types.py",
     *(f"db/tables/{m}.py" for m in ("accounts", "audience", "sending", "events", "inbox")),
 }

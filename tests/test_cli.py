@@ -99,7 +99,8 @@ async def test_init_prints_one_json_object_with_a_working_key(
     assert taken.returncode == 1
     assert json.loads(taken.stderr.splitlines()[-1])["error"]["code"] == "conflict"
     unknown_plan = run_cli(settings, "plan", "set", "--workspace", out["slug"], "--plan", "platinum")
-    assert unknown_plan.returncode == 1 and "invalid_input" in unknown_plan.stderr
+    # refused by the command line itself, which lists the plans (usage error, exit 2)
+    assert unknown_plan.returncode == 2 and "'platinum' is not one of" in unknown_plan.stderr
 
 
 def test_migrate_is_idempotent(runtime: Any, settings: Settings) -> None:

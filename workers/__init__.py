@@ -3,3 +3,22 @@
 `workers.registry` lists them by name; `workers.loop.run_workers` runs a selection until asked to stop.
 Workers change state only through core operations, inside `runtime.system(...)` transactions.
 """
+
+WORKER_NAMES = (
+    "usage",
+    "oauth-purge",
+    "import",
+    "enrich",
+    "search-index",
+    "label-timers",
+    "verify",
+    "campaigns",
+    "billing",
+    "sending-ips",
+    "sender",
+    "webhooks",
+    "inbox",
+    "warmup",
+)
+"""The names of `workers.registry.ALL_WORKERS`, in its order, without importing the workers (the CLI's
+`--help` lists them; tests/ops/test_cli_conventions.py keeps the two equal)."""

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from workers.health import BEATS
+
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
 
@@ -143,16 +145,27 @@ def install_signal_handlers(stop: asyncio.Event) -> None:
 
 async def _run_one(runtime: Runtime, worker: Worker, stop: asyncio.Event) -> None:
     """The loop of one worker; returns when `stop` is set (after the running tick has finished)."""
+    BEATS.started(worker.name, worker.interval_s)  # for /readyz and /metrics (workers/health.py)
+    try:
+        await _loop(runtime, worker, stop)
+    finally:
+        BEATS.stopped(worker.name)
+
+
+async def _loop(runtime: Runtime, worker: Worker, stop: asyncio.Event) -> None:
     failures = 0
     while not stop.is_set():
+        BEATS.tick_started(worker.name)
         try:
             handled = await worker.tick(runtime)
         except Exception as exc:
+            BEATS.tick_failed(worker.name, exc)
             failures += 1
             delay = backoff_delay(worker, failures)
             _log_error(worker, exc, failures=failures, retry_in_s=round(delay, 3))
             await _sleep(stop, delay)
             continue
+        BEATS.tick_ended(worker.name, handled)
         failures = 0
         if handled > 0 and not worker.sleep_after_work:
             await asyncio.sleep(0)  # let the other tasks run before the next batch

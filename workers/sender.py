@@ -17,6 +17,7 @@ from outreach_core.sending.handoff import Handoff, Job, deliver
 from outreach_core.sending.outcomes import resolve_batch
 from outreach_core.sending.planner import plan_batch
 from outreach_core.sending.recovery import recover_lost_sends
+from workers.health import record_sends
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
@@ -61,6 +62,7 @@ async def _resolve(runtime: Runtime, results: list[Handoff]) -> None:
         try:
             counts = await runtime.system(resolve_batch, results)
             _log.info("sender_batch", **counts)
+            record_sends(counts)
             return
         except Exception:
             if attempt == _RESOLVE_ATTEMPTS:

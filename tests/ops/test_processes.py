@@ -1,0 +1,115 @@
+"""The operations routes of real processes: `outreach serve` answers for the workers of the worker process it
+started, and each `outreach worker --port N` serves its own health, readiness and metrics."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from outreach_core.settings import Settings
+from tests.conftest import free_port
+from tests.test_cli import OUTREACH, ROOT, _env
+
+
+@contextmanager
+def process(settings: Settings, *args: str, **env: str) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [*OUTREACH, *args],
+        env=_env(settings, **env),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def wait_ready(base: str, deadline_s: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + deadline_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = httpx.get(f"{base}/readyz", timeout=5)
+            if last.status_code == 200:
+                return dict(last.json())
+        except httpx.TransportError as exc:
+            last = exc
+        time.sleep(0.2)
+    raise AssertionError(f"not ready within {deadline_s} s: {getattr(last, 'text', last)}")
+
+
+def test_serve_is_ready_with_its_worker_process_and_reports_its_ticks(
+    runtime: Any, settings: Settings
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with process(settings, "serve", "--port", str(port)) as proc:
+        ready = wait_ready(base)
+        assert {"usage", "sender", "import", "webhooks", "inbox"} <= set(ready["workers"])
+        metrics = httpx.get(f"{base}/metrics", timeout=5).text
+        assert 'outreach_worker_ticks_total{worker="sender"}' in metrics
+        assert 'outreach_worker_ticks_total{worker="usage"}' in metrics
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+
+
+def test_serve_without_its_worker_process_is_not_ready(runtime: Any, settings: Settings) -> None:
+    """The worker process stops (SIGSTOP: alive, but neither ticking nor reporting): readiness says so,
+    and is back once it runs again."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with process(settings, "serve", "--port", str(port)) as server:
+        wait_ready(base)
+        child = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+        assert child, "the worker process runs"
+        os.kill(int(child[0]), signal.SIGSTOP)  # alive but no longer ticking or reporting
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                answer = httpx.get(f"{base}/readyz", timeout=5)
+                if answer.status_code == 503:
+                    break
+                time.sleep(0.5)
+            assert answer.status_code == 503
+            # the stopped workers' last ticks age past their limits, then the status itself goes stale
+            assert all(r.startswith("worker ") for r in answer.json()["reasons"]), answer.text
+        finally:
+            subprocess.run(["kill", "-CONT", child[0]], check=True)
+        wait_ready(base)
+
+
+def _pid_of_server(port: int) -> int:
+    out = subprocess.run(
+        ["pgrep", "-f", f"outreach_app.cli serve --port {port}"], capture_output=True, text=True
+    )
+    return int(out.stdout.split()[0])
+
+
+def test_a_worker_process_serves_its_own_health_and_metrics(runtime: Any, settings: Settings) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with process(settings, "worker", "--only", "import,billing", "--port", str(port)) as proc:
+        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200 if wait_ready(base) else False
+        assert sorted(wait_ready(base)["workers"]) == ["billing", "import"]
+        metrics = httpx.get(f"{base}/metrics", timeout=5).text
+        assert 'outreach_worker_ticks_total{worker="import"}' in metrics
+        assert "outreach_queue_depth" in metrics
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
