@@ -103,6 +103,15 @@ class Settings(BaseSettings):
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
 
+    # Deliverability (docs/deliverability.md, issue 27): blocklist zones asked for the MX hosts' addresses
+    # (DNSBL) and for the domain itself (DBL), comma-separated; the RDAP URL with `{domain}` for the domain's
+    # age (unset: not checked); one DNS question of a domain check, and the RDAP request, as a whole.
+    dnsbl_zones: str | None = None
+    dbl_zones: str | None = None
+    rdap_url: str | None = None
+    domain_check_dns_timeout_s: float = Field(default=2.0, gt=0, le=30)
+    domain_check_rdap_timeout_s: float = Field(default=5.0, gt=0, le=60)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

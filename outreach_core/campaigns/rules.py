@@ -143,6 +143,9 @@ class ChecklistFacts:
     link_domain_active: bool
     tracking: bool
     unsubscribe_mode: str
+    # deliverability (issue 27): sending domains of the campaign's mailboxes graded D or F, as
+    # "domain (grade D, score 55)"
+    weak_domains: tuple[str, ...] = ()
 
 
 def _item(
@@ -278,6 +281,16 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             "address, which hurts deliverability. Turn tracking off with "
             f"{update_campaign(' with trackOpens and trackClicks false')}.",
             required=False,
+        ),
+        _item(
+            "sending_domains",
+            "The sending domains are graded A to C",
+            not f.weak_domains,
+            "Emails from the domains listed in details are likely to land in spam: fix what their reports "
+            f"list ({_route('GET', '/domains', 'list_domains')}), then check again with "
+            f"{_route('POST', '/domains/check', 'check_sending_domain')}.",
+            required=False,
+            details=list(f.weak_domains),
         ),
         _item(
             "spam_words",

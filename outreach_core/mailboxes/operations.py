@@ -14,6 +14,8 @@ from typing import Any
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import encrypt
 from outreach_core.db.tables import mailboxes
+from outreach_core.deliverability.schemas import MailboxDns
+from outreach_core.deliverability.store import mailbox_dns, register_sending_domains
 from outreach_core.errors import InvalidInput, InvalidState
 from outreach_core.geo import normalize_timezone
 from outreach_core.ids import new_id
@@ -65,16 +67,19 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
     with create_mailbox as provider smtp)."""
     mb = scoped(ctx, mailboxes)
     rows = (await ctx.conn.execute(mb.select().order_by(mailboxes.c.created_at, mailboxes.c.id))).all()
+    dns = await mailbox_dns(ctx, {r.domain for r in rows})
     return MailboxList(
-        mailboxes=[_mailbox(ctx, r) for r in rows],
+        mailboxes=[_mailbox(ctx, r, dns.get(r.domain)) for r in rows],
         microsoft_enabled=MICROSOFT_ENABLED,
         slots_left=await slots_left(ctx),
     )
 
 
 async def get_mailbox(ctx: WorkspaceContext, id: str) -> Mailbox:
-    """One mailbox by id with its settings, status and today's computed figures. Never shows the password."""
-    return _mailbox(ctx, await mailbox_row(ctx, id))
+    """One mailbox by id with its settings, status and today's computed figures, and `dns`: the latest
+    score, grade and badges of its domain (a sending domain, checked daily). Never shows the password."""
+    row = await mailbox_row(ctx, id)
+    return _mailbox(ctx, row, (await mailbox_dns(ctx, [row.domain])).get(row.domain))
 
 
 async def create_mailbox(
@@ -96,6 +101,7 @@ async def create_mailbox(
         ctx, body.email, body.provider, body.display_name, body.daily_limit, smtp, imap, login_password(body)
     )
     await ctx.conn.execute(scoped(ctx, mailboxes).insert(row))
+    await register_sending_domains(ctx, [row["domain"]])
     return CreateMailboxOut(mailbox=await get_mailbox(ctx, row["id"]), test=prepared, waiting=False)
 
 
@@ -146,6 +152,7 @@ async def import_mailboxes(
             results.append(ImportResult(email=row.email, status="added"))
     if new_rows:
         await ctx.conn.execute(*mb.insert_many(new_rows))
+        await register_sending_domains(ctx, [r["domain"] for r in new_rows])
     return ImportMailboxesOut(added=len(new_rows), results=results)
 
 
@@ -161,7 +168,7 @@ async def update_mailbox(
     error becomes active again once new credentials pass."""
     row = await mailbox_row(ctx, id)
     if prepared is not None and not prepared.ok:
-        return UpdateMailboxOut(mailbox=_mailbox(ctx, row), test=prepared)
+        return UpdateMailboxOut(mailbox=await get_mailbox(ctx, id), test=prepared)
     given = body.model_fields_set
     values: dict[str, Any] = {}
     if "display_name" in given:
@@ -273,7 +280,7 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
 # --- helpers ------------------------------------------------------------------------------------------------
 
 
-def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
+def _mailbox(ctx: WorkspaceContext, row: Any, dns: MailboxDns | None) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
@@ -294,7 +301,7 @@ def _mailbox(ctx: WorkspaceContext, row: Any) -> Mailbox:
         # Password mailboxes send through their own SMTP server from this self-hosted service.
         sending_ip=SendingIp(route="own"),
         warmup=Warmup(),
-        dns=None,
+        dns=dns,
     )
 
 
