@@ -26,7 +26,7 @@ from outreach_core.deliverability.records import (
     txt_text,
 )
 from outreach_core.deliverability.rules import COMMON_SELECTORS
-from outreach_core.deliverability.schemas import Check, MxFamily
+from outreach_core.deliverability.schemas import Check, MxFamily, Status
 
 # --- SPF ----------------------------------------------------------------------------------------------------
 
