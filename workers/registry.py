@@ -7,6 +7,7 @@ from collections.abc import Callable
 from workers import (
     billing,
     campaigns,
+    domains,
     enrich,
     imports,
     label_timers,
@@ -73,6 +74,12 @@ def _billing() -> Worker:
     return Worker("billing", billing.tick, interval_s=60.0, max_backoff_s=600.0)
 
 
+def _domains() -> Worker:
+    # Deliverability (issue 27): due sending domains are looked for every minute (new ones are due at once);
+    # a tick that checked a batch runs again at once.
+    return Worker("domains", domains.tick, interval_s=60.0, max_backoff_s=600.0)
+
+
 def _sender() -> Worker:
     # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
     from workers import sender
@@ -111,6 +118,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "verify": _verify,
     "campaigns": _campaigns,
     "billing": _billing,
+    "domains": _domains,
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,
