@@ -66,6 +66,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "inbox/folders.py",
     "inbox/leases.py",
     "inbox/sync.py",
+    # deliverability (issue 27): the domains worker claims due sending domains of every workspace
+    "deliverability/pipeline.py",
 }
 
 
