@@ -17,7 +17,7 @@ from outreach_core.deliverability.schemas import (
     HistoryPoint,
 )
 from outreach_core.deliverability.store import domain_row, mailbox_counts, save_report
-from outreach_core.errors import Conflict, InvalidInput
+from outreach_core.errors import Conflict, NotFound
 from outreach_core.wire import Ok
 
 
@@ -72,11 +72,12 @@ async def check_sending_domain(ctx: WorkspaceContext, body: DomainIn, prepared: 
 
 async def delete_domain(ctx: WorkspaceContext, domain: str) -> Ok:
     """Remove a sending domain and its history. Refused with conflict while a connected mailbox uses the
-    domain (delete or move those mailboxes first)."""
+    domain (delete or move those mailboxes first). not_found when the workspace has no such sending domain
+    (also for text that is not a domain at all)."""
     try:
         name = normalize_domain(domain)
-    except ValueError as exc:
-        raise InvalidInput.field("domain", str(exc)) from None
+    except ValueError:
+        raise NotFound("sending domain", domain) from None
     await domain_row(ctx, name)
     using = (await mailbox_counts(ctx)).get(name, 0)
     if using:
