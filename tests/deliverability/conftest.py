@@ -67,7 +67,7 @@ async def checker(runtime: Runtime, dns_server: DnsServer, rdap: Rdap) -> AsyncI
             "dbl_zones": DBL,
             "rdap_url": f"{rdap.url}/domain/{{domain}}",
             "allow_private_urls": True,
-            "domain_check_dns_timeout_s": 0.5,
+            "domain_check_dns_timeout_s": 1.5,
         }
     )
     ports = served_ports(settings, dns_server)

@@ -258,11 +258,11 @@ async def test_timeouts_and_servfail_are_info_never_fail(
     ws = await make_workspace()
     domain = good(dns_server)
     dns_server.fail(f"_dmarc.{domain}")
-    dns_server.slow_down(domain, 2.0)  # MX, SPF and the domain's own records time out (0.5 s here)
+    dns_server.slow_down(domain, 3.0)  # MX, SPF and the domain's own records time out (1.5 s here)
     report = await check(api, ws.headers, domain)
     checks = checks_by_id(report)
     assert checks["dmarc"]["status"] == "info" and "SERVFAIL" in checks["dmarc"]["summary"]
-    assert checks["mx"]["status"] == "info" and "no answer within 0.5 s" in checks["mx"]["summary"]
+    assert checks["mx"]["status"] == "info" and "no answer within 1.5 s" in checks["mx"]["summary"]
     assert checks["spf"]["status"] == "info" and checks["exists"]["status"] == "info"
     assert report["exists"] is True  # never a wrong "does not exist"
     assert checks["dkim"]["status"] == "pass"
