@@ -182,3 +182,23 @@ async def test_a_weak_sending_domain_warns_on_the_launch_checklist(
     assert "check_sending_domain" in warning["message"]
     await api.patch(f"/campaigns/{campaign}", headers=ws.headers, json={"mailboxIds": boxes[1:]})
     assert (await item())["ok"] is True
+
+
+async def test_imported_mailboxes_make_their_domains_sending_domains(
+    api: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer, mail_servers: MailServers
+) -> None:
+    ws = await make_workspace()
+    first, second = good(dns_server), good(dns_server)
+    rows = []
+    for email in (f"ann@{first}", f"bob@{first}", f"cy@{second}"):
+        user, password = mail_servers.add_user(email)
+        row = mail_servers.body(user, password)
+        del row["provider"]
+        rows.append(row)
+    imported = await api.post("/mailboxes/import", headers=ws.headers, json={"rows": rows})
+    assert imported.status_code == 200 and imported.json()["added"] == 3, imported.text
+    listed = await domains_of(api, ws)
+    assert {d: (i["mailboxes"], i["report"]) for d, i in listed.items()} == {
+        first: (2, None),
+        second: (1, None),
+    }
