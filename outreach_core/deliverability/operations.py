@@ -17,7 +17,7 @@ from outreach_core.deliverability.schemas import (
     HistoryPoint,
 )
 from outreach_core.deliverability.store import domain_row, mailbox_counts, save_report
-from outreach_core.errors import Conflict, NotFound
+from outreach_core.errors import Conflict
 from outreach_core.wire import Ok
 
 
@@ -76,8 +76,8 @@ async def delete_domain(ctx: WorkspaceContext, domain: str) -> Ok:
     (also for text that is not a domain at all)."""
     try:
         name = normalize_domain(domain)
-    except ValueError:
-        raise NotFound("sending domain", domain) from None
+    except ValueError:  # a mailbox's domain under no public suffix (on-premises names) is stored as typed
+        name = domain.strip().lower().rstrip(".")
     await domain_row(ctx, name)
     using = (await mailbox_counts(ctx)).get(name, 0)
     if using:

@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from outreach_core.context import WorkspaceContext
+from outreach_core.deliverability.store import register_sending_domains
 from outreach_core.ports import FixedClock, Ports
 from outreach_core.runtime import Runtime
 from tests.campaigns.helpers import add_mailbox
@@ -99,6 +101,16 @@ async def test_delete_refused_while_a_mailbox_uses_the_domain(
     # a path names a sending domain or nothing: text that is no domain at all is not found either
     for bad in ("co.uk", "0", "localhost", "x" * 400):
         assert (await api.delete(f"/domains/{bad}", headers=ws.headers)).status_code == 404
+    # a mailbox's domain under no public suffix (an on-premises name) can be deleted once unused
+    box = await add_mailbox(ws, "dee@mail.internal")
+
+    async def register(ctx: WorkspaceContext) -> None:
+        await register_sending_domains(ctx, ["mail.internal"])
+
+    await ws.runtime.execute(await ws.principal(), register)
+    assert (await api.delete("/domains/mail.internal", headers=ws.headers)).status_code == 409
+    assert (await api.delete(f"/mailboxes/{box}", headers=ws.headers)).status_code == 200
+    assert (await api.delete("/domains/mail.internal", headers=ws.headers)).json() == {"ok": True}
 
 
 async def test_a_connected_mailbox_makes_its_domain_a_sending_domain(
