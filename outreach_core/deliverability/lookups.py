@@ -20,7 +20,7 @@ import dns.resolver
 from outreach_core.deliverability.facts import Answer, Facts, Rdap
 from outreach_core.deliverability.records import (
     has_macro,
-    parse_dmarc,
+    is_dmarc,
     parse_mx,
     parse_spf,
     spf_records,
@@ -101,7 +101,7 @@ async def gather_facts(
     async def dmarc() -> None:
         facts.dmarc = await asker.ask(f"_dmarc.{domain}", "TXT")
         org = organizational_domain(domain)
-        found = [t for t in (txt_text(r) for r in facts.dmarc.records) if parse_dmarc(t).tags.get("v")]
+        found = [t for t in (txt_text(r) for r in facts.dmarc.records) if is_dmarc(t)]
         if org and org != domain and not found and facts.dmarc.error is None:
             facts.dmarc_org = (org, await asker.ask(f"_dmarc.{org}", "TXT"))
 
