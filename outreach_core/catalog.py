@@ -11,6 +11,7 @@ from outreach_core.ai.endpoints import ENDPOINTS as ai
 from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.billing.endpoints import ENDPOINTS as billing
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
+from outreach_core.deliverability.endpoints import ENDPOINTS as deliverability
 from outreach_core.endpoint import AnyEndpoint
 from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.inbox.endpoints import ENDPOINTS as inbox
@@ -50,6 +51,7 @@ def all_endpoints() -> list[AnyEndpoint]:
         *campaigns,
         *sending,
         *mailboxes,
+        *deliverability,
         *inbox,
         *webhooks,
     ]

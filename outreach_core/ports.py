@@ -76,6 +76,12 @@ class HttpClient(Protocol):
         when None). Status 0 when the peer did not answer; the body then says why in a few words."""
         ...
 
+    async def get(
+        self, url: str, headers: dict[str, str], timeout_s: float, *, max_bytes: int | None = None
+    ) -> tuple[int, bytes]:
+        """GET `url` (redirects not followed), as `post_json` answers: (status, body) or (0, why)."""
+        ...
+
 
 @dataclass(frozen=True)
 class MailServer:

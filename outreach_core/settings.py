@@ -129,6 +129,27 @@ class Settings(BaseSettings):
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
 
+    # Deliverability (docs/deliverability.md, issue 27): blocklist zones asked for the MX hosts' addresses
+    # (DNSBL) and for the domain itself (DBL), comma-separated; the RDAP URL with `{domain}` for the domain's
+    # age (unset: not checked); one DNS question of a domain check, and the RDAP request, as a whole.
+    dnsbl_zones: str | None = Field(
+        default=None,
+        description="DNS blocklist zones for mail servers' IPs, comma-separated (zen.spamhaus.org).",
+    )
+    dbl_zones: str | None = Field(
+        default=None, description="Domain blocklist zones, comma-separated (e.g. dbl.spamhaus.org)."
+    )
+    rdap_url: str | None = Field(
+        default=None,
+        description="RDAP URL with {domain} for the domain age check; unset: that check is info.",
+    )
+    domain_check_dns_timeout_s: float = Field(
+        default=2.0, gt=0, le=30, description="Seconds each DNS question of a domain check may take."
+    )
+    domain_check_rdap_timeout_s: float = Field(
+        default=5.0, gt=0, le=60, description="Seconds the RDAP request of a domain check may take."
+    )
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

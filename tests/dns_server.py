@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -16,6 +17,9 @@ class _Zone(BaseResolver):  # type: ignore[misc]
         self.soas: dict[str, tuple[int, int]] = {}  # zone -> (SOA TTL, MINIMUM)
         self.queries: list[tuple[str, str]] = []
         self.lock = threading.Lock()
+        self.failing: set[str] = set()  # names answered SERVFAIL
+        self.slow: dict[str, float] = {}  # names answered only after this many seconds
+        self.delay_s = 0.0  # every answer waits this long (benchmarks)
 
     def resolve(self, request: DNSRecord, handler: Any) -> DNSRecord:
         reply = request.reply()
@@ -23,6 +27,14 @@ class _Zone(BaseResolver):  # type: ignore[misc]
         qtype = QTYPE[request.q.qtype]
         with self.lock:
             self.queries.append((qname, qtype))
+            wait = self.delay_s + self.slow.get(qname, 0.0)
+            failing = qname in self.failing
+        if wait:
+            time.sleep(wait)
+        if failing:
+            reply.header.rcode = 2  # SERVFAIL
+            return reply
+        with self.lock:
             answers = list(self.records.get((qname, qtype), []))
             exists = any(name == qname for name, _ in self.records)
             zones = [z for z in self.soas if qname == z or qname.endswith("." + z)]
@@ -64,6 +76,16 @@ class DnsServer:
     def remove(self, name: str, rdtype: str) -> None:
         with self.zone.lock:
             self.zone.records.pop((name.rstrip(".").lower(), rdtype), None)
+
+    def fail(self, name: str) -> None:
+        """Questions about `name` are answered SERVFAIL."""
+        with self.zone.lock:
+            self.zone.failing.add(name.rstrip(".").lower())
+
+    def slow_down(self, name: str, seconds: float) -> None:
+        """Questions about `name` are answered only after `seconds` (a lookup that times out)."""
+        with self.zone.lock:
+            self.zone.slow[name.rstrip(".").lower()] = seconds
 
     def queries_for(self, name: str) -> int:
         with self.zone.lock:

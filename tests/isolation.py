@@ -108,15 +108,21 @@ async def stored_rows(runtime: Runtime, workspace_id: str) -> dict[str, list[str
     return await runtime.system_read(read)
 
 
+NAMED_BY = {"sending_domains": "domain"}
+"""Tables whose rows tools name by another column than an id (`DELETE /domains/{domain}`)."""
+
+
 def identifying_values(rows: dict[str, list[str]]) -> tuple[set[str], set[str]]:
     """(ids, other identifying text) of stored rows: every `id` and `user_id`, and the addresses (lead,
     member and mailbox emails, suppressed values)."""
     ids: set[str] = set()
     texts: set[str] = set()
-    for table_rows in rows.values():
+    for table, table_rows in rows.items():
         for text in table_rows:
             row = json.loads(text)
             ids.update(str(row[k]) for k in ("id", "user_id") if row.get(k))
+            if table in NAMED_BY:  # objects a tool names by another key than an id
+                ids.add(str(row[NAMED_BY[table]]))
             texts.update(str(row[k]) for k in ("email", "to_email", "value") if isinstance(row.get(k), str))
     return ids, texts
 
@@ -138,6 +144,8 @@ def replaced(value: Any, ids: set[str], fresh: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [replaced(v, ids, fresh) for v in value]
     if isinstance(value, str) and value in ids:
+        if "_" not in value and "." in value:  # a domain name (NAMED_BY): a fresh one that names nothing
+            return fresh.setdefault(value, f"{new_id('d').split('_', 1)[1]}.com")
         return fresh.setdefault(value, new_id(value.split("_", 1)[0]))
     return value
 
@@ -168,7 +176,7 @@ def comparable(answer: Answer, named: Iterable[str] = ()) -> tuple[int, Any]:
 def _presence(value: Any) -> Any:
     if isinstance(value, dict):
         return {
-            k: ("<set>" if k in ("lastUsedAt", "ms") and v is not None else _presence(v))
+            k: ("<set>" if k in ("lastUsedAt", "ms", "durationMs") and v is not None else _presence(v))
             for k, v in value.items()
         }
     if isinstance(value, list):

@@ -70,6 +70,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "mailboxes/routes.py",
     "warmup/pool.py",  # warmup (issue 32 item 1): the pool crosses workspaces
     "warmup/tending.py",
+    # deliverability (issue 27): the domains worker claims due sending domains of every workspace
+    "deliverability/pipeline.py",
 }
 
 

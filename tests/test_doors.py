@@ -20,11 +20,11 @@ def test_every_tool_has_a_parity_case() -> None:
 
 
 def _strip_volatile(value: Any) -> Any:
-    """lastUsedAt changes with every authenticated call, and `ms` (how long a request took) with every
-    request, so only their presence is compared."""
+    """lastUsedAt changes with every authenticated call, and `ms` and `durationMs` (how long a request or a
+    domain check took) with every request, so only their presence is compared."""
     if isinstance(value, dict):
         return {
-            k: ("<set>" if k in ("lastUsedAt", "ms") and v is not None else _strip_volatile(v))
+            k: ("<set>" if k in ("lastUsedAt", "ms", "durationMs") and v is not None else _strip_volatile(v))
             for k, v in value.items()
         }
     if isinstance(value, list):

@@ -15,6 +15,7 @@ WORKER_NAMES = (
     "campaigns",
     "billing",
     "sending-ips",
+    "domains",
     "sender",
     "webhooks",
     "inbox",

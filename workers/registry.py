@@ -7,6 +7,7 @@ from collections.abc import Callable
 from workers import (
     billing,
     campaigns,
+    domains,
     enrich,
     imports,
     label_timers,
@@ -82,6 +83,12 @@ def _sending_ips() -> Worker:
     )
 
 
+def _domains() -> Worker:
+    # Deliverability (issue 27): due sending domains are looked for every minute (new ones are due at once);
+    # a tick that checked a batch runs again at once.
+    return Worker("domains", domains.tick, interval_s=60.0, max_backoff_s=600.0)
+
+
 def _sender() -> Worker:
     # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
     from workers import sender
@@ -128,6 +135,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "campaigns": _campaigns,
     "billing": _billing,
     "sending-ips": _sending_ips,
+    "domains": _domains,
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,

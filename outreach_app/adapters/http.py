@@ -1,4 +1,5 @@
-"""`ports.HttpClient` over aiohttp: the outgoing JSON POSTs of webhook delivery and the verifier API.
+"""`ports.HttpClient` over aiohttp: the outgoing JSON POSTs of webhook delivery and the verifier API, and the
+GETs of RDAP lookups (the domain checker).
 
 The same rules as every outgoing connection (`outreach_app.outgoing`, docs/protection.md):
 
@@ -128,6 +129,27 @@ class GuardedHttpClient:
         except (ValueError, UnicodeError):
             return 0, b"not a valid URL"
 
+    async def get(
+        self, url: str, headers: dict[str, str], timeout_s: float, *, max_bytes: int | None = None
+    ) -> tuple[int, bytes]:
+        """GET `url` (the RDAP lookups of the domain checker) under the same rules as `post_json`."""
+        problem = self._problem(url)
+        if problem is not None:
+            _log.warning("http_refused", url=_redact(url), problem=problem)
+            return 0, f"refused: {problem}".encode()
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await self._send("GET", url, None, headers, max_bytes or self._max_bytes)
+        except NotContacted as exc:
+            _log.warning("http_refused", url=_redact(url), problem=exc.reason)
+            return 0, exc.reason.encode()
+        except TimeoutError:
+            return 0, b"timed out"
+        except aiohttp.ClientError as exc:
+            return 0, describe(exc).encode()
+        except (ValueError, UnicodeError):
+            return 0, b"not a valid URL"
+
     def _problem(self, url: str) -> str | None:
         """Why `url` is refused: as the service reads it, then its host as aiohttp will connect to it."""
         problem = url_problem(url, allow_private=self._allow_private)
@@ -176,7 +198,13 @@ class GuardedHttpClient:
     async def _post(
         self, url: str, body: bytes, headers: dict[str, str], max_bytes: int
     ) -> tuple[int, bytes]:
-        async with self._client().post(url, data=body, headers=headers, allow_redirects=False) as response:
+        return await self._send("POST", url, body, headers, max_bytes)
+
+    async def _send(
+        self, method: str, url: str, body: bytes | None, headers: dict[str, str], max_bytes: int
+    ) -> tuple[int, bytes]:
+        request = self._client().request(method, url, data=body, headers=headers, allow_redirects=False)
+        async with request as response:
             chunks: list[bytes] = []
             size = 0
             while size < max_bytes:

@@ -44,6 +44,7 @@ from outreach_core.db.tables import (
     mailboxes,
     workspaces,
 )
+from outreach_core.deliverability.store import weak_campaign_domains
 from outreach_core.errors import InvalidState, LaunchBlocked
 from outreach_core.event_data import PauseCause, campaign_ref
 from outreach_core.outbox import record_event
@@ -276,6 +277,7 @@ async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem
         tracking=row.track_opens or row.track_clicks,
         unsubscribe_mode=ws.unsubscribe_mode,
         warmup_problems=tuple(p.message for p in await warmup_problems(ctx, list(attached))),
+        weak_domains=tuple(await weak_campaign_domains(ctx, id)),
     )
     return checklist(facts)
 

@@ -145,6 +145,9 @@ class ChecklistFacts:
     unsubscribe_mode: str
     # warmup (issue 32 item 1, docs/warmup.md): one line per attached mailbox with a warmup problem
     warmup_problems: tuple[str, ...] = ()
+    # deliverability (issue 27): sending domains of the campaign's mailboxes graded D or F, as
+    # "domain (grade D, score 55)"
+    weak_domains: tuple[str, ...] = ()
 
 
 def _item(
@@ -280,6 +283,16 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             "address, which hurts deliverability. Turn tracking off with "
             f"{update_campaign(' with trackOpens and trackClicks false')}.",
             required=False,
+        ),
+        _item(
+            "sending_domains",
+            "The sending domains are graded A to C",
+            not f.weak_domains,
+            "Emails from the domains listed in details are likely to land in spam: fix what their reports "
+            f"list ({_route('GET', '/domains', 'list_domains')}), then check again with "
+            f"{_route('POST', '/domains/check', 'check_sending_domain')}.",
+            required=False,
+            details=list(f.weak_domains),
         ),
         _item(
             "spam_words",

@@ -15,6 +15,8 @@ from typing import Any
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import encrypt
 from outreach_core.db.tables import mailboxes
+from outreach_core.deliverability.schemas import MailboxDns
+from outreach_core.deliverability.store import mailbox_dns, register_sending_domains
 from outreach_core.errors import InvalidInput, InvalidState
 from outreach_core.geo import normalize_timezone
 from outreach_core.ids import new_id
@@ -75,7 +77,8 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
 
 
 async def get_mailbox(ctx: WorkspaceContext, id: str) -> Mailbox:
-    """One mailbox by id with its settings, status and today's computed figures. Never shows the password."""
+    """One mailbox by id with its settings, status and today's computed figures, and `dns`: the latest
+    score, grade and badges of its domain (a sending domain, checked daily). Never shows the password."""
     return (await _mailboxes(ctx, [await mailbox_row(ctx, id)]))[0]
 
 
@@ -98,6 +101,7 @@ async def create_mailbox(
         ctx, body.email, body.provider, body.display_name, body.daily_limit, smtp, imap, login_password(body)
     )
     await ctx.conn.execute(scoped(ctx, mailboxes).insert(row))
+    await register_sending_domains(ctx, [row["domain"]])
     route = await route_new_mailbox(ctx, row["id"])
     return CreateMailboxOut(
         mailbox=await get_mailbox(ctx, row["id"]), test=prepared, waiting=route == "waiting"
@@ -153,6 +157,7 @@ async def import_mailboxes(
         await ctx.conn.execute(*mb.insert_many(new_rows))
         for new in new_rows:
             await route_new_mailbox(ctx, new["id"])
+        await register_sending_domains(ctx, [r["domain"] for r in new_rows])
     return ImportMailboxesOut(added=len(new_rows), results=results)
 
 
@@ -287,13 +292,15 @@ async def detect_mailbox(ctx: WorkspaceContext, query: DetectQuery, prepared: Mx
 
 
 async def _mailboxes(ctx: WorkspaceContext, rows: Sequence[Any]) -> list[Mailbox]:
-    """The mailboxes of `rows` as the API shows them (their sending IPs and warmup rows read at once)."""
+    """The mailboxes of `rows` as the API shows them (their sending IPs, warmup rows and domain grades read
+    at once)."""
     ips = await sending_ip_rows(ctx, {r.sending_ip_id for r in rows if r.sending_ip_id is not None})
     warmups = await warmup_rows(ctx, [r.id for r in rows])
-    return [_mailbox(ctx, r, ips.get(r.sending_ip_id), warmups.get(r.id)) for r in rows]
+    dns = await mailbox_dns(ctx, [r.domain for r in rows])
+    return [_mailbox(ctx, r, ips.get(r.sending_ip_id), warmups.get(r.id), dns.get(r.domain)) for r in rows]
 
 
-def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any, warmup: Any) -> Mailbox:
+def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any, warmup: Any, dns: MailboxDns | None) -> Mailbox:
     today = rules.local_day(ctx.now, row.timezone)
     day = rules.ramp_day(row.ramp_started_on, today)
     ramp = (row.daily_limit, bool(row.ramp_enabled), row.ramp_start, row.ramp_increment, day)
@@ -317,7 +324,7 @@ def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any, warmup: Any) -> Mailbox:
             route=row.sending_route, country=ip.country if ip else None, ip=ip.ip if ip else None
         ),
         warmup=warmup_out(warmup, today, max(0, limit - sent)),
-        dns=None,
+        dns=dns,
     )
 
 

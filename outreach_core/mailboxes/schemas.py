@@ -14,13 +14,13 @@ from pydantic import (
     model_validator,
 )
 
+from outreach_core.deliverability.schemas import MailboxDns
 from outreach_core.urls import LOWERCASE_HOST_SCHEMA, normal_host
 from outreach_core.wire import SINGLE_LINE, TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
 Status = Literal["active", "paused", "error", "quarantined"]
 Security = Literal["tls", "starttls"]
-Badge = Literal["pass", "warn", "fail", "info"]
 
 GOOGLE_APP_PASSWORD_MAX = 64
 DisplayName = Annotated[str, StringConstraints(max_length=120), SINGLE_LINE]  # the From name: a header
@@ -236,21 +236,6 @@ class Warmup(WireModel):
         description="Why warmup is not sending (the pool has no other mailbox, the mailbox is not active, "
         "it was removed from the pool because warmup emails to it bounced); null while it runs.",
     )
-
-
-class DnsBadges(WireModel):
-    mx: Badge | None
-    spf: Badge | None
-    dkim: Badge | None
-    dmarc: Badge | None
-    blacklists: Badge | None
-
-
-class MailboxDns(WireModel):
-    score: float | None
-    grade: str | None
-    checked_at: Timestamp | None
-    badges: DnsBadges
 
 
 class Mailbox(WireModel):

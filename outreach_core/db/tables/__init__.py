@@ -42,6 +42,7 @@ from outreach_core.db.tables.audience import (
     suppressions,
 )
 from outreach_core.db.tables.base import ID, metadata
+from outreach_core.db.tables.deliverability import sending_domains
 from outreach_core.db.tables.events import outbox, webhook_attempts, webhook_deliveries, webhooks
 from outreach_core.db.tables.inbox import inbox_folders, inbox_leases, inbox_messages, threads
 from outreach_core.db.tables.sending import (
@@ -100,6 +101,7 @@ __all__ = [
     "oauth_tokens",
     "offer_profiles",
     "outbox",
+    "sending_domains",
     "sending_ips",
     "sends",
     "suppressions",
