@@ -352,6 +352,28 @@ class BillingProvider(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TlsHandshake:
+    """What a TLS handshake to a link domain showed (docs/link-domain.md). `ok`: the certificate was verified
+    for the name. Otherwise `problem` says which side failed: `unreachable` (no connection, refused, timed
+    out, or the server ended the handshake: a certificate may still be coming) or `certificate` (a
+    certificate was presented and refused: wrong name, expired, not trusted); `reason` is a short phrase
+    for the person, never an exception's text."""
+
+    ok: bool
+    problem: Literal["unreachable", "certificate"] | None = None
+    reason: str = ""
+
+
+class TlsProbe(Protocol):
+    """Real TLS handshakes to a host, verified against the system store plus `OUTREACH_TLS_CA_FILE`."""
+
+    async def handshake(self, host: str, port: int, timeout_s: float) -> TlsHandshake:
+        """Connect to `host`:`port` (its addresses resolved through the DNS port), send `host` as SNI, verify
+        the certificate chain and name, and close."""
+        ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -367,3 +389,4 @@ class Ports:
     ai_keys: AiKeys | None = None
     web: WebFetcher | None = None
     billing: BillingProvider | None = None
+    tls: TlsProbe | None = None  # the link domain's TLS check

@@ -103,6 +103,15 @@ class Settings(BaseSettings):
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
 
+    # Link domain (docs/link-domain.md): the TLS handshake that makes a link domain active goes to
+    # <host>:link_tls_port (the reverse proxy, e.g. Caddy with on-demand TLS); one DNS + TLS check as a whole
+    # may take link_check_timeout_s; with link_domain_required an active link domain is a required launch
+    # checklist item; the host gate reads the link domains of every workspace at most every link_host_cache_s.
+    link_tls_port: int = Field(default=443, ge=1, le=65535)
+    link_check_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    link_domain_required: bool = False
+    link_host_cache_s: float = Field(default=5.0, ge=0, le=3600)
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)

@@ -10,6 +10,7 @@ from workers import (
     enrich,
     imports,
     label_timers,
+    link_domains,
     oauth_purge,
     search_index,
     usage_flush,
@@ -73,6 +74,12 @@ def _billing() -> Worker:
     return Worker("billing", billing.tick, interval_s=60.0, max_backoff_s=600.0)
 
 
+def _link_domains() -> Worker:
+    # Each link domain carries its own next check (every minute for its first hour, then hourly); due ones
+    # are looked for every 15 s. A pass that checked some runs again at once.
+    return Worker("link-domains", link_domains.tick, interval_s=15.0, max_backoff_s=300.0)
+
+
 def _sender() -> Worker:
     # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
     from workers import sender
@@ -111,6 +118,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "verify": _verify,
     "campaigns": _campaigns,
     "billing": _billing,
+    "link-domains": _link_domains,
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,
