@@ -55,7 +55,7 @@ class LinkHostGate:
             path: str = scope.get("path", "")
             if not path.startswith(LINK_PATHS) and await self._is_link_host(request_host(scope)):
                 if scope["type"] == "http":
-                    await send_error(send, NotFound("page"))
+                    await send_error(send, _not_here())
                 else:
                     await send({"type": "websocket.close", "code": 1008})
                 return
@@ -74,3 +74,9 @@ class LinkHostGate:
                 self._hosts = await self.runtime.system_read(served_hosts)
                 self._loaded_at = time.monotonic()
         return self._hosts
+
+
+def _not_here() -> NotFound:
+    error = NotFound("page")
+    error.message = "Not found: this host name is a link domain; it serves only the links in emails."
+    return error
