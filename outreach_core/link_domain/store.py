@@ -8,12 +8,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import func
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
 from outreach_core.db.tables import link_domains, mailboxes, workspaces
-from outreach_core.link_domain.rules import Decision, suggested_hostname
+from outreach_core.errors import Conflict
+from outreach_core.link_domain.rules import Decision, is_free_mail, suggested_hostname
 
+TAKEN = (
+    "{hostname} is already the link domain of another workspace on this server; choose another subdomain "
+    "of your domain."
+)
 SERVED = ("pending_tls", "active")
 """States in which the host name's DNS was seen pointing at this server: the reverse proxy may get a
 certificate for it (`/tls/ask`), and requests for it serve only links (the host gate)."""
@@ -29,21 +35,23 @@ async def link_domain_row(ctx: WorkspaceContext, *, for_update: bool = False) ->
 
 async def sending_domain(ctx: WorkspaceContext) -> str | None:
     """The workspace's sending domain: the domain most of its mailboxes send from (the first by name on a
-    tie), else the one given at onboarding; None when there is neither."""
+    tie; free-mail domains such as gmail.com left out: nobody adds records there), else the one given at
+    onboarding; None when there is neither."""
     boxes = scoped(ctx, mailboxes)
     count = func.count().label("n")
-    found = (
+    domains = (
         await ctx.conn.execute(
             boxes.select(boxes.c.domain, count)
             .group_by(boxes.c.domain)
             .order_by(count.desc(), boxes.c.domain)
-            .limit(1)
+            .limit(20)
         )
-    ).scalar_one_or_none()
+    ).scalars()
+    found = next((d for d in domains if not is_free_mail(d)), None)
     if found is None:
         ws = scoped(ctx, workspaces)
         found = (await ctx.conn.execute(ws.select(ws.c.sending_domain))).scalar_one_or_none()
-    return str(found) if found else None
+    return str(found) if found and not is_free_mail(found) else None
 
 
 async def suggestion(ctx: WorkspaceContext) -> str | None:
@@ -56,17 +64,17 @@ async def write_claim(ctx: WorkspaceContext, hostname: str, decision: Decision, 
     table = scoped(ctx, link_domains)
     if replacing:
         await ctx.conn.execute(table.delete())
-    await ctx.conn.execute(
-        table.insert(
-            {
-                "hostname": hostname,
-                **_state(decision),
-                "checked_at": ctx.now,
-                "created_at": ctx.now,
-                "updated_by": ctx.user_id or None,
-            }
-        )
-    )
+    row = {
+        "hostname": hostname,
+        **_state(decision),
+        "checked_at": ctx.now,
+        "created_at": ctx.now,
+        "updated_by": ctx.user_id or None,
+    }
+    try:
+        await ctx.conn.execute(table.insert(row))
+    except IntegrityError:  # another workspace claimed it at the same moment (the transaction is rolled back)
+        raise Conflict(TAKEN.format(hostname=hostname)) from None
 
 
 async def write_check(ctx: SystemContext, workspace_id: str, hostname: str, decision: Decision) -> bool:

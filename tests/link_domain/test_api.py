@@ -13,6 +13,7 @@ from outreach_core.link_domain.endpoints import ENDPOINTS
 from outreach_core.link_domain.operations import check_link_domain
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.link_domain.conftest import TARGET, LinkEnv, make_runtime
+from tests.mailboxes.helpers import seed_mailbox
 
 API = "/api/v1"
 
@@ -52,6 +53,18 @@ async def test_nothing_set_suggests_links_of_the_sending_domain(
     )
     assert saved.status_code == 200, saved.text
     assert (await get(link_http, ws))["suggestion"] == "links.acme-widgets.com"
+
+
+async def test_the_suggestion_follows_the_mailboxes_own_domain(
+    link_http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    await seed_mailbox(ws, "ann@gmail.com")
+    await seed_mailbox(ws, "bob@gmail.com")  # free mail: nobody can add records under gmail.com
+    await seed_mailbox(ws, "cid@sales.acme-widgets.co.uk")
+    assert (await get(link_http, ws))["suggestion"] == "links.sales.acme-widgets.co.uk"
+    await put(link_http, ws, hostname=host(ws))
+    assert (await get(link_http, ws))["suggestion"] is None  # only while nothing is set
 
 
 @pytest.mark.parametrize(
