@@ -138,3 +138,29 @@ async def test_dns_right_at_the_start_gets_its_certificate_tried_at_once(
     row = await _row(rt, ws.workspace_id)
     assert row.status == "pending_dns" and row.since == clock.now()
     assert row.next_check_at == clock.now() + dt.timedelta(minutes=1)
+
+
+async def test_a_failed_claim_is_released_to_the_next_workspace(
+    make_workspace: MakeWorkspace, clock_runtime: MakeClockRuntime
+) -> None:
+    """A workspace that never got DNS for a host name does not own the domain: after its claim failed,
+    another workspace may set the name (and the failed one then shows none)."""
+    clock = FixedClock(dt.datetime.now(dt.UTC))
+    rt = clock_runtime(clock)
+    squatter, owner = await make_workspace(), await make_workspace()
+    name = f"links.{owner.slug}.example.com"
+    claim = _endpoint(set_link_domain)
+    await rt.call(await squatter.principal(), claim, body=SetLinkDomainIn(hostname=name))
+    refused = None
+    try:
+        await rt.call(await owner.principal(), claim, body=SetLinkDomainIn(hostname=name))
+    except Exception as exc:
+        refused = exc
+    assert refused is not None and getattr(refused, "status", None) == 409
+
+    clock.advance(days=1, minutes=2)
+    await worker.tick(rt)
+    assert (await _row(rt, squatter.workspace_id)).status == "failed"
+    taken = await rt.call(await owner.principal(), claim, body=SetLinkDomainIn(hostname=name))
+    assert taken.hostname == name and taken.status == "pending_dns"
+    assert (await rt.read(await squatter.principal(), get_link_domain)).status == "none"
