@@ -4,8 +4,8 @@ in three steps with no transaction open during DNS and TLS (docs/link-domain.md,
 1. `claim_due_checks` takes up to a batch of due rows (`FOR UPDATE SKIP LOCKED` on PostgreSQL; SQLite
    serialises writers) and moves their next check `CLAIM_FOR` ahead, so another worker process leaves them;
 2. DNS and, where DNS is right, a TLS handshake for each (`probe.check_host`), a few at a time;
-3. `record_checks` writes each result where the host name is still the one checked (a link domain set to
-   another host name or removed meanwhile is left as it is).
+3. `record_checks` writes every result in one statement, each where the host name is still the one
+   checked (a link domain set to another host name or removed meanwhile is left as it is).
 
 A worker that dies between 1 and 3 loses nothing: the rows are due again `CLAIM_FOR` later.
 """
@@ -17,11 +17,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from outreach_core.bulk import update_each
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import link_domains
 from outreach_core.link_domain.probe import check_host
 from outreach_core.link_domain.rules import Dns, Tls, decide, link_target
-from outreach_core.link_domain.store import write_check
+from outreach_core.link_domain.store import state_values
 
 if TYPE_CHECKING:
     from outreach_core.runtime import Runtime
@@ -72,8 +73,9 @@ async def claim_due_checks(ctx: SystemContext, limit: int) -> list[DueCheck]:
 
 
 async def record_checks(ctx: SystemContext, results: list[tuple[DueCheck, Dns, Tls]]) -> int:
-    """Write each check's state; returns how many were written."""
-    written = 0
+    """Write each check's state in one statement (`bulk.update_each`), where the link domain still has the
+    host name that was checked; returns how many results there were."""
+    rows = []
     for due, found, tls in results:
         decision = decide(
             previous=due.status,
@@ -84,8 +86,19 @@ async def record_checks(ctx: SystemContext, results: list[tuple[DueCheck, Dns, T
             since=due.since,
             now=ctx.now,
         )
-        written += await write_check(ctx, due.workspace_id, due.hostname, decision)
-    return written
+        rows.append(
+            {"workspace_id": due.workspace_id, "hostname": due.hostname, **state_values(decision)}
+            | {"checked_at": ctx.now}
+        )
+    await update_each(
+        ctx,
+        system_scope(link_domains).update(),
+        rows,
+        key="workspace_id",
+        where=lambda v: [link_domains.c.hostname == v["hostname"]],
+        values=lambda v: {n: v[n] for n in v if n not in ("workspace_id", "hostname")},
+    )
+    return len(rows)
 
 
 async def recheck_link_domains(runtime: Runtime, batch: int = BATCH) -> int:

@@ -66,7 +66,7 @@ async def write_claim(ctx: WorkspaceContext, hostname: str, decision: Decision, 
         await ctx.conn.execute(table.delete())
     row = {
         "hostname": hostname,
-        **_state(decision),
+        **state_values(decision),
         "checked_at": ctx.now,
         "created_at": ctx.now,
         "updated_by": ctx.user_id or None,
@@ -84,12 +84,13 @@ async def write_check(ctx: SystemContext, workspace_id: str, hostname: str, deci
     done = await ctx.conn.execute(
         table.update()
         .where(table.c.workspace_id == workspace_id, table.c.hostname == hostname)
-        .values(**_state(decision), checked_at=ctx.now)
+        .values(**state_values(decision), checked_at=ctx.now)
     )
     return bool(done.rowcount)
 
 
-def _state(decision: Decision) -> dict[str, Any]:
+def state_values(decision: Decision) -> dict[str, Any]:
+    """The columns a decision sets."""
     return {
         "status": decision.status,
         "dns": decision.dns,

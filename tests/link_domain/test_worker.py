@@ -164,3 +164,24 @@ async def test_a_failed_claim_is_released_to_the_next_workspace(
     taken = await rt.call(await owner.principal(), claim, body=SetLinkDomainIn(hostname=name))
     assert taken.hostname == name and taken.status == "pending_dns"
     assert (await rt.read(await squatter.principal(), get_link_domain)).status == "none"
+
+
+async def test_a_check_of_a_host_name_changed_meanwhile_is_not_written(
+    make_workspace: MakeWorkspace, clock_runtime: MakeClockRuntime
+) -> None:
+    from outreach_core.link_domain.pipeline import claim_due_checks, record_checks
+    from outreach_core.link_domain.rules import Dns, Tls
+
+    clock = FixedClock(dt.datetime.now(dt.UTC))
+    rt = clock_runtime(clock)
+    ws = await make_workspace()
+    principal = await ws.principal()
+    old, new = f"links.{ws.slug}.example.com", f"go.{ws.slug}.example.com"
+    await rt.call(principal, _endpoint(set_link_domain), body=SetLinkDomainIn(hostname=old))
+    clock.advance(minutes=2)
+    claimed = [c for c in await rt.system(claim_due_checks, 10_000) if c.workspace_id == ws.workspace_id]
+    assert [c.hostname for c in claimed] == [old]
+    await rt.call(principal, _endpoint(set_link_domain), body=SetLinkDomainIn(hostname=new))
+    await rt.system(record_checks, [(claimed[0], Dns("ok"), Tls("verified"))])
+    row = await _row(rt, ws.workspace_id)
+    assert (row.hostname, row.status) == (new, "pending_dns")
