@@ -56,8 +56,8 @@ async def set_link_domain(ctx: WorkspaceContext, body: SetLinkDomainIn, prepared
     current = await link_domain_row(ctx, for_update=True)
     if current is not None:
         refuse_replacing(current.status, current.hostname, body.hostname, replace=body.replace)
-        if current.hostname == body.hostname:
-            return await _record_check(ctx, current, prepared)
+        if current.hostname == body.hostname:  # set again: checked now, the schedule restarted
+            return await _record_check(ctx, current, prepared, restart=True)
     held = await holder(ctx, body.hostname)
     if held is not None and held[0] != ctx.workspace_id:
         if held[1] != "failed":
