@@ -30,10 +30,12 @@ class TlsHandshakeProbe:
         return cls(tls_ca_file=settings.tls_ca_file, allow_private=settings.allow_private_urls, dns=dns)
 
     async def handshake(self, host: str, port: int, timeout_s: float) -> TlsHandshake:
+        connected = False
         try:
             async with asyncio.timeout(timeout_s):
                 addresses = await self._guard.addresses(host, port)
                 sock = await open_socket(addresses, port)
+                connected = True
                 _, writer = await asyncio.open_connection(
                     sock=sock, ssl=self._tls, server_hostname=host, ssl_handshake_timeout=timeout_s
                 )
@@ -44,12 +46,12 @@ class TlsHandshakeProbe:
         except TimeoutError:
             reason = f"no TLS answer from {host}:{port} within {timeout_s:g}s"
             return TlsHandshake(False, "unreachable", reason)
-        except ssl.SSLError:
-            # no certificate for this name (yet): the proxy ends the handshake with an alert
+        except OSError:
+            if not connected:
+                return TlsHandshake(False, "unreachable", f"could not connect to {host}:{port}")
+            # no certificate for this name (yet): the proxy ends the handshake (an alert, or it hangs up)
             reason = f"{host}:{port} ended the TLS handshake without a certificate"
             return TlsHandshake(False, "unreachable", reason)
-        except OSError:
-            return TlsHandshake(False, "unreachable", f"could not connect to {host}:{port}")
         writer.close()
         with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
             await asyncio.wait_for(writer.wait_closed(), 2)
