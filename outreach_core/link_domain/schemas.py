@@ -50,7 +50,7 @@ def _hostname_pattern() -> str:
 
 
 def _domain_pattern() -> str:
-    return f"^(?:{_LABEL}\\.){{2,4}}(?:{_tlds()})$"
+    return f"^(?:{_LABEL}\\.){{2,3}}(?:{_tlds()})$"  # links.<domain> stays within 253 characters
 
 
 LINK_HOSTNAME = NamedPattern("link-hostname", _hostname_pattern)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+import outreach_core.link_domain.schemas  # noqa: F401  (registers the link domain's named patterns)
 from outreach_core.link_domain.rules import (
     Dns,
     Tls,
@@ -15,6 +18,7 @@ from outreach_core.link_domain.rules import (
     link_target,
     suggested_hostname,
 )
+from outreach_core.wire import NAMED_PATTERNS
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the rules take the time as an argument; no clock is read
 
@@ -116,3 +120,21 @@ def test_states() -> None:
     assert (dropped.status, dropped.since) == ("pending_dns", NOW)  # a new day begins
     assert _decide("active", ok, refused).status == "pending_tls"
     assert _decide("failed", missing, Tls("untested"), age=dt.timedelta(days=2)).next_check_at is None
+
+
+SEEDED = settings(
+    max_examples=200, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+
+
+@SEEDED
+@given(st.from_regex(NAMED_PATTERNS["link-hostname"](), fullmatch=True).filter(lambda h: len(h) <= 253))
+def test_every_stated_link_hostname_is_taken(hostname: str) -> None:
+    """The pattern the OpenAPI document states for `hostname` is a promise: what matches it is accepted."""
+    assert link_hostname(hostname) == hostname
+
+
+@SEEDED
+@given(st.from_regex(NAMED_PATTERNS["link-check-domain"](), fullmatch=True))
+def test_every_stated_checked_domain_is_taken(domain: str) -> None:
+    assert checked_domain(domain) == domain
