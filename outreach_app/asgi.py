@@ -18,8 +18,10 @@ from starlette.routing import Mount
 
 from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.billing_pages import billing_routes
+from http_api.link_host_gate import LinkHostGate
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
+from http_api.tls_ask import tls_ask_routes
 from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
@@ -110,11 +112,13 @@ def build_app(
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
         *billing_routes(runtime),
+        *tls_ask_routes(runtime),  # the reverse proxy's on-demand TLS question (docs/link-domain.md)
         _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [
         Middleware(RequestMetrics, metrics=ops.metrics),
         Middleware(RequestContext),
+        Middleware(LinkHostGate, runtime=runtime),  # a link domain's host serves only links
         Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
         Middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst),
         Middleware(

@@ -14,6 +14,7 @@ from outreach_app.adapters import (
 )
 from outreach_app.adapters.ai import ChatCompletionsClient, OwnKeyClients
 from outreach_app.adapters.stripe_billing import StripeBilling
+from outreach_app.adapters.tls_probe import TlsHandshakeProbe
 from outreach_app.adapters.web import WebPageFetcher
 from outreach_core.ports import Ports
 from outreach_core.runtime import Runtime
@@ -26,8 +27,9 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
     replies to the Sent folder, IMAP sessions for the inbox worker, the AI port when configured, clients on
     workspaces' own AI keys, website fetches for offer drafts, and Stripe with OUTREACH_BILLING=stripe."""
     settings = settings or Settings()
+    dns = DnspythonResolver(settings.dns_nameservers)
     ports = Ports(
-        dns=DnspythonResolver(settings.dns_nameservers),
+        dns=dns,
         http=GuardedHttpClient.from_settings(settings),
         mail=MailLoginClient.from_settings(settings),
         smtp=SmtpMailSender.from_settings(settings),
@@ -38,5 +40,6 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
         web=WebPageFetcher.from_settings(settings),
         billing=StripeBilling.from_settings(settings),
         warmup_mail=ImapWarmupTender.from_settings(settings),  # warmup (issue 32 item 1)
+        tls=TlsHandshakeProbe.from_settings(settings, dns),  # the link domain's certificate
     )
     return Runtime(settings, ports=ports)

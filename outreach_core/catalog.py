@@ -17,6 +17,7 @@ from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.inbox.endpoints import ENDPOINTS as inbox
 from outreach_core.labels.endpoints import ENDPOINTS as labels
 from outreach_core.leads.endpoints import ENDPOINTS as leads
+from outreach_core.link_domain.endpoints import ENDPOINTS as link_domain
 from outreach_core.lists.endpoints import ENDPOINTS as lists
 from outreach_core.mailboxes.endpoints import ENDPOINTS as mailboxes
 from outreach_core.oauth.endpoints import ENDPOINTS as oauth
@@ -52,6 +53,7 @@ def all_endpoints() -> list[AnyEndpoint]:
         *sending,
         *mailboxes,
         *deliverability,
+        *link_domain,
         *inbox,
         *webhooks,
     ]

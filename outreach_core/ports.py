@@ -378,6 +378,27 @@ class WarmupMail(Protocol):
         """Find the warmup emails carrying `tokens` (header `X-Outreach-Warmup`) in INBOX and the junk
         folder; move the ones in junk to INBOX; flag every one found `\\Seen` and `\\Flagged` (important).
         Never raises: a failure is `Tended({}, error)` with a short reason."""
+
+
+@dataclass(frozen=True)
+class TlsHandshake:
+    """What a TLS handshake to a link domain showed (docs/link-domain.md). `ok`: the certificate was verified
+    for the name. Otherwise `problem` says which side failed: `unreachable` (no connection, refused, timed
+    out, or the server ended the handshake: a certificate may still be coming) or `certificate` (a
+    certificate was presented and refused: wrong name, expired, not trusted); `reason` is a short phrase
+    for the person, never an exception's text."""
+
+    ok: bool
+    problem: Literal["unreachable", "certificate"] | None = None
+    reason: str = ""
+
+
+class TlsProbe(Protocol):
+    """Real TLS handshakes to a host, verified against the system store plus `OUTREACH_TLS_CA_FILE`."""
+
+    async def handshake(self, host: str, port: int, timeout_s: float) -> TlsHandshake:
+        """Connect to `host`:`port` (its addresses resolved through the DNS port), send `host` as SNI, verify
+        the certificate chain and name, and close."""
         ...
 
 
@@ -397,3 +418,4 @@ class Ports:
     web: WebFetcher | None = None
     billing: BillingProvider | None = None
     warmup_mail: WarmupMail | None = None  # warmup (issue 32 item 1)
+    tls: TlsProbe | None = None  # the link domain's TLS check

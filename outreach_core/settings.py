@@ -149,6 +149,22 @@ class Settings(BaseSettings):
     domain_check_rdap_timeout_s: float = Field(
         default=5.0, gt=0, le=60, description="Seconds the RDAP request of a domain check may take."
     )
+    # Link domain (docs/link-domain.md): the TLS handshake that makes a link domain active goes to
+    # <host>:link_tls_port (the reverse proxy, e.g. Caddy with on-demand TLS); one DNS + TLS check as a whole
+    # may take link_check_timeout_s; with link_domain_required an active link domain is a required launch
+    # checklist item; the host gate reads the link domains of every workspace at most every link_host_cache_s.
+    link_tls_port: int = Field(
+        default=443, ge=1, le=65535, description="The port a link domain's TLS handshake is checked on."
+    )
+    link_check_timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="Seconds one DNS and TLS check of a link domain may take."
+    )
+    link_domain_required: bool = Field(
+        default=False, description="An active link domain is a required launch checklist item."
+    )
+    link_host_cache_s: float = Field(
+        default=5.0, ge=0, le=3600, description="Seconds the link domains' host names are kept in memory."
+    )
 
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)

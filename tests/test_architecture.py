@@ -62,6 +62,8 @@ SYSTEM_SCOPE_ALLOWED = {
     "sending/claim.py",
     "sending/outcomes.py",
     "sending/recovery.py",
+    "link_domain/store.py",
+    "link_domain/pipeline.py",
     "webhooks/attempts.py",
     "webhooks/delivery.py",
     "inbox/folders.py",
@@ -255,6 +257,8 @@ ELEVATED = {
     "save_onboarding": "admin",
     "set_ai_key": "admin",
     "delete_ai_key": "admin",
+    "set_link_domain": "admin",
+    "delete_link_domain": "admin",
 }
 
 

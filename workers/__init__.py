@@ -16,6 +16,7 @@ WORKER_NAMES = (
     "billing",
     "sending-ips",
     "domains",
+    "link-domains",
     "sender",
     "webhooks",
     "inbox",

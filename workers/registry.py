@@ -11,6 +11,7 @@ from workers import (
     enrich,
     imports,
     label_timers,
+    link_domains,
     oauth_purge,
     search_index,
     sending_ips,
@@ -89,6 +90,12 @@ def _domains() -> Worker:
     return Worker("domains", domains.tick, interval_s=60.0, max_backoff_s=600.0)
 
 
+def _link_domains() -> Worker:
+    # Each link domain carries its own next check (every minute for its first hour, then hourly); due ones
+    # are looked for every 15 s. A pass that checked some runs again at once.
+    return Worker("link-domains", link_domains.tick, interval_s=15.0, max_backoff_s=300.0)
+
+
 def _sender() -> Worker:
     # Imported when chosen: the sender pulls in the campaign renderer, which other workers do not need.
     from workers import sender
@@ -136,6 +143,7 @@ ALL_WORKERS: dict[str, WorkerFactory] = {
     "billing": _billing,
     "sending-ips": _sending_ips,
     "domains": _domains,
+    "link-domains": _link_domains,
     "sender": _sender,
     "webhooks": _webhooks,
     "inbox": _inbox,

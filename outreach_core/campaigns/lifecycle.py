@@ -47,6 +47,7 @@ from outreach_core.db.tables import (
 from outreach_core.deliverability.store import weak_campaign_domains
 from outreach_core.errors import InvalidState, LaunchBlocked
 from outreach_core.event_data import PauseCause, campaign_ref
+from outreach_core.link_domain.store import active_link_host
 from outreach_core.outbox import record_event
 from outreach_core.warmup.problems import warmup_problems
 
@@ -271,9 +272,9 @@ async def _checklist_items(ctx: WorkspaceContext, id: str) -> list[ChecklistItem
             )
         ),
         plan_active=in_force(ws, ctx.now) is not None,
-        # Link domains are not built yet: this server requires none and links use OUTREACH_PUBLIC_URL.
-        link_domain_required=False,
-        link_domain_active=False,
+        # OUTREACH_LINK_DOMAIN_REQUIRED; links use the active link domain, else OUTREACH_PUBLIC_URL
+        link_domain_required=ctx.settings.link_domain_required,
+        link_domain_active=await active_link_host(ctx, ctx.workspace_id) is not None,
         tracking=row.track_opens or row.track_clicks,
         unsubscribe_mode=ws.unsubscribe_mode,
         warmup_problems=tuple(p.message for p in await warmup_problems(ctx, list(attached))),

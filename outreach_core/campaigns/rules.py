@@ -264,8 +264,9 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             if f.link_domain_required
             else "Link domain (not required on this server)",
             f.link_domain_active or not f.link_domain_required,
-            "This server requires an active link domain before a campaign can launch; link domains are not "
-            "available on this server yet.",
+            "This server requires an active link domain before a campaign can launch: set one with "
+            f"{_route('PUT', '/link-domain', 'set_link_domain')}, publish its CNAME record and wait for it "
+            f"to become active; see {_route('GET', '/link-domain', 'get_link_domain')}.",
         ),
         _item(
             "risky_leads",
@@ -280,7 +281,8 @@ def checklist(f: ChecklistFacts) -> list[ChecklistItem]:
             "Tracking uses a link domain",
             not f.tracking or f.link_domain_active,
             "Open or click tracking is on without an active link domain: links point at this server's own "
-            "address, which hurts deliverability. Turn tracking off with "
+            "address, which hurts deliverability. Set a link domain with "
+            f"{_route('PUT', '/link-domain', 'set_link_domain')}, or turn tracking off with "
             f"{update_campaign(' with trackOpens and trackClicks false')}.",
             required=False,
         ),

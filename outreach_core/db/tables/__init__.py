@@ -45,6 +45,7 @@ from outreach_core.db.tables.base import ID, metadata
 from outreach_core.db.tables.deliverability import sending_domains
 from outreach_core.db.tables.events import outbox, webhook_attempts, webhook_deliveries, webhooks
 from outreach_core.db.tables.inbox import inbox_folders, inbox_leases, inbox_messages, threads
+from outreach_core.db.tables.link_domains import link_domains
 from outreach_core.db.tables.sending import (
     campaign_lead_counters,
     campaign_leads,
@@ -90,6 +91,7 @@ __all__ = [
     "leads",
     "leads_fts",
     "leads_fts_vocab",
+    "link_domains",
     "list_leads",
     "lists",
     "mailboxes",
