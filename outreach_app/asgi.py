@@ -19,6 +19,7 @@ from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.billing_pages import billing_routes
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
+from http_api.tracking import tracking_recorder, tracking_routes
 from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
@@ -81,6 +82,8 @@ def build_app(
         streamable_http_path="/mcp", transport_security=_transport_security(settings.public_url)
     )
 
+    recorder = tracking_recorder(runtime)  # click and open hits, committed in batches (docs/tracking.md)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         stop = asyncio.Event()
@@ -93,10 +96,12 @@ def build_app(
                 yield
             finally:
                 stop.set()
+                await recorder.close()
                 if worker_task is not None:
                     await worker_task
 
     routes = [
+        *tracking_routes(runtime, recorder),
         _any_path(Mount("/api/v1", app=build_api(runtime))),
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
@@ -119,4 +124,5 @@ def build_app(
     )
     app.state.runtime = runtime
     app.state.mcp = mcp
+    app.state.tracking = recorder
     return app

@@ -66,6 +66,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "inbox/folders.py",
     "inbox/leases.py",
     "inbox/sync.py",
+    "tracking/record.py",  # click and open hits of any workspace's emails, by their signed send id
 }
 
 

@@ -54,6 +54,7 @@ from outreach_core.db.tables.sending import (
     mailboxes,
     sends,
 )
+from outreach_core.db.tables.tracking import tracking_events
 from outreach_core.db.tables.writing import ai_drafts, billing_events, offer_profiles
 
 __all__ = [
@@ -101,6 +102,7 @@ __all__ = [
     "sends",
     "suppressions",
     "threads",
+    "tracking_events",
     "users",
     "webhook_attempts",
     "webhook_deliveries",
