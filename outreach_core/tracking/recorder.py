@@ -39,6 +39,7 @@ class HitRecorder:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._in_flight = 0
         self.recorded = 0
         self.dropped = 0
         self.failures = 0
@@ -84,17 +85,30 @@ class HitRecorder:
 
     async def _flush_once(self) -> bool:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+        self._in_flight = len(batch)
         try:
             await self._flush([hit for hit, _ in batch])
         except Exception:
+            self._in_flight = 0
             self.failures += 1
             _log.exception("tracking_flush_failed", hits=len(batch))
             self._queue[:0] = batch  # the oldest first again; trimmed to max_queued on the next record
             return False
+        self._in_flight = 0
         self.recorded += len(batch)
         for _, done in batch:
             if not done.done():
                 done.set_result(None)
+        return True
+
+    async def drain(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every hit queued so far is committed (tests, benchmarks); False on timeout."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + timeout_s
+        while self._queue or self._in_flight:
+            if loop.time() > until:
+                return False
+            await asyncio.sleep(0.005)
         return True
 
     async def close(self) -> None:
