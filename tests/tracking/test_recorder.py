@@ -1,0 +1,95 @@
+"""The recorder against the real database: hits committed in batches, a failed write retried, what is
+queued written at stop."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Sequence
+
+import httpx
+
+from outreach_core.runtime import Runtime
+from outreach_core.tracking.record import record_hits
+from outreach_core.tracking.recorder import HitRecorder
+from outreach_core.tracking.rules import Hit
+from tests.campaigns.helpers import add_lead, campaign_lead_rows, new_campaign, ok, write_send
+from tests.conftest import MakeWorkspace, WorkspaceHandle
+from tests.sending.helpers import rows
+
+AGENT = "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0"
+
+
+async def a_send(http: httpx.AsyncClient, ws: WorkspaceHandle) -> str:
+    cid = await new_campaign(http, ws)
+    lead = await add_lead(ws, f"recorder-{ws.workspace_id[-6:]}@people.example")
+    await ok(http, ws, "POST", f"/campaigns/{cid}/leads", {"leadIds": [lead]})
+    [cl] = await campaign_lead_rows(ws, cid)
+    return await write_send(ws, cl.id, sent_at=dt.datetime.now(dt.UTC) - dt.timedelta(days=1))
+
+
+def hits(send_id: str, n: int, kind: str = "open") -> list[Hit]:
+    now = dt.datetime.now(dt.UTC)
+    return [
+        Hit(kind, send_id, now + dt.timedelta(milliseconds=i), None, False, AGENT, "203.0.113.5")  # type: ignore[arg-type]
+        for i in range(n)
+    ]
+
+
+class Writes:
+    """The real `record_hits`, counting its transactions; the first `failing` of them fail."""
+
+    def __init__(self, runtime: Runtime, failing: int = 0) -> None:
+        self.runtime = runtime
+        self.failing = failing
+        self.batches: list[int] = []
+
+    async def __call__(self, batch: Sequence[Hit]) -> int:
+        if self.failing:
+            self.failing -= 1
+            raise ConnectionError("database unreachable")
+        self.batches.append(len(batch))
+        return await self.runtime.system(record_hits, batch)
+
+
+async def test_a_burst_is_committed_in_few_transactions_before_each_answer(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    send_id = await a_send(http, ws)
+    writes = Writes(ws.runtime)
+    recorder = HitRecorder(writes, wait_s=30, max_queued=10_000)
+    answered = await asyncio.gather(*(recorder.record(h) for h in hits(send_id, 300)))
+    assert all(answered)  # each waited for its own commit
+    assert sum(writes.batches) == 300 and len(writes.batches) < 300
+    [send] = await rows(ws, "sends", id=send_id)
+    assert send.open_count == 300 and send.opened_at is not None
+    await recorder.close()
+
+
+async def test_a_failed_write_is_retried_and_stopping_writes_what_is_queued(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    send_id = await a_send(http, ws)
+    writes = Writes(ws.runtime, failing=1)
+    recorder = HitRecorder(writes, wait_s=0.01, max_queued=10_000)
+    first = await recorder.record(hits(send_id, 1, "click")[0])
+    assert first is False  # answered without waiting longer for a database that failed
+    assert await recorder.drain()
+    [send] = await rows(ws, "sends", id=send_id)
+    assert send.click_count == 1 and recorder.failures == 1
+
+    no_wait = HitRecorder(Writes(ws.runtime), wait_s=0, max_queued=10_000)
+    for h in hits(send_id, 5):
+        assert await no_wait.record(h) is False
+    await no_wait.close()
+    [send] = await rows(ws, "sends", id=send_id)
+    assert send.open_count == 5
+
+
+async def test_hits_of_a_deleted_send_are_dropped(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    assert await ws.runtime.system(record_hits, hits("snd_gone", 3)) == 0
