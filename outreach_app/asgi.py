@@ -19,7 +19,7 @@ from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.billing_pages import billing_routes
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
-from http_api.tracking import tracking_recorder, tracking_routes
+from http_api.tracking import TrackingLinks, tracking_recorder
 from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
@@ -101,7 +101,6 @@ def build_app(
                     await worker_task
 
     routes = [
-        *tracking_routes(runtime, recorder),
         _any_path(Mount("/api/v1", app=build_api(runtime))),
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
@@ -109,6 +108,7 @@ def build_app(
         _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [
+        Middleware(TrackingLinks, runtime=runtime, recorder=recorder),  # /l/ and /o/ (docs/tracking.md)
         Middleware(RequestContext),
         Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
         Middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst),

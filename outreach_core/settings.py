@@ -113,10 +113,12 @@ class Settings(BaseSettings):
     # Click and open tracking (docs/tracking.md): a click this many seconds or less after the email was
     # handed to SMTP is a security scanner's, not a person's; networks (CIDRs, comma-separated) whose requests
     # are scanners'; how long a tracking request waits for its hit to be committed before it answers anyway
-    # (the hit stays queued), and the most hits kept in memory while the database is unreachable.
+    # (the hit stays queued); how long the recorder gathers hits into one transaction; the most hits kept in
+    # memory while the database is unreachable.
     tracking_scanner_window_s: float = Field(default=10.0, ge=0, le=3600)
     tracking_scanner_networks: str = ""
     tracking_commit_wait_ms: float = Field(default=50.0, ge=0, le=10_000)
+    tracking_batch_ms: float = Field(default=10.0, ge=0, le=1000)
     tracking_max_queued: int = Field(default=100_000, ge=100)
 
     # OAuth token lifetimes.

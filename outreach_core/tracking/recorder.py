@@ -1,9 +1,10 @@
 """Tracking hits committed in batches, with each request waiting for its own hit's commit (group commit).
 
 A request hands its hit to `HitRecorder.record` and waits until the batch holding it is committed, at most
-`wait_s`; then it answers. One flusher task writes whatever has queued, in one transaction, as soon as the
-previous batch is done, so under load each transaction carries every hit that arrived meanwhile (at 1,000
-requests/s and a 10 ms commit, about ten), and a lone hit is written at once.
+`wait_s`; then it answers. One flusher task writes whatever has queued, in one transaction: it waits
+`gather_s` after the first hit (so the hits arriving meanwhile share the transaction: a transaction costs
+about as much CPU as 30 hits), writes them all, and starts over. At 1,000 requests/s and 10 ms, about 15
+hits a transaction; a lone hit waits 10 ms.
 
 What a crash can lose: a hit is answered only after its commit, unless that commit took longer than
 `wait_s` (the database slow, locked or down); only such hits, answered and still queued, are lost if the
@@ -31,9 +32,10 @@ Flush = Callable[[Sequence[Hit]], Awaitable[object]]
 class HitRecorder:
     """The queue of hits not yet committed, and the task that commits them."""
 
-    def __init__(self, flush: Flush, *, wait_s: float, max_queued: int) -> None:
+    def __init__(self, flush: Flush, *, wait_s: float, max_queued: int, gather_s: float = 0.0) -> None:
         self._flush = flush
         self._wait_s = wait_s
+        self._gather_s = gather_s
         self._max_queued = max_queued
         self._queue: list[tuple[Hit, asyncio.Future[None]]] = []
         self._wake = asyncio.Event()
@@ -78,6 +80,8 @@ class HitRecorder:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            if self._gather_s > 0 and len(self._queue) < MAX_BATCH and not self._closed:
+                await asyncio.sleep(self._gather_s)  # let the hits arriving meanwhile share the transaction
             if not await self._flush_once():
                 if self._closed:
                     return  # `close` tries again itself
