@@ -32,9 +32,7 @@ PIXEL = (
 _NO_CACHE = [
     (b"cache-control", b"no-store, no-cache, must-revalidate, max-age=0"),
     (b"pragma", b"no-cache"),
-    (b"expires", b"0"),
     (b"referrer-policy", b"no-referrer"),
-    (b"x-content-type-options", b"nosniff"),
 ]
 _TEXT, _HTML, _GIF = b"text/plain; charset=utf-8", b"text/html; charset=utf-8", b"image/gif"
 _NOT_FOUND = (

@@ -37,7 +37,11 @@ class HitRecorder:
         self._wait_s = wait_s
         self._gather_s = gather_s
         self._max_queued = max_queued
-        self._queue: list[tuple[Hit, asyncio.Future[None]]] = []
+        self._queue: list[Hit] = []
+        # what the requests of the hits queued since the last batch was taken wait for: True once committed,
+        # False when `wait_s` passed first or the write failed (one future per batch, not per hit)
+        self._waiter: asyncio.Future[bool] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
@@ -52,8 +56,7 @@ class HitRecorder:
 
     async def record(self, hit: Hit) -> bool:
         """Queue `hit` and wait (at most `wait_s`) for its commit; True when it was committed in time."""
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((hit, done))
+        self._queue.append(hit)
         if len(self._queue) > self._max_queued:  # the database has been unreachable for a while
             excess = len(self._queue) - self._max_queued
             del self._queue[:excess]  # their requests have been answered long ago
@@ -62,11 +65,11 @@ class HitRecorder:
         self._wake.set()
         if self._wait_s <= 0:
             return False
-        try:
-            await asyncio.wait_for(asyncio.shield(done), self._wait_s)
-        except TimeoutError:
-            return False
-        return True
+        if self._waiter is None:
+            loop = asyncio.get_running_loop()
+            self._waiter = loop.create_future()
+            self._timer = loop.call_later(self._wait_s, _settle, self._waiter, False)
+        return await asyncio.shield(self._waiter)
 
     def _start(self) -> None:
         if self._task is None or self._task.done():
@@ -89,20 +92,27 @@ class HitRecorder:
 
     async def _flush_once(self) -> bool:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+        waiter, timer = (self._waiter, self._timer) if not self._queue else (None, None)
+        if waiter is not None:  # hits arriving from now on wait for the next batch
+            self._waiter = self._timer = None
         self._in_flight = len(batch)
         try:
-            await self._flush([hit for hit, _ in batch])
+            await self._flush(batch)
         except Exception:
             self._in_flight = 0
             self.failures += 1
             _log.exception("tracking_flush_failed", hits=len(batch))
             self._queue[:0] = batch  # the oldest first again; trimmed to max_queued on the next record
+            if waiter is not None:
+                _settle(waiter, False)  # answer now; the hits stay queued
             return False
+        finally:
+            if timer is not None:
+                timer.cancel()
         self._in_flight = 0
         self.recorded += len(batch)
-        for _, done in batch:
-            if not done.done():
-                done.set_result(None)
+        if waiter is not None:
+            _settle(waiter, True)
         return True
 
     async def drain(self, timeout_s: float = 10.0) -> bool:
@@ -128,3 +138,8 @@ class HitRecorder:
             await self._flush_once()
         if self._queue:
             _log.error("tracking_hits_lost_at_stop", hits=len(self._queue))
+
+
+def _settle(waiter: asyncio.Future[bool], committed: bool) -> None:
+    if not waiter.done():
+        waiter.set_result(committed)
