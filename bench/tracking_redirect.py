@@ -9,7 +9,8 @@ percentiles, the CPU of the server process per request, and checks that every an
 database. `--crash` kills the server (SIGKILL) halfway and counts the answered hits that were not recorded.
 Then the stages alone, in this process: verifying a token, rewriting an email, recording a batch of hits.
 
-    .venv/bin/python bench/tracking_redirect.py [--requests 20000] [--concurrency 32] [--sends 1000] [--crash]
+    .venv/bin/python bench/tracking_redirect.py [--requests 20000] [--concurrency 32] [--sends 1000]
+        [--rate 1000] [--crash]
 """
 
 from __future__ import annotations
@@ -101,24 +102,33 @@ async def counted(settings: Settings) -> int:
 
 
 async def drive(
-    base: str, paths: list[str], concurrency: int, kill_after: int | None, pid: int
+    base: str, paths: list[str], concurrency: int, kill_after: int | None, pid: int, rate: float = 0
 ) -> tuple[list[float], int, float]:
     """Request every path over `concurrency` keep-alive connections; (latencies ms, answered, seconds).
-    With `kill_after`, the server is killed once that many have been answered."""
+    With `rate`, request i is due at i/rate seconds (open loop, as clicks arrive) and its latency counts
+    from then, waiting for a free connection included; without, each connection sends its next request
+    as soon as the last is answered. With `kill_after`, the server is killed once that many have been
+    answered."""
     parts = urlsplit(base)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     latencies: list[float] = []
-    todo = iter(paths)
+    todo = iter(enumerate(paths))
     answered = 0
     killed = False
+    began = time.perf_counter()
 
     async def connection() -> None:
         nonlocal answered, killed
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            for path in todo:
+            for i, path in todo:
                 request = f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUser-Agent: {AGENT}\r\n\r\n"
                 start = time.perf_counter()
+                if rate:
+                    due = began + i / rate
+                    if due > start:
+                        await asyncio.sleep(due - start)
+                    start = due
                 writer.write(request.encode())
                 head = await reader.readuntil(b"\r\n\r\n")
                 status = int(head[9:12])
@@ -141,7 +151,6 @@ async def drive(
         finally:
             writer.close()
 
-    began = time.perf_counter()
     await asyncio.gather(*(connection() for _ in range(concurrency)))
     return latencies, answered, time.perf_counter() - began
 
@@ -156,7 +165,7 @@ def stages(settings: Settings, send_ids: list[str]) -> list[tuple[str, float]]:
     for token in tokens * 5:
         read_click([secret], token)
     out.append(("verify a click token", (time.process_time() - t) / (len(tokens) * 5) * 1e6))
-    body = "".join(f'<p>Paragraph {i} with <a href="https://example.com/p/{i}">a link</a>.</p>' for i in range(5))
+    body = "".join(f'<p>Paragraph {i}, <a href="https://example.com/p/{i}">a link</a>.</p>' for i in range(5))
     text = " ".join(f"Paragraph {i} (https://example.com/p/{i})." for i in range(5))
     tracking = Tracking(True, True, secret, "https://links.example.com", "snd_x", None)
     t = time.process_time()
@@ -171,7 +180,7 @@ def stages(settings: Settings, send_ids: list[str]) -> list[tuple[str, float]]:
     async def record() -> float:
         rt = Runtime(settings)
         now = dt.datetime.now(dt.UTC)
-        hits = [Hit("click", send_ids[i % len(send_ids)], now, "https://example.com/", False, AGENT, "203.0.113.1")
+        hits = [Hit("click", send_ids[i % len(send_ids)], now, "https://e.example/", False, AGENT, None)
                 for i in range(500)]  # fmt: skip
         await rt.system(record_hits, hits[:10])  # warm up
         t = time.process_time()
@@ -191,6 +200,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--sends", type=int, default=1000)
     parser.add_argument("--crash", action="store_true")
+    parser.add_argument("--rate", type=float, default=0, help="requests/s, open loop (0: as fast as it goes)")
     args = parser.parse_args()
     with served(plan="growth", workers=True) as server:
         settings = Settings(
@@ -219,7 +229,7 @@ def main() -> None:
         cpu_before = cpu_s(pid)
         kill_after = args.requests // 2 if args.crash else None
         latencies, answered, elapsed = asyncio.run(
-            drive(server.base, paths, args.concurrency, kill_after, pid)
+            drive(server.base, paths, args.concurrency, kill_after, pid, args.rate)
         )
         cpu = None if args.crash else cpu_s(pid) - cpu_before
         settle = time.perf_counter()
@@ -231,7 +241,8 @@ def main() -> None:
     q = statistics.quantiles(latencies, n=100)
     engine = "PostgreSQL" if settings.database_url.startswith("postgresql") else "SQLite"
     print(f"\n{engine}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {args.requests:,} requests "
-          f"(half /l/, half /o/) over {args.concurrency} keep-alive connections, {args.sends:,} sends, "
+          f"(half /l/, half /o/) over {args.concurrency} keep-alive connections"
+          f"{f', arriving at {args.rate:,.0f}/s' if args.rate else ', closed loop'}, {args.sends:,} sends, "
           f"`outreach serve` with its worker process\n")  # fmt: skip
     print("| figure | value |")
     print("|---|---:|")
