@@ -88,6 +88,8 @@ async def record_hits(ctx: SystemContext, hits: Sequence[Hit]) -> int:
     ]
     for part in chunks(rows, _PER_STATEMENT):
         await update_each(ctx, system_scope(sends).update(), part, values=_added)
+    # A send's first open by a person is one whose `opened_at` was null before this batch and which has
+    # `opens` here: where an analytics rollup of opens would be told (same transaction).
     return len(events)
 
 

@@ -213,6 +213,7 @@ async def test_forged_altered_and_truncated_tokens_are_404_never_a_redirect(
                 answer = await client.request(method, url)
                 assert answer.status_code == 404, (method, url)
                 assert "location" not in answer.headers
+        assert (await client.post(click)).status_code == 405  # only GET and HEAD
     await committed(app)
     [send] = await rows(ws, "sends", campaign_id=cid)
     assert (send.open_count, send.click_count, send.flagged_opens, send.flagged_clicks) == (0, 0, 0, 0)
