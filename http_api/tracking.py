@@ -2,7 +2,8 @@
 GIF), without authentication, outside `/api/v1` (docs/tracking.md).
 
 A forged, altered or truncated token is 404, never a redirect. A hit is queued in the `HitRecorder`, which
-commits hits in batches; the answer waits for that commit up to `OUTREACH_TRACKING_COMMIT_WAIT_MS`.
+commits hits in batches; the answer comes once the hit is in the journal, or without one once it is
+committed (at most `OUTREACH_TRACKING_COMMIT_WAIT_MS`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outreach_core.runtime import Runtime
+from outreach_core.tracking.journal import Journal
 from outreach_core.tracking.record import record_hits
 from outreach_core.tracking.recorder import HitRecorder
 from outreach_core.tracking.rules import Hit
@@ -42,17 +44,20 @@ _NOT_FOUND = (
 
 
 def tracking_recorder(runtime: Runtime) -> HitRecorder:
-    """The recorder of this process's tracking hits (close it when the server stops)."""
+    """The recorder of this process's tracking hits, with its journal where the settings give one; call
+    `replay` at start and `close` when the server stops."""
 
-    async def flush(hits: Sequence[Hit]) -> int:
-        return await runtime.system(record_hits, hits)
+    async def flush(hits: Sequence[Hit], replay: bool) -> int:
+        return await runtime.system(record_hits, hits, replay=replay)
 
     settings = runtime.settings
+    directory = settings.tracking_journal_dir
     return HitRecorder(
         flush,
         wait_s=settings.tracking_commit_wait_ms / 1000,
         max_queued=settings.tracking_max_queued,
         gather_s=settings.tracking_batch_ms / 1000,
+        journal=Journal(directory) if directory is not None else None,
     )
 
 

@@ -91,6 +91,8 @@ def build_app(
         if run_workers_in_process:
             background += [w for w in select(workers) if w.name != "usage"]
         worker_task = asyncio.create_task(run_workers(runtime, background, stop)) if background else None
+        with contextlib.suppress(Exception):  # hits of a process that died; a failure leaves them for later
+            await recorder.replay()
         async with mcp.session_manager.run():
             try:
                 yield

@@ -120,6 +120,9 @@ class Settings(BaseSettings):
     tracking_commit_wait_ms: float = Field(default=50.0, ge=0, le=10_000)
     tracking_batch_ms: float = Field(default=10.0, ge=0, le=1000)
     tracking_max_queued: int = Field(default=100_000, ge=100)
+    # Where each server process journals its hits before answering (`auto`: a directory `tracking-journal`
+    # beside a SQLite database, none with PostgreSQL; `off`: none, requests wait for the commit instead).
+    tracking_journal: str = "auto"
 
     # OAuth token lifetimes.
     oauth_access_ttl_s: int = Field(default=3600, ge=60)
@@ -172,6 +175,16 @@ class Settings(BaseSettings):
             return self
         public_host = _LOOPBACK_NAMES.get(host.strip("[]").lower(), "127.0.0.1")
         return self.model_copy(update={"public_url": f"http://{public_host}:{port}"})
+
+    @property
+    def tracking_journal_dir(self) -> Path | None:
+        """The directory of the tracking journal (docs/tracking.md), or None when there is none."""
+        if self.tracking_journal == "off":
+            return None
+        if self.tracking_journal != "auto":
+            return Path(self.tracking_journal)
+        database = sqlite_path(self.database_url)
+        return database.parent / "tracking-journal" if database is not None else None
 
     @property
     def is_sqlite(self) -> bool:

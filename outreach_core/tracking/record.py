@@ -34,10 +34,14 @@ class _Counts:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def record_hits(ctx: SystemContext, hits: Sequence[Hit]) -> int:
+async def record_hits(ctx: SystemContext, hits: Sequence[Hit], *, replay: bool = False) -> int:
     """Write `hits` (opens and clicks of any workspace's emails) in this transaction: flag each
     (`rules.flag_of`), add one `tracking_events` row each, and add them to their sends' counts (first time and
-    count of people's opens and clicks; flagged ones counted apart). Returns how many were recorded."""
+    count of people's opens and clicks; flagged ones counted apart). Returns how many were recorded.
+    `replay`: hits read back from the journal of a process that died; those already recorded (their event
+    id exists) are skipped."""
+    if replay:
+        hits = await _not_recorded(ctx, hits)
     sent = await _sends(ctx, sorted({h.send_id for h in hits}))
     window = ctx.settings.tracking_scanner_window_s
     networks = parse_networks(ctx.settings.tracking_scanner_networks)
@@ -62,7 +66,7 @@ async def record_hits(ctx: SystemContext, hits: Sequence[Hit]) -> int:
             c.first_click = hit.at if c.first_click is None else min(c.first_click, hit.at)
         events.append(
             {
-                "id": new_id("trk"),
+                "id": hit.id or new_id("trk"),
                 "workspace_id": row.workspace_id,
                 "send_id": hit.send_id,
                 "kind": hit.kind,
@@ -124,3 +128,16 @@ async def _sends(ctx: SystemContext, ids: list[str]) -> dict[str, Any]:
         )
         found.update({r.id: r for r in rows})
     return found
+
+
+async def _not_recorded(ctx: SystemContext, hits: Sequence[Hit]) -> list[Hit]:
+    ids = [h.id for h in hits if h.id]
+    recorded: set[str] = set()
+    for part in chunks(ids, _PER_STATEMENT):
+        found = await ctx.conn.execute(
+            system_scope(tracking_events)
+            .select(tracking_events.c.id)
+            .where(tracking_events.c.id.in_(list(part)))
+        )
+        recorded.update(found.scalars())
+    return [h for h in hits if h.id not in recorded]

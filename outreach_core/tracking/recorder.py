@@ -1,39 +1,58 @@
-"""Tracking hits committed in batches, with each request waiting for its own hit's commit (group commit).
+"""Tracking hits committed in batches: journaled, or with each request waiting for its own hit's commit.
 
-A request hands its hit to `HitRecorder.record` and waits until the batch holding it is committed, at most
-`wait_s`; then it answers. One flusher task writes whatever has queued, in one transaction: it waits
-`gather_s` after the first hit (so the hits arriving meanwhile share the transaction: a transaction costs
-about as much CPU as 30 hits), writes them all, and starts over. At 1,000 requests/s and 10 ms, about 15
-hits a transaction; a lone hit waits 10 ms.
+With a journal (`journal.py`), a request's hit is appended to this process's journal file and the request
+answers at once. Without one, the request waits until the batch holding its hit is committed, at most
+`wait_s`, then answers (group commit). One flusher task writes whatever has queued, in one transaction:
+it waits `gather_s` after the first hit (so the hits arriving meanwhile share the transaction: a
+transaction costs about as much CPU as 30 hits), writes them all, and starts over. At 1,000 requests/s
+and 10 ms, about 15 hits a transaction.
 
-What a crash can lose: a hit is answered only after its commit, unless that commit took longer than
-`wait_s` (the database slow, locked or down); only such hits, answered and still queued, are lost if the
-process dies then. A batch whose write fails is queued again (at most `max_queued` hits are kept; past that
-the oldest are dropped and counted in `dropped`). Stopping the server (`close`) writes what is queued.
+What a crash can lose: with a journal, nothing that was answered, if the process dies (the machine losing
+power can lose what the operating system had not written to disk); the next start replays the journals of
+dead processes (`replay`). Without one, a hit is answered only after its commit, unless that commit took
+longer than `wait_s` (the database slow, locked or down); only such hits, answered and still queued, are
+lost if the process dies then. A batch whose write fails is queued again (at most `max_queued` hits are
+kept; past that the oldest are dropped and counted in `dropped`). Stopping the server (`close`) writes what
+is queued; what it cannot write stays in the journal for the next start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import os
 from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
+from outreach_core.ids import new_id
+from outreach_core.tracking.journal import Journal, Segment, orphans, read
 from outreach_core.tracking.rules import Hit
 
 _log = structlog.get_logger("outreach.tracking")
 _RETRY_AFTER_S = 0.5
 MAX_BATCH = 5_000
 
-Flush = Callable[[Sequence[Hit]], Awaitable[object]]
+Flush = Callable[[Sequence[Hit], bool], Awaitable[object]]
+"""Writes a batch in one transaction; the flag says it was read back from a dead process's journal."""
 
 
 class HitRecorder:
     """The queue of hits not yet committed, and the task that commits them."""
 
-    def __init__(self, flush: Flush, *, wait_s: float, max_queued: int, gather_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        flush: Flush,
+        *,
+        wait_s: float,
+        max_queued: int,
+        gather_s: float = 0.0,
+        journal: Journal | None = None,
+    ) -> None:
         self._flush = flush
+        self.journal = journal
+        self._segments: list[Segment] = []  # rotated journal segments whose hits are not committed yet
         self._wait_s = wait_s
         self._gather_s = gather_s
         self._max_queued = max_queued
@@ -55,7 +74,16 @@ class HitRecorder:
         return len(self._queue)
 
     async def record(self, hit: Hit) -> bool:
-        """Queue `hit` and wait (at most `wait_s`) for its commit; True when it was committed in time."""
+        """Queue `hit`; with a journal, append it there and return True at once; without, wait (at most
+        `wait_s`) for its commit and return whether it was committed in time."""
+        journaled = False
+        if self.journal is not None:
+            hit = hit if hit.id else dataclasses.replace(hit, id=new_id("trk"))
+            try:
+                self.journal.append(hit)
+                journaled = True
+            except OSError:  # disk full, directory gone: wait for the commit instead
+                _log.exception("tracking_journal_failed")
         self._queue.append(hit)
         if len(self._queue) > self._max_queued:  # the database has been unreachable for a while
             excess = len(self._queue) - self._max_queued
@@ -63,6 +91,8 @@ class HitRecorder:
             self.dropped += excess
         self._start()
         self._wake.set()
+        if journaled:
+            return True
         if self._wait_s <= 0:
             return False
         if self._waiter is None:
@@ -91,13 +121,18 @@ class HitRecorder:
                 await asyncio.sleep(_RETRY_AFTER_S)
 
     async def _flush_once(self) -> bool:
-        batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+        if self.journal is not None:  # the whole queue: exactly the hits of the segments rotated so far
+            batch, self._queue = self._queue, []
+            self._segments.append(self.journal.rotate())
+        else:
+            batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         waiter, timer = (self._waiter, self._timer) if not self._queue else (None, None)
         if waiter is not None:  # hits arriving from now on wait for the next batch
             self._waiter = self._timer = None
         self._in_flight = len(batch)
         try:
-            await self._flush(batch)
+            for part in range(0, len(batch), MAX_BATCH):
+                await self._flush(batch[part : part + MAX_BATCH], False)
         except Exception:
             self._in_flight = 0
             self.failures += 1
@@ -111,9 +146,33 @@ class HitRecorder:
                 timer.cancel()
         self._in_flight = 0
         self.recorded += len(batch)
+        for segment in self._segments:
+            Journal.discard(segment)
+        self._segments.clear()
         if waiter is not None:
             _settle(waiter, True)
         return True
+
+    async def replay(self) -> int:
+        """Record the hits left in the journals of processes that died (call once at start); returns how
+        many were recorded now. A journal that cannot be written now stays for the next start."""
+        if self.journal is None:
+            return 0
+        replayed = 0
+        for segment in orphans(self.journal.directory):
+            hits = read(segment)
+            try:
+                for part in range(0, len(hits), MAX_BATCH):
+                    await self._flush(hits[part : part + MAX_BATCH], True)
+            except Exception:
+                _log.exception("tracking_replay_failed", journal=str(segment.path), hits=len(hits))
+                os.close(segment.fd)
+                continue
+            Journal.discard(segment)
+            replayed += len(hits)
+        if replayed:
+            _log.info("tracking_journal_replayed", hits=replayed)
+        return replayed
 
     async def drain(self, timeout_s: float = 10.0) -> bool:
         """Wait until every hit queued so far is committed (tests, benchmarks); False on timeout."""
@@ -137,7 +196,14 @@ class HitRecorder:
                 break
             await self._flush_once()
         if self._queue:
-            _log.error("tracking_hits_lost_at_stop", hits=len(self._queue))
+            _log.error(
+                "tracking_hits_not_written_at_stop", hits=len(self._queue), journaled=bool(self.journal)
+            )
+            if self.journal is not None:  # kept for the next start
+                for segment in [*self._segments, self.journal.current]:
+                    os.close(segment.fd)
+        elif self.journal is not None:
+            self.journal.close()
 
 
 def _settle(waiter: asyncio.Future[bool], committed: bool) -> None:

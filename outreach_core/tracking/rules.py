@@ -55,6 +55,7 @@ class Hit:
     head: bool
     user_agent: str
     address: str | None  # the client's address (the proxy's, unless it forwards the client's)
+    id: str | None = None  # its `tracking_events` row's id, given when it is journaled (replays skip it)
 
 
 @lru_cache(maxsize=4096)

@@ -44,12 +44,12 @@ class Writes:
         self.failing = failing
         self.batches: list[int] = []
 
-    async def __call__(self, batch: Sequence[Hit]) -> int:
+    async def __call__(self, batch: Sequence[Hit], replay: bool = False) -> int:
         if self.failing:
             self.failing -= 1
             raise ConnectionError("database unreachable")
         self.batches.append(len(batch))
-        return await self.runtime.system(record_hits, batch)
+        return await self.runtime.system(record_hits, batch, replay=replay)
 
 
 async def test_a_burst_is_committed_in_few_transactions_before_each_answer(
