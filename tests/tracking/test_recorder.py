@@ -4,12 +4,17 @@ queued written at stop."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
+import os
+import shutil
 from collections.abc import Sequence
+from pathlib import Path
 
 import httpx
 
 from outreach_core.runtime import Runtime
+from outreach_core.tracking.journal import Journal, encode, orphans, read
 from outreach_core.tracking.record import record_hits
 from outreach_core.tracking.recorder import HitRecorder
 from outreach_core.tracking.rules import Hit
@@ -93,3 +98,58 @@ async def test_hits_of_a_deleted_send_are_dropped(
 ) -> None:
     ws = await make_workspace()
     assert await ws.runtime.system(record_hits, hits("snd_gone", 3)) == 0
+
+
+async def test_journaled_hits_answer_at_once_and_survive_the_process(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, tmp_path: Path
+) -> None:
+    """A process whose database writes fail, then dies (its journal lock released, its file left): the next
+    start replays its hits. A hit both committed and still in a journal (death between the commit and the
+    journal's deletion) is not counted twice."""
+    ws = await make_workspace()
+    send_id = await a_send(http, ws)
+    dead = HitRecorder(
+        Writes(ws.runtime, failing=1_000), wait_s=30, max_queued=10_000, journal=Journal(tmp_path)
+    )
+    assert all([await dead.record(h) for h in hits(send_id, 4, "click")])  # answered without any commit
+    await asyncio.sleep(0.05)
+    assert dead.journal is not None and dead.failures >= 1
+    os.close(dead.journal.current.fd)  # what the process's death does to its lock
+    for segment in dead._segments:
+        os.close(segment.fd)
+    dead._closed = True  # the dead process's flusher is gone too
+    if dead._task is not None:
+        dead._task.cancel()
+
+    alive = HitRecorder(Writes(ws.runtime), wait_s=30, max_queued=10_000, journal=Journal(tmp_path))
+    assert await alive.replay() == 4
+    [send] = await rows(ws, "sends", id=send_id)
+    assert send.click_count == 4
+    assert await alive.replay() == 0  # replayed once
+
+    # committed and journaled both: a copy of a segment survives its deletion
+    copy = tmp_path / "tracking-1-copy.jsonl"
+    assert alive.journal is not None
+    await alive.record(hits(send_id, 1, "click")[0])
+    shutil.copy(alive.journal.current.path, copy)
+    assert await alive.drain()
+    [send] = await rows(ws, "sends", id=send_id)
+    assert send.click_count == 5
+    later = HitRecorder(Writes(ws.runtime), wait_s=30, max_queued=10_000, journal=Journal(tmp_path))
+    await later.replay()
+    [send] = await rows(ws, "sends", id=send_id)
+    assert send.click_count == 5 and not copy.exists()
+    await alive.close()
+    await later.close()
+    assert list(tmp_path.iterdir()) == []  # a clean stop leaves no journal
+
+
+def test_a_line_cut_short_by_a_crash_is_skipped(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    [hit] = hits("snd_1", 1)
+    journal.append(dataclasses.replace(hit, id="trk_1"))
+    os.write(journal.current.fd, encode(dataclasses.replace(hit, id="trk_2"))[:20])
+    os.close(journal.current.fd)
+    [orphan] = orphans(tmp_path)
+    assert [h.id for h in read(orphan)] == ["trk_1"]
+    assert read(orphan)[0] == dataclasses.replace(hit, id="trk_1")
