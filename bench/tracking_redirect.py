@@ -6,7 +6,9 @@ database, then drives `/l/<token>` and `/o/<token>` (half each, a browser's user
 old, so every hit counts as a person's) from `--concurrency` keep-alive connections of a minimal HTTP/1.1
 client (httpx would cost this process more CPU than the server spends). Prints requests/s, latency
 percentiles, the CPU of the server process per request, and checks that every answered hit is in the
-database. `--crash` kills the server (SIGKILL) halfway and counts the answered hits that were not recorded.
+database. `--crash` kills the server (SIGKILL) halfway, replays its journal as the next start would, and
+counts the answered hits that were not recorded. The journal is on with SQLite (beside the database); give
+OUTREACH_TRACKING_JOURNAL=<dir> for PostgreSQL, or `off`.
 Then the stages alone, in this process: verifying a token, rewriting an email, recording a batch of hits.
 
     .venv/bin/python bench/tracking_redirect.py [--requests 20000] [--concurrency 32] [--sends 1000]
@@ -41,7 +43,9 @@ from outreach_core.db.tables import campaign_leads, leads, sends  # noqa: E402
 from outreach_core.ids import new_ids  # noqa: E402
 from outreach_core.runtime import Runtime  # noqa: E402
 from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.tracking.journal import Journal  # noqa: E402
 from outreach_core.tracking.record import record_hits  # noqa: E402
+from outreach_core.tracking.recorder import HitRecorder  # noqa: E402
 from outreach_core.tracking.rewrite import Tracking, track_email  # noqa: E402
 from outreach_core.tracking.rules import Hit  # noqa: E402
 from outreach_core.tracking.tokens import click_url, open_url, read_click  # noqa: E402
@@ -89,6 +93,23 @@ async def seed(settings: Settings, workspace_id: str, campaign_id: str, n: int) 
         )  # fmt: skip
     await rt.dispose()
     return send_ids
+
+
+async def replayed(settings: Settings) -> int:
+    """What the next start does: the dead server's journal replayed (0 without a journal)."""
+    directory = settings.tracking_journal_dir
+    if directory is None:
+        return 0
+    rt = Runtime(settings)
+
+    async def flush(hits: Any, replay: bool) -> int:
+        return await rt.system(record_hits, hits, replay=replay)
+
+    recorder = HitRecorder(flush, wait_s=0, max_queued=100_000, journal=Journal(directory))
+    count = await recorder.replay()
+    await recorder.close()
+    await rt.dispose()
+    return count
 
 
 async def counted(settings: Settings) -> int:
@@ -234,12 +255,15 @@ def main() -> None:
         cpu = None if args.crash else cpu_s(pid) - cpu_before
         settle = time.perf_counter()
         recorded = asyncio.run(counted(settings)) - before_db
+        replays = asyncio.run(replayed(settings)) if args.crash else 0
+        recorded += replays
         while not args.crash and recorded < answered and time.perf_counter() - settle < 10:
             time.sleep(0.05)
             recorded = asyncio.run(counted(settings)) - before_db
         settled_ms = (time.perf_counter() - settle) * 1000
     q = statistics.quantiles(latencies, n=100)
     engine = "PostgreSQL" if settings.database_url.startswith("postgresql") else "SQLite"
+    engine += f", journal {'on' if settings.tracking_journal_dir else 'off'}"
     print(f"\n{engine}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {args.requests:,} requests "
           f"(half /l/, half /o/) over {args.concurrency} keep-alive connections"
           f"{f', arriving at {args.rate:,.0f}/s' if args.rate else ', closed loop'}, {args.sends:,} sends, "
@@ -253,6 +277,7 @@ def main() -> None:
         print(f"| server CPU µs per request | {cpu / answered * 1e6:,.0f} |")
     print(f"| hits recorded | {recorded:,} |")
     if args.crash:
+        print(f"| of which replayed from the journal after the kill | {replays:,} |")
         print(f"| answered but not recorded (killed halfway) | {max(0, answered - recorded):,} |")
     else:
         print(f"| time after the last answer until all were recorded | {settled_ms:,.0f} ms |")
