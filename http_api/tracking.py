@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outreach_core.runtime import Runtime
@@ -31,6 +32,7 @@ PIXEL = (
     b",\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
 )
 """A transparent 1x1 GIF (43 bytes)."""
+_log = structlog.get_logger("outreach.tracking")
 _NO_CACHE = [
     (b"cache-control", b"no-store, no-cache, must-revalidate, max-age=0"),
     (b"pragma", b"no-cache"),
@@ -52,12 +54,18 @@ def tracking_recorder(runtime: Runtime) -> HitRecorder:
 
     settings = runtime.settings
     directory = settings.tracking_journal_dir
+    journal = None
+    if directory is not None:
+        try:
+            journal = Journal(directory)
+        except OSError:  # not writable: requests wait for their commit instead
+            _log.exception("tracking_journal_unavailable", directory=str(directory))
     return HitRecorder(
         flush,
         wait_s=settings.tracking_commit_wait_ms / 1000,
         max_queued=settings.tracking_max_queued,
         gather_s=settings.tracking_batch_ms / 1000,
-        journal=Journal(directory) if directory is not None else None,
+        journal=journal,
     )
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import re
 from html import unescape
+from pathlib import Path
 
 import pytest
 
+from outreach_core.settings import Settings
 from outreach_core.tracking.rewrite import Tracking, track_email
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 from outreach_core.tracking.tokens import (
@@ -140,3 +142,14 @@ def hit(kind: str = "click", *, after_s: float = 3600, agent: str = "Mozilla/5.0
 def test_who_counts_as_a_person(the_hit: Hit, flag: str | None) -> None:
     networks = parse_networks("198.51.100.0/24, 2001:db8::/32")
     assert flag_of(the_hit, SENT, window_s=10, scanner_networks=networks) == flag
+
+
+def test_the_journal_sits_beside_a_sqlite_database_unless_told_otherwise(tmp_path: Path) -> None:
+    sqlite = f"sqlite+aiosqlite:///{tmp_path}/o.db"
+    postgres = "postgresql+asyncpg://u@127.0.0.1/db"
+    assert Settings(database_url=sqlite).tracking_journal_dir == tmp_path / "tracking-journal"
+    assert Settings(database_url=postgres).tracking_journal_dir is None
+    assert Settings(database_url=sqlite, tracking_journal="off").tracking_journal_dir is None
+    assert Settings(
+        database_url=postgres, tracking_journal="/var/lib/outreach/j"
+    ).tracking_journal_dir == Path("/var/lib/outreach/j")
