@@ -5,6 +5,7 @@
 - `tokens.py`: the signed `/l/<token>` and `/o/<token>` links;
 - `rewrite.py`: an email's links rewritten and its pixel added (pure);
 - `rules.py`: which hits are people's and which are flagged (scanners, prefetchers, privacy proxies; pure);
-- `recorder.py`: the in-memory queue that commits hits in batches (group commit);
+- `journal.py`: each hit appended to a local file before its request is answered, replayed after a crash;
+- `recorder.py`: the in-memory queue that commits hits in batches;
 - `record.py`: one batch of hits written to the database (`record_hits`).
 """
