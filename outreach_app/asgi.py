@@ -22,6 +22,7 @@ from http_api.link_host_gate import LinkHostGate
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
 from http_api.tls_ask import tls_ask_routes
+from http_api.tracking import TrackingLinks, tracking_recorder
 from http_api.unsubscribe import unsubscribe_routes
 from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
@@ -89,6 +90,8 @@ def build_app(
         streamable_http_path="/mcp", transport_security=_transport_security(settings.public_url)
     )
 
+    recorder = tracking_recorder(runtime)  # click and open hits, committed in batches (docs/tracking.md)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         stop = asyncio.Event()
@@ -96,11 +99,14 @@ def build_app(
         if run_workers_in_process:
             background += [w for w in select(workers) if w.name != "usage"]
         worker_task = asyncio.create_task(run_workers(runtime, background, stop)) if background else None
+        with contextlib.suppress(Exception):  # hits of a process that died; a failure leaves them for later
+            await recorder.replay()
         async with mcp.session_manager.run():
             try:
                 yield
             finally:
                 stop.set()
+                await recorder.close()
                 if worker_task is not None:
                     await worker_task
 
@@ -117,6 +123,7 @@ def build_app(
     ]
     middleware = [
         Middleware(RequestMetrics, metrics=ops.metrics),
+        Middleware(TrackingLinks, runtime=runtime, recorder=recorder),  # /l/ and /o/ (docs/tracking.md)
         Middleware(RequestContext),
         Middleware(LinkHostGate, runtime=runtime),  # a link domain's host serves only links
         Middleware(RequestSizeLimit, max_bytes=settings.max_request_bytes),
@@ -134,6 +141,7 @@ def build_app(
     app.state.runtime = runtime
     app.state.mcp = mcp
     app.state.ops = ops
+    app.state.tracking = recorder
     return app
 
 

@@ -174,6 +174,42 @@ class Settings(BaseSettings):
     # JSON lines for log collectors; unset: JSON unless stderr is a terminal (then a readable format).
     log_json: bool | None = None
 
+    # Click and open tracking (docs/tracking.md): a click this many seconds or less after the email was
+    # handed to SMTP is a security scanner's, not a person's; networks (CIDRs, comma-separated) whose requests
+    # are scanners'; how long a tracking request waits for its hit to be committed before it answers anyway
+    # (the hit stays queued); how long the recorder gathers hits into one transaction; the most hits kept in
+    # memory while the database is unreachable.
+    tracking_scanner_window_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=3600,
+        description="A click this many seconds after the hand-off is a scanner's.",
+    )
+    tracking_scanner_networks: str = Field(
+        default="", description="CIDRs (comma-separated) whose tracking requests are scanners', not people."
+    )
+    tracking_commit_wait_ms: float = Field(
+        default=50.0,
+        ge=0,
+        le=10_000,
+        description="Without a journal, how long a tracking request waits for its commit.",
+    )
+    tracking_batch_ms: float = Field(
+        default=10.0, ge=0, le=1000, description="Milliseconds tracking hits are gathered per transaction."
+    )
+    tracking_max_queued: int = Field(
+        default=100_000,
+        ge=100,
+        description="Tracking hits kept in memory while the database cannot be written.",
+    )
+    # Where each server process journals its hits before answering (`auto`: a directory `tracking-journal`
+    # beside a SQLite database, none with PostgreSQL; `off`: none, requests wait for the commit instead).
+    tracking_journal: str = Field(
+        default="auto",
+        description="Where tracking hits are journaled before the answer: auto (beside a SQLite database; "
+        "none with PostgreSQL), a directory, or off.",
+    )
+
     # OAuth token lifetimes.
     oauth_access_ttl_s: int = Field(default=3600, ge=60)
     oauth_refresh_ttl_s: int = Field(default=60 * 24 * 3600, ge=3600)
@@ -233,6 +269,16 @@ class Settings(BaseSettings):
             return self
         public_host = _LOOPBACK_NAMES.get(host.strip("[]").lower(), "127.0.0.1")
         return self.model_copy(update={"public_url": f"http://{public_host}:{port}"})
+
+    @property
+    def tracking_journal_dir(self) -> Path | None:
+        """The directory of the tracking journal (docs/tracking.md), or None when there is none."""
+        if self.tracking_journal == "off":
+            return None
+        if self.tracking_journal != "auto":
+            return Path(self.tracking_journal)
+        database = sqlite_path(self.database_url)
+        return database.parent / "tracking-journal" if database is not None else None
 
     @property
     def is_sqlite(self) -> bool:

@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from outreach_core.errors import BadRequest
@@ -89,9 +90,14 @@ def verify(secret: str | Sequence[str], purpose: str, token: str, now: datetime)
 
 
 def _mac(secret: str, purpose: str, body: str) -> bytes:
-    # A key of its own, derived from the service secret (which also encrypts stored passwords).
-    key = hmac.new(secret.encode(), b"outreach/signing/v1", hashlib.sha256).digest()
-    return hmac.new(key, purpose.encode() + b"\x00" + body.encode(), hashlib.sha256).digest()
+    return hmac.new(_signing_key(secret), purpose.encode() + b"\x00" + body.encode(), hashlib.sha256).digest()
+
+
+@lru_cache(maxsize=16)
+def _signing_key(secret: str) -> bytes:
+    """A key of its own, derived from the service secret (which also encrypts stored passwords); derived
+    once per secret (tracking links verify one on every click)."""
+    return hmac.new(secret.encode(), b"outreach/signing/v1", hashlib.sha256).digest()
 
 
 def _check_inputs(secret: str, purpose: str) -> None:

@@ -74,6 +74,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "warmup/tending.py",
     # deliverability (issue 27): the domains worker claims due sending domains of every workspace
     "deliverability/pipeline.py",
+    "tracking/record.py",  # click and open hits of any workspace's emails, by their signed send id
 }
 
 

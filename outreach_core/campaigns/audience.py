@@ -185,8 +185,9 @@ async def list_campaign_leads(
             .order_by(*_IN_ADDED_ORDER)
         )
     ).all()
+    tracked = await _tracked(ctx, keys)
     return CampaignLeadPage(
-        leads=[campaign_lead_out(r) for r in rows],
+        leads=[campaign_lead_out(r, **tracked.get(r.id, {})) for r in rows],
         total=total,
         total_exact=total_exact,
         page=query.page,
@@ -302,9 +303,41 @@ async def campaign_lead_row(
     return row
 
 
-def campaign_lead_out(r: Any) -> CampaignLead:
-    """A campaign lead row joined to its lead's email, names and company, as the API shows it."""
-    return CampaignLead.from_row(r)
+def campaign_lead_out(r: Any, **tracked: Any) -> CampaignLead:
+    """A campaign lead row joined to its lead's email, names and company, as the API shows it; `tracked`:
+    its opens and clicks over its sends (`_tracked`), none when not given."""
+    return CampaignLead.from_row(r, **tracked)
+
+
+async def _tracked(ctx: WorkspaceContext, campaign_lead_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Opens and clicks of a page of campaign leads, summed over their sends (docs/tracking.md)."""
+    if not campaign_lead_ids:
+        return {}
+    rows = await ctx.conn.execute(
+        scoped(ctx, sends)
+        .select(
+            sends.c.campaign_lead_id,
+            func.min(sends.c.opened_at).label("opened_at"),
+            func.sum(sends.c.open_count).label("open_count"),
+            func.min(sends.c.clicked_at).label("clicked_at"),
+            func.sum(sends.c.click_count).label("click_count"),
+            func.sum(sends.c.flagged_opens).label("flagged_opens"),
+            func.sum(sends.c.flagged_clicks).label("flagged_clicks"),
+        )
+        .where(sends.c.campaign_lead_id.in_(campaign_lead_ids))
+        .group_by(sends.c.campaign_lead_id)
+    )
+    return {
+        r.campaign_lead_id: {
+            "opened_at": r.opened_at,
+            "open_count": int(r.open_count or 0),
+            "clicked_at": r.clicked_at,
+            "click_count": int(r.click_count or 0),
+            "flagged_opens": int(r.flagged_opens or 0),
+            "flagged_clicks": int(r.flagged_clicks or 0),
+        }
+        for r in rows
+    }
 
 
 def send_out(r: Any) -> Send:

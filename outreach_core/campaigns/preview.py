@@ -13,6 +13,8 @@ from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, workspaces
 from outreach_core.errors import NotFound
+from outreach_core.tracking.base import tracking_base_url
+from outreach_core.tracking.rewrite import Tracking, track_email
 
 PICKER_SIZE = 20
 
@@ -20,7 +22,9 @@ PICKER_SIZE = 20
 async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) -> Preview:
     """Every email of the sequence as one lead will get it: the variant chosen for them, spintax resolved
     as it will be for them, variables filled in, the unsubscribe link or line, the sender's name and
-    signature, and the plain-text alternative. `leadId` picks the lead (default: the first lead added to
+    signature, and the plain-text alternative. With `trackClicks` the links are the tracked redirects and
+    with `trackOpens` the pixel is there, as in the email sent (a preview's links name no send: following
+    them records nothing). `leadId` picks the lead (default: the first lead added to
     the campaign); `picker` lists campaign leads to preview. Unknown variables are listed per email."""
     campaign = await campaign_row(ctx, id)
     steps = await load_steps(ctx, id)
@@ -30,10 +34,24 @@ async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) 
         await ctx.conn.execute(scoped(ctx, workspaces).select(workspaces.c.unsubscribe_mode))
     ).scalar_one()
     lead_id = lead.id if lead else "preview"
+    base_url = await tracking_base_url(ctx, ctx.workspace_id)
     url = unsubscribe_url(
-        ctx.settings, workspace_id=ctx.workspace_id, lead_id=lead_id, campaign_id=campaign.id
+        ctx.settings,
+        workspace_id=ctx.workspace_id,
+        lead_id=lead_id,
+        campaign_id=campaign.id,
+        base_url=base_url,
     )
     unsubscribe = Unsubscribe(mode=mode, url=url if mode == "link" else None)
+    # links and pixel as the sender writes them, with no send named: they work but record nothing
+    tracking = Tracking(
+        clicks=campaign.track_clicks,
+        opens=campaign.track_opens,
+        secret=ctx.settings.resolved_secret_key(),
+        base_url=base_url,
+        send_id=None,
+        unsubscribe_url=url if mode == "link" else None,
+    )
     values = {f: getattr(lead, f) for f in RENDERED_FIELDS} if lead else {}
     emails = []
     for position in range(len(steps)):
@@ -49,6 +67,7 @@ async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) 
         )
         if composed is None:
             continue
+        body, text = track_email(composed.rendered.html, composed.rendered.text, tracking)
         emails.append(
             PreviewEmail(
                 step_id=composed.step.id,
@@ -58,8 +77,8 @@ async def preview_campaign(ctx: WorkspaceContext, id: str, query: PreviewQuery) 
                 wait_days=composed.step.wait_days,
                 same_thread=composed.step.same_thread,
                 subject=composed.subject,
-                body=composed.rendered.html,
-                text=composed.rendered.text,
+                body=body,
+                text=text,
                 unknown_variables=list(composed.rendered.unknown),
             )
         )

@@ -333,6 +333,25 @@ class CampaignLead(WireModel):
     next_at: Timestamp | None
     last_sent_at: Timestamp | None
     added_at: Timestamp
+    # click and open tracking (docs/tracking.md): over every email the lead was sent in this campaign
+    opened_at: Timestamp | None = Field(
+        default=None, description="First time a person opened one of the lead's emails (trackOpens)."
+    )
+    open_count: int = Field(default=0, description="Opens by a person, over all of the lead's emails.")
+    clicked_at: Timestamp | None = Field(
+        default=None,
+        description="First time a person clicked a link in one of the lead's emails (trackClicks).",
+    )
+    click_count: int = Field(default=0, description="Clicks by a person, over all of the lead's emails.")
+    flagged_opens: int = Field(
+        default=0,
+        description="Opens not counted as a person's: HEAD requests, scanners, Apple Mail Privacy Protection "
+        "(docs/tracking.md).",
+    )
+    flagged_clicks: int = Field(
+        default=0,
+        description="Clicks not counted as a person's: HEAD requests, scanners, clicks on delivery.",
+    )
 
 
 class CampaignLeadPage(WireModel):
@@ -363,6 +382,19 @@ class Send(WireModel):
     attempts: int
     created_at: Timestamp
     sent_at: Timestamp | None
+    # click and open tracking (docs/tracking.md)
+    opened_at: Timestamp | None = Field(description="First time a person opened this email (trackOpens).")
+    open_count: int = Field(description="Opens by a person.")
+    clicked_at: Timestamp | None = Field(
+        description="First time a person clicked a link of it (trackClicks)."
+    )
+    click_count: int = Field(description="Clicks by a person.")
+    flagged_opens: int = Field(
+        description="Opens not counted as a person's: HEAD requests, scanners, Apple Mail Privacy Protection."
+    )
+    flagged_clicks: int = Field(
+        description="Clicks not counted as a person's: HEAD requests, scanners, clicks on delivery."
+    )
 
 
 class SendList(WireModel):

@@ -22,16 +22,18 @@ from outreach_core.mailboxes.rules import local_day, sent_today
 from outreach_core.ports import MailServer
 from outreach_core.sending import rules
 from outreach_core.sending.handoff import Job, email_for
+from outreach_core.tracking.base import tracking_base_url
 
 
 class Chosen(NamedTuple):
     """A campaign lead chosen for an email in this pass: its row (with the lead's columns), the mailbox row
-    that sends it, the campaign's sequence and the workspace row."""
+    that sends it, the campaign's sequence, the workspace row and the campaign row."""
 
     row: Any
     box: Any
     steps: Sequence[Step]
     workspace: Any
+    campaign: Any
 
 
 async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random) -> list[Job]:
@@ -66,12 +68,27 @@ async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random
     boxes_used: list[dict[str, Any]] = []
     proxies = await proxy_urls(ctx, {c.box.sending_ip_id for c in chosen if c.box.sending_ip_id is not None})
     in_flight_until = now + dt.timedelta(seconds=ctx.settings.sender_stale_after_s)
-    for row, box, steps, workspace in chosen:
+    bases: dict[str, str] = {}
+    for row, box, steps, workspace, campaign in chosen:
         mailbox_id = box.id
         previous = existing.get((row.id, row.step))
         if previous is not None and previous.status != "retry":
             continue  # already handed off once: never again (the unique ledger key would refuse it too)
-        written = email_for(ctx.settings, row, box, workspace, steps, delivered[row.id], now)
+        if row.workspace_id not in bases:
+            bases[row.workspace_id] = await tracking_base_url(ctx, row.workspace_id)
+        send_id = previous.id if previous is not None else new_id("snd")
+        written = email_for(
+            ctx.settings,
+            row,
+            box,
+            workspace,
+            steps,
+            delivered[row.id],
+            now,
+            send_id=send_id,
+            base_url=bases[row.workspace_id],
+            campaign=campaign,
+        )
         if written is None:
             continue  # no active variant (the checklist prevents it); the lead waits for a fix
         composed, outgoing = written
@@ -80,7 +97,6 @@ async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random
         # An email that cannot be built is claimed like any other: `deliver` finds out, without a
         # connection, and the resolution records it in the ledger as the mailbox's or this lead's failure.
         attempts = (previous.attempts if previous is not None else 0) + 1
-        send_id = previous.id if previous is not None else new_id("snd")
         values = {
             "mailbox_id": mailbox_id,
             "step_id": composed.step.id,

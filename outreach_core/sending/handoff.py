@@ -4,6 +4,7 @@ jobs; the resolution (`outcomes.py`) records what each hand-off gave."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from outreach_core.crypto import UndecryptableSecret, decrypt
 from outreach_core.ports import Delivery, MailSender, MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 from outreach_core.settings import Settings
+from outreach_core.tracking.rewrite import Tracking, track_email
 
 _log = structlog.get_logger()
 
@@ -64,12 +66,22 @@ def email_for(
     steps: Sequence[Step],
     delivered: list[tuple[int, str]],
     now: dt.datetime,
+    *,
+    send_id: str,
+    base_url: str,
+    campaign: Any,
 ) -> tuple[ComposedEmail, Outgoing] | None:
     """The email a claimed campaign lead gets from `box` at its step, exactly as the preview shows it
     (`compose`), with a new Message-ID and, for a same-thread follow-up, the thread's headers; None when
-    the step has no active variant. `delivered` holds the lead's delivered (step, Message-ID) pairs."""
+    the step has no active variant. `delivered` holds the lead's delivered (step, Message-ID) pairs.
+    Links are under `base_url` (`tracking_base_url`); with the campaign's `trackClicks`/`trackOpens` they are
+    rewritten to signed redirects naming `send_id` and a pixel is added (`tracking.rewrite`)."""
     url = unsubscribe_url(
-        settings, workspace_id=row.workspace_id, lead_id=row.lead_id, campaign_id=row.campaign_id
+        settings,
+        workspace_id=row.workspace_id,
+        lead_id=row.lead_id,
+        campaign_id=row.campaign_id,
+        base_url=base_url,
     )
     link = url if workspace.unsubscribe_mode == "link" else None
     composed = compose(
@@ -82,6 +94,18 @@ def email_for(
     )
     if composed is None:
         return None
+    tracking = Tracking(
+        clicks=campaign.track_clicks,
+        opens=campaign.track_opens,
+        secret=settings.resolved_secret_key(),
+        base_url=base_url,
+        send_id=send_id,
+        unsubscribe_url=url,
+    )
+    if tracking.active:
+        body_html, body_text = track_email(composed.rendered.html, composed.rendered.text, tracking)
+        rendered = dataclasses.replace(composed.rendered, html=body_html, text=body_text)
+        composed = dataclasses.replace(composed, rendered=rendered)
     message_id = new_message_id(box.domain)
     threaded = row.step > 0 and composed.step.same_thread and row.thread_message_id is not None
     chain = _thread_chain(row.thread_message_id, delivered, steps) if threaded else []

@@ -508,9 +508,15 @@ class _Planner:
         return found
 
     def chosen(self) -> list[Chosen]:
-        """The campaign leads chosen in this pass, each with its mailbox, sequence and workspace."""
+        """The campaign leads chosen in this pass, each with its mailbox, sequence, workspace and campaign."""
         return [
-            Chosen(row, self.rows[mailbox_id], self.steps[row.campaign_id], self.workspace[row.workspace_id])
+            Chosen(
+                row,
+                self.rows[mailbox_id],
+                self.steps[row.campaign_id],
+                self.workspace[row.workspace_id],
+                self.campaigns[row.campaign_id],
+            )
             for row, mailbox_id in self.pairs
         ]
 

@@ -57,6 +57,7 @@ from outreach_core.db.tables.sending import (
     sending_ips,
     sends,
 )
+from outreach_core.db.tables.tracking import tracking_events
 from outreach_core.db.tables.warmup import warmup_mailboxes, warmup_messages
 from outreach_core.db.tables.writing import ai_drafts, billing_events, offer_profiles
 
@@ -108,6 +109,7 @@ __all__ = [
     "sends",
     "suppressions",
     "threads",
+    "tracking_events",
     "users",
     "warmup_mailboxes",
     "warmup_messages",

@@ -227,6 +227,14 @@ sends = Table(
     Column("attempts", Integer, nullable=False, server_default="0"),
     Column("created_at", UtcDateTime, nullable=False),
     Column("sent_at", UtcDateTime, nullable=True),
+    # Click and open tracking (docs/tracking.md, migration 0023): first time and count of the opens and clicks
+    # of people; those flagged as scanners, prefetchers and privacy proxies are counted apart.
+    Column("opened_at", UtcDateTime, nullable=True),
+    Column("open_count", Integer, nullable=False, server_default="0"),
+    Column("clicked_at", UtcDateTime, nullable=True),
+    Column("click_count", Integer, nullable=False, server_default="0"),
+    Column("flagged_opens", Integer, nullable=False, server_default="0"),
+    Column("flagged_clicks", Integer, nullable=False, server_default="0"),
     UniqueConstraint("campaign_lead_id", "step"),
     Index("ix_sends_campaign_lead", "campaign_lead_id", "created_at"),
     Index("ix_sends_mailbox_sent", "mailbox_id", "sent_at"),
