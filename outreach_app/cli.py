@@ -23,6 +23,8 @@ plan_app = typer.Typer(help="Operator commands for the local billing provider.",
 member_app = typer.Typer(help="Operator commands for workspace members.", no_args_is_help=True)
 app.add_typer(plan_app, name="plan")
 app.add_typer(member_app, name="member")
+analytics_app = typer.Typer(help="Operator commands for the analytics rollups.", no_args_is_help=True)
+app.add_typer(analytics_app, name="analytics")
 
 T = TypeVar("T")
 
@@ -144,6 +146,20 @@ def member_add(
     from outreach_core.workspace.setup import add_member
 
     _print(_run(lambda rt: rt.system(add_member, workspace=workspace, email=email, name=name, role=role)))
+
+
+@analytics_app.command("rebuild")
+def analytics_rebuild(
+    workspace: Annotated[
+        str | None, typer.Option(help="Workspace id or slug (default: every workspace)")
+    ] = None,
+) -> None:
+    """Count the analytics rollups again from the send ledger, the inbox and the leads; prints one line a
+    workspace ({"workspaceId","sends","replies","won"})."""
+    from outreach_core.analytics.rebuild import rebuild
+
+    for done in _run(lambda rt: rt.system(rebuild, workspace)):
+        _print(done)
 
 
 def _graceful_server_class() -> type:

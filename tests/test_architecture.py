@@ -38,11 +38,12 @@ STATEMENT_BUILDERS = {
     "db/engine.py",
     "db/migrate.py",
     "db/types.py",
-    *(f"db/tables/{m}.py" for m in ("accounts", "audience", "sending", "events", "inbox")),
+    *(f"db/tables/{m}.py" for m in ("accounts", "analytics", "audience", "sending", "events", "inbox")),
 }
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
 SYSTEM_SCOPE_ALLOWED = {
     "context.py",
+    "analytics/rebuild.py",
     "auth/authenticate.py",
     "billing/plan.py",
     "billing/renewal.py",
