@@ -351,6 +351,17 @@ class Ledger:
 
         await self.run(write)
 
+    async def ledger_sent(self) -> int:
+        """Ledger rows counted as sent (sent or bounced), counted directly."""
+
+        async def read(ctx: WorkspaceContext) -> int:
+            found = await ctx.conn.execute(
+                scoped(ctx, sends).select(sends.c.id).where(sends.c.status.in_(("sent", "bounced")))
+            )
+            return len(found.all())
+
+        return int(await self.ws.runtime.read(await self.ws.principal(), read))
+
     async def counters(self) -> list[tuple[Any, ...]]:
         """Every non-zero counter row of the workspace, sorted (to compare two countings)."""
 

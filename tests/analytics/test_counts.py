@@ -21,8 +21,10 @@ async def test_nothing_sent_is_zeros_and_not_sending(ledger: Ledger, reader: Rea
     assert o.sending is False
     assert [d.date for d in o.series] == [f"2026-03-{d}" for d in range(25, 32)]
     assert all(d.sent == d.replied == d.bounced == 0 for d in o.series)
-    assert o.totals.model_dump() == o.previous.model_dump() == dict.fromkeys(
-        ("sent", "replied", "positive", "bounced", "opened", "won"), 0
+    assert (
+        o.totals.model_dump()
+        == o.previous.model_dump()
+        == dict.fromkeys(("sent", "replied", "positive", "bounced", "opened", "won"), 0)
     )
     assert o.heatmap == [[0] * 24 for _ in range(7)]
     assert o.countries == [] and o.replies_without_country == 0
@@ -30,7 +32,9 @@ async def test_nothing_sent_is_zeros_and_not_sending(ledger: Ledger, reader: Rea
     assert o.mailboxes.total == 0 and o.mailboxes.problems == []
 
 
-async def test_calendar_days_in_the_workspace_zone_across_the_dst_change(ledger: Ledger, reader: Reader) -> None:
+async def test_calendar_days_in_the_workspace_zone_across_the_dst_change(
+    ledger: Ledger, reader: Reader
+) -> None:
     await ledger.timezone("Europe/Berlin")
     box = await ledger.mailbox()
     campaign, _ = await ledger.campaign()
