@@ -3,14 +3,26 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field, WithJsonSchema
 
 from outreach_core.targets.schemas import Id
 from outreach_core.wire import WireModel
 
-Days = Literal[7, 30, 90]
+PERIODS = (7, 30, 90)
+
+
+def _one_of_the_periods(value: int) -> int:
+    if value not in PERIODS:
+        raise ValueError("days must be 7, 30 or 90")
+    return value
+
+
+Days = Annotated[
+    int, AfterValidator(_one_of_the_periods), WithJsonSchema({"type": "integer", "enum": list(PERIODS)})
+]
+"""7, 30 or 90 (an integer; from a query string too)."""
 CHART = Field(
     default=False,
     description="MCP only: also return a PNG chart of the answer (an image content) to show the person.",
