@@ -25,7 +25,6 @@ functions; a test proves both give the same counters.
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -80,19 +79,33 @@ def zone_or_none(name: str | None) -> ZoneInfo | None:
         return None
 
 
+_INDEX = {name: i for i, name in enumerate(COUNTERS)}
+
+
 class Tally:
-    """Counter deltas by rollup key, written in one statement per chunk (`apply`)."""
+    """Counter deltas by rollup key, written in one executemany (`apply`). Buckets are kept as UNIX seconds
+    while counting (cheap for a rebuild's millions of rows) and become UTC datetimes when written."""
 
     def __init__(self) -> None:
-        self.rows: dict[Key, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))
+        self.rows: dict[tuple[str, str, str, str, int], list[int]] = {}
 
     def add(self, dim: str, k1: str, k2: str, at: dt.datetime | None, counts: Mapping[str, int]) -> None:
         """Add `counts` under one key: per hour and per day at `at`, or all-time when `at` is None."""
-        buckets = [("t", EPOCH)] if at is None else [("h", hour_of(at)), ("d", day_of(at))]
-        for grain, bucket in buckets:
-            row = self.rows[(dim, k1, k2, grain, bucket)]
-            for name, n in counts.items():
-                row[name] += n
+        self._add(dim, k1, k2, None if at is None else int(at.timestamp()), _items(counts))
+
+    def _add(self, dim: str, k1: str, k2: str, ts: int | None, items: list[tuple[int, int]]) -> None:
+        keys = (
+            ((dim, k1, k2, "t", 0),)
+            if ts is None
+            else ((dim, k1, k2, "h", ts - ts % 3600), (dim, k1, k2, "d", ts - ts % 86400))
+        )
+        rows = self.rows
+        for key in keys:
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = [0] * len(COUNTERS)
+            for i, n in items:
+                row[i] += n
 
     def send(
         self,
@@ -107,18 +120,40 @@ class Tally:
     ) -> None:
         """What a campaign email (or the reply or open it got) counts under."""
         mailbox, provider = mailbox_id or NO_KEY, esp or "unknown"
-        for dim, k1 in zip(TIMED_DIMS, ("", campaign_id, mailbox, provider), strict=True):
-            self.add(dim, k1, "", at, counts)
-        self.add("v", campaign_id, f"{step}:{variant_id or NO_KEY}", None, counts)
-        self.add("cm", campaign_id, mailbox, None, counts)
-        self.add("ce", campaign_id, provider, None, counts)
+        items = _items(counts)
+        ts = int(at.timestamp())
+        self._add("w", "", "", ts, items)
+        self._add("c", campaign_id, "", ts, items)
+        self._add("m", mailbox, "", ts, items)
+        self._add("e", provider, "", ts, items)
+        self._add("v", campaign_id, f"{step}:{variant_id or NO_KEY}", None, items)
+        self._add("cm", campaign_id, mailbox, None, items)
+        self._add("ce", campaign_id, provider, None, items)
 
     def nonzero(self) -> list[dict[str, Any]]:
-        return [
-            {"dim": k[0], "k1": k[1], "k2": k[2], "grain": k[3], "bucket": k[4], **v}
-            for k, v in self.rows.items()
-            if any(v.values())
-        ]
+        out = []
+        for (dim, k1, k2, grain, ts), row in self.rows.items():
+            if any(row):
+                out.append(
+                    {
+                        "dim": dim,
+                        "k1": k1,
+                        "k2": k2,
+                        "grain": grain,
+                        "bucket": _instant(ts),
+                        **dict(zip(COUNTERS, row, strict=True)),
+                    }
+                )
+        return out
+
+
+def _items(counts: Mapping[str, int]) -> list[tuple[int, int]]:
+    return [(_INDEX[name], n) for name, n in counts.items() if n]
+
+
+@lru_cache(maxsize=65536)
+def _instant(ts: int) -> dt.datetime:
+    return EPOCH + dt.timedelta(seconds=ts)
 
 
 async def apply(ctx: WorkspaceContext, tally: Tally, sign: int = 1) -> None:
@@ -126,17 +161,23 @@ async def apply(ctx: WorkspaceContext, tally: Tally, sign: int = 1) -> None:
     rows = tally.nonzero()
     if sign != 1:
         rows = [{**r, **{c: r[c] * sign for c in COUNTERS}} for r in rows]
-    table = scoped(ctx, analytics_counters).table
-    for start in range(0, len(rows), _CHUNK):
-        values = [{**r, "workspace_id": ctx.workspace_id} for r in rows[start : start + _CHUNK]]
-        dialect = postgresql if ctx.conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(table).values(values)
-        await ctx.conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=[table.c[k] for k in _KEY],
-                set_={c: table.c[c] + stmt.excluded[c] for c in COUNTERS},
-            )
-        )
+    if not rows:
+        return
+    values = [{**r, "workspace_id": ctx.workspace_id} for r in rows]
+    await ctx.conn.execute(_upsert(ctx.conn.dialect.name), values)
+
+
+@lru_cache(maxsize=2)
+def _upsert(dialect_name: str) -> Any:
+    """`INSERT ... ON CONFLICT (key) DO UPDATE SET n = n + excluded.n`, run once per row (executemany),
+    which SQLite and PostgreSQL spell the same way; built once (its compiled form is cached)."""
+    table = analytics_counters
+    dialect = postgresql if dialect_name == "postgresql" else sqlite
+    stmt = dialect.insert(table)
+    return stmt.on_conflict_do_update(
+        index_elements=[table.c[k] for k in _KEY],
+        set_={c: table.c[c] + stmt.excluded[c] for c in COUNTERS},
+    )
 
 
 # --- sends -------------------------------------------------------------------------------------------------
