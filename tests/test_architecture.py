@@ -233,6 +233,7 @@ def test_operation_signature_is_the_entrys(endpoint: AnyEndpoint) -> None:
 ELEVATED = {
     # docs/api.md "Roles" and DESIGN section 10: every other tool is open to members
     "update_sending_settings": "admin",
+    "update_workspace_settings": "admin",  # issue 28
     "create_invitation": "admin",
     "delete_invitation": "admin",
     "update_member": "owner",

@@ -113,3 +113,23 @@ async def test_bad_input(http: httpx.AsyncClient, make_workspace: MakeWorkspace)
     assert missing.status_code == 404
     empty = (await http.get(f"{API}/analytics/overview", headers=ws.headers)).json()
     assert empty["sending"] is False and empty["totals"]["sent"] == 0 and len(empty["series"]) == 30
+
+
+async def test_the_workspace_time_zone(http: httpx.AsyncClient, make_workspace: MakeWorkspace) -> None:
+    ws = await make_workspace()
+    got = await http.get(f"{API}/settings/workspace", headers=ws.headers)
+    assert got.status_code == 200 and got.json()["timezone"] == "UTC"
+    for bad in ("Mars/Olympus_Mons", "", "Europe/Berlin\n", "+02:00"):
+        refused = await http.patch(f"{API}/settings/workspace", headers=ws.headers, json={"timezone": bad})
+        assert refused.status_code == 422, (bad, refused.text)
+        assert refused.json()["error"]["code"] == "invalid_input"
+    changed = await http.patch(
+        f"{API}/settings/workspace", headers=ws.headers, json={"timezone": "Asia/Tokyo"}
+    )
+    assert changed.status_code == 200 and changed.json()["timezone"] == "Asia/Tokyo"
+    overview = (await http.get(f"{API}/analytics/overview", headers=ws.headers)).json()
+    assert overview["timezone"] == "Asia/Tokyo"
+    member = await ws.add_member("member")
+    assert (await http.get(f"{API}/settings/workspace", headers=member.headers)).status_code == 200
+    denied = await http.patch(f"{API}/settings/workspace", headers=member.headers, json={"timezone": "UTC"})
+    assert denied.status_code == 403
