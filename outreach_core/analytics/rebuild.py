@@ -55,33 +55,25 @@ async def rebuild_workspace(ctx: WorkspaceContext) -> Rebuilt:
     await ctx.conn.execute(scoped(ctx, analytics_replies).delete())
     tally = Tally()
     n_sends = 0
-    after = ""
-    while True:
-        page = (
-            await ctx.conn.execute(
-                scoped(ctx, sends)
-                .select(
-                    sends.c.id,
-                    sends.c.campaign_id,
-                    sends.c.step,
-                    sends.c.variant_id,
-                    sends.c.mailbox_id,
-                    sends.c.status,
-                    sends.c.sent_at,
-                    leads.c.esp,
-                )
-                .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
-                .where(sends.c.id > after, sends.c.status.in_(COUNTED_SENDS))
-                .order_by(sends.c.id)
-                .limit(PAGE)
-            )
-        ).all()
+    # one pass over the workspace's ledger with a server-side cursor (no sort, no repeated scans)
+    found = await ctx.conn.stream(
+        scoped(ctx, sends)
+        .select(
+            sends.c.campaign_id,
+            sends.c.step,
+            sends.c.variant_id,
+            sends.c.mailbox_id,
+            sends.c.status,
+            sends.c.sent_at,
+            leads.c.esp,
+        )
+        .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
+        .where(sends.c.status.in_(COUNTED_SENDS))
+    )
+    async for page in found.partitions(PAGE):
         for row in page:
             add_send(tally, row)
         n_sends += len(page)
-        if len(page) < PAGE:
-            break
-        after = page[-1].id
     won = (
         await ctx.conn.execute(
             scoped(ctx, leads)
