@@ -3,12 +3,12 @@ read from the rollups (docs/analytics.md). Days are calendar days in the workspa
 
 from __future__ import annotations
 
-import datetime as dt
+from bisect import bisect_right
 from collections import defaultdict
 from typing import Any
 
 from outreach_core.analytics import store
-from outreach_core.analytics.rules import Arm, Period, period, rate, winner
+from outreach_core.analytics.rules import Arm, Period, midnight, period, rate, winner
 from outreach_core.analytics.schemas import (
     Breakdown,
     BreakdownQuery,
@@ -35,6 +35,7 @@ from outreach_core.analytics.store import Sums
 from outreach_core.campaigns.store import campaign_row
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes
+from outreach_core.db.tables.analytics import COUNTERS
 from outreach_core.rollups import SENTIMENTS, workspace_zone, zone_or_none
 
 SERIES = ("sent", "replied", "positive", "bounced", "opened")
@@ -50,7 +51,7 @@ async def get_analytics_overview(ctx: WorkspaceContext, query: OverviewQuery) ->
     get a PNG chart to show the person."""
     zone_name, p = await _period(ctx, query.days)
     hours = await store.hourly(ctx, "w", "", p.start, p.end)
-    totals = _sum(s for _, s in hours)
+    totals = _total(hours)
     previous = _sum((await store.period_sums(ctx, "w", p.previous_start, p.start)).values())
     heat = [[0] * 24 for _ in range(7)]
     for (dow, hour), sums in (await store.period_sums(ctx, "hm", p.start, p.end)).items():
@@ -95,7 +96,7 @@ async def get_campaign_stats(ctx: WorkspaceContext, query: StatsQuery) -> Campai
         days=query.days,
         timezone=zone_name,
         series=_series(p, hours),
-        totals=_counts(_sum(s for _, s in hours)),
+        totals=_counts(_total(hours)),
         tracks_opens=False,  # until open tracking is merged (docs/analytics.md)
     )
 
@@ -224,17 +225,28 @@ def _rates(s: Sums) -> dict[str, Any]:
     }
 
 
-def _series(p: Period, hours: list[tuple[dt.datetime, Sums]]) -> list[DayCounts]:
-    by_day: dict[dt.date, Sums] = defaultdict(store.empty)
-    for bucket, sums in hours:
-        day = by_day[bucket.astimezone(p.zone).date()]
-        for k in SERIES:
-            day[k] += sums[k]
+def _total(hours: list[tuple[int, tuple[int, ...]]]) -> Sums:
+    total = [0] * len(COUNTERS)
+    for _, row in hours:
+        for i, n in enumerate(row):
+            total[i] += n
+    return dict(zip(COUNTERS, total, strict=True))
+
+
+def _series(p: Period, hours: list[tuple[int, tuple[int, ...]]]) -> list[DayCounts]:
+    """Hourly rows into the period's local calendar days (by the instants each local day begins)."""
+    dates = p.dates
+    starts = [int(midnight(d, p.zone).timestamp()) for d in dates]
+    index = [COUNTERS.index(k) for k in SERIES]
+    days = [[0] * len(SERIES) for _ in dates]
+    for ts, row in hours:
+        i = bisect_right(starts, ts) - 1
+        if 0 <= i < len(days):
+            day = days[i]
+            for j, k in enumerate(index):
+                day[j] += row[k]
     return [
-        DayCounts(date=d.isoformat(), **{k: by_day[d][k] for k in SERIES})
-        if d in by_day
-        else DayCounts(date=d.isoformat())
-        for d in p.dates
+        DayCounts(date=d.isoformat(), **dict(zip(SERIES, days[i], strict=True))) for i, d in enumerate(dates)
     ]
 
 

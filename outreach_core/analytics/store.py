@@ -7,7 +7,7 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import BigInteger, cast, func
 
 from outreach_core.analytics.rules import pieces
 from outreach_core.context import WorkspaceContext, scoped
@@ -49,20 +49,24 @@ async def period_sums(
 
 async def hourly(
     ctx: WorkspaceContext, dim: str, k1: str, start: dt.datetime, end: dt.datetime
-) -> list[tuple[dt.datetime, Sums]]:
-    """The hourly rows of one key in [start, end)."""
+) -> list[tuple[int, tuple[int, ...]]]:
+    """The hourly rows of one key in [start, end): (UNIX seconds of the hour, the counters in `COUNTERS`
+    order). Read as plain numbers: a 90-day series is up to 2,160 rows, and parsing each timestamp cost
+    more than the rest of the request."""
     rows = await ctx.conn.execute(
         scoped(ctx, t)
-        .select(t.c.bucket, *(t.c[n] for n in COUNTERS))
+        .select(_epoch(ctx), *(t.c[n] for n in COUNTERS))
         .where(t.c.dim == dim, t.c.k1 == k1, t.c.k2 == "", t.c.grain == "h")
         .where(t.c.bucket >= start, t.c.bucket < end)
     )
-    out = []
-    for row in rows:
-        sums = empty()
-        _add(sums, row)
-        out.append((row.bucket, sums))
-    return out
+    return [(int(row[0]), tuple(row[1:])) for row in rows]
+
+
+def _epoch(ctx: WorkspaceContext) -> Any:
+    """The bucket as UNIX seconds, computed by the database."""
+    if ctx.conn.dialect.name == "postgresql":
+        return cast(func.extract("epoch", t.c.bucket), BigInteger)
+    return cast(func.strftime("%s", t.c.bucket), BigInteger)
 
 
 async def all_time(ctx: WorkspaceContext, dim: str, k1: str) -> dict[str, Sums]:
