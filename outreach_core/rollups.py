@@ -350,6 +350,8 @@ async def counted_replies(ctx: WorkspaceContext, lead_ids: Sequence[str]) -> dic
                 .outerjoin(labels, labels.c.id == threads.c.label_id)
             )
             .where(
+                # the workspace on the ledger too: its (workspace, lead) index finds the lead's emails
+                sends.c.workspace_id == ctx.workspace_id,
                 sends.c.lead_id.in_(list(lead_ids[start : start + _CHUNK])),
                 m.c.direction == "in",
                 m.c.kind == "reply",

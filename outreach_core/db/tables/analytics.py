@@ -35,7 +35,17 @@ analytics_counters = Table(
         "bucket",
         unique=True,
     ),
-    Index("ix_analytics_counters_period", "workspace_id", "dim", "grain", "bucket"),
+    # a period's rows of one dimension; on PostgreSQL it carries the counters (index-only scans)
+    Index(
+        "ix_analytics_counters_period",
+        "workspace_id",
+        "dim",
+        "grain",
+        "bucket",
+        "k1",
+        "k2",
+        postgresql_include=list(COUNTERS),
+    ),
 )
 
 analytics_replies = Table(

@@ -44,7 +44,10 @@ def upgrade() -> None:
         unique=True,
     )
     op.create_index(
-        "ix_analytics_counters_period", "analytics_counters", ["workspace_id", "dim", "grain", "bucket"]
+        "ix_analytics_counters_period",
+        "analytics_counters",
+        ["workspace_id", "dim", "grain", "bucket", "k1", "k2"],
+        postgresql_include=list(COUNTERS),
     )
     op.create_table(
         "analytics_replies",
