@@ -412,3 +412,12 @@ async def sync_replies(ctx: WorkspaceContext, lead_ids: Iterable[str], zone_name
     if fresh:
         await ctx.conn.execute(*scoped(ctx, table).insert_many(fresh))
     await apply(ctx, tally)
+
+
+async def leads_of_threads_labeled(ctx: WorkspaceContext, label_id: str) -> list[str]:
+    """The leads whose reply threads carry `label_id` (their replies move when the label's type changes or
+    the label is deleted: call `sync_replies` with them afterwards)."""
+    found = await ctx.conn.execute(
+        scoped(ctx, threads).select(threads.c.lead_id).where(threads.c.label_id == label_id).distinct()
+    )
+    return [r.lead_id for r in found]

@@ -159,3 +159,25 @@ async def test_by_mailbox_and_esp_in_the_period(ledger: Ledger, reader: Reader) 
     assert [(r.esp, r.sent) for r in a.by_esp] == [("google", 2), ("microsoft", 1)]
     a30 = await reader.analytics(30)
     assert {(r.mailbox_id, r.sent) for r in a30.by_mailbox} == {(a_box, 2), (b_box, 2)}
+
+
+async def test_label_type_change_and_label_deletion_move_replies(ledger: Ledger, reader: Reader) -> None:
+    from outreach_core.labels.operations import delete_label, update_label
+    from outreach_core.labels.schemas import UpdateLabelIn
+
+    box = await ledger.mailbox()
+    campaign, _ = await ledger.campaign()
+    sent = await ledger.send(campaign, await ledger.lead(), box, at=at("2026-03-30T09:00:00"))
+    await ledger.reply(sent, at=at("2026-03-30T10:00:00"), label="positive")
+    label_id = ledger.labels["positive"]
+    principal = await ledger.ws.principal()
+
+    await reader.runtime.execute(principal, update_label, label_id, body=UpdateLabelIn(type="warning"))
+    o = await reader.overview(7)
+    assert o.sentiment.model_dump() == {"positive": 0, "negative": 0, "neutral": 0, "warning": 1}
+    assert (o.totals.replied, o.totals.positive) == (1, 0)
+
+    await reader.runtime.execute(principal, delete_label, label_id)
+    o = await reader.overview(7)
+    assert o.sentiment.model_dump() == dict.fromkeys(("positive", "negative", "neutral", "warning"), 0)
+    assert o.totals.replied == 1
