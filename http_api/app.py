@@ -10,10 +10,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from http_api.handlers import error_response, make_handler
+from http_api.handlers import error_response, make_file_handler, make_handler
 from http_api.openapi import build_openapi
 from http_api.request_log import internal_error_handler
-from outreach_core.catalog import all_endpoints
+from outreach_core.catalog import all_endpoints, all_files
 from outreach_core.endpoint import AnyEndpoint, Endpoint
 from outreach_core.errors import MethodNotAllowed, NotFound, OutreachError
 from outreach_core.runtime import Runtime
@@ -37,6 +37,8 @@ def build_api(runtime: Runtime) -> Starlette:
         return JSONResponse(openapi)
 
     routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
+    # files (charts, CSV) first: `/campaigns/stats.png` is no `/campaigns/{id}`
+    routes += [Route(f.path, make_file_handler(runtime, f), methods=["GET"]) for f in all_files()]
     routes += [
         Route(e.path, make_handler(runtime, e, public=e.name in PUBLIC), methods=[e.method], name=e.name)
         for e in endpoints

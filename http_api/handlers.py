@@ -13,10 +13,10 @@ from typing import Any, get_origin
 import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.endpoint import AnyEndpoint, path_arguments
+from outreach_core.endpoint import AnyEndpoint, FileRoute, path_arguments
 from outreach_core.errors import (
     BadRequest,
     OutreachError,
@@ -145,6 +145,34 @@ def make_handler(runtime: Runtime, endpoint: AnyEndpoint, *, public: bool = Fals
         return JSONResponse(dump(result, endpoint.response), status_code=endpoint.status)
 
     handle.__name__ = endpoint.name
+    return handle
+
+
+def make_file_handler(runtime: Runtime, route: FileRoute) -> Handler:
+    """The Starlette endpoint of a file route: its source endpoint called exactly as `make_handler` calls it
+    (credential, query, role, workspace), the answer rendered and streamed."""
+    endpoint = route.source
+
+    async def handle(request: Request) -> Response:
+        try:
+            kwargs: dict[str, Any] = path_arguments(endpoint, request.path_params)
+            caller = authenticator(request)
+            try:
+                if endpoint.query is not None:
+                    query = _query_input(endpoint.query, request)
+                    kwargs["query"] = _validate(endpoint.query, query, from_strings=True)
+            except OutreachError:
+                await runtime.system_read(caller)  # a bad credential is reported before bad input
+                raise
+            result = await runtime.call(caller, endpoint, **kwargs)
+        except OutreachError as err:
+            return error_response(err)
+        headers = {}
+        if route.filename is not None:
+            headers["Content-Disposition"] = f'attachment; filename="{route.filename}"'
+        return StreamingResponse(iter(route.render(result)), media_type=route.media_type, headers=headers)
+
+    handle.__name__ = f"{endpoint.name}_file"
     return handle
 
 

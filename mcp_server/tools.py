@@ -13,6 +13,7 @@ and refuse exactly the same input (including "absent" versus "null" in PATCH-sty
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import logging
@@ -20,12 +21,14 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Annotated, Any, get_origin
 
+import anyio
+import anyio.to_thread
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
@@ -48,6 +51,8 @@ PrincipalSource = Callable[[Context[Any, Any]], Awaitable[Caller]]
 """Who calls a tool: a verified `Principal`, or an authenticator run inside the operation's transaction."""
 RAW_ARGUMENTS: ContextVar[dict[str, Any]] = ContextVar("outreach_raw_tool_arguments")
 CONFIRM_ARG = "confirm"
+CHART_ARG = "chart"
+"""With `chart: true`, a tool whose entry has an `image` adds that PNG of its answer (`Endpoint.image`)."""
 
 
 class ConfirmAnswer(BaseModel):
@@ -170,9 +175,13 @@ def register_endpoint_tool(
         result = await runtime.call(caller, endpoint, **_arguments(endpoint, raw))
         payload = dump(result, endpoint.response)
         structured = {"result": payload} if list_result else payload
-        return CallToolResult(
-            content=[TextContent(type="text", text=json.dumps(payload))], structured_content=structured
-        )
+        content: list[TextContent | ImageContent] = [TextContent(type="text", text=json.dumps(payload))]
+        if endpoint.image is not None and raw.get(CHART_ARG) is True:
+            png = await anyio.to_thread.run_sync(endpoint.image, result)  # rendering takes ~100 ms of CPU
+            content.append(
+                ImageContent(type="image", data=base64.b64encode(png).decode("ascii"), mime_type="image/png")
+            )
+        return CallToolResult(content=content, structured_content=structured)
 
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
     signature_params = [*params, ctx_param]

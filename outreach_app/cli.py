@@ -38,6 +38,8 @@ app.add_typer(leads_app, name="leads")
 ip_app = typer.Typer(help="Operator commands for sending IPs (outbound proxies).", no_args_is_help=True)
 app.add_typer(ip_app, name="ip")
 app.add_typer(settings_app, name="settings")
+analytics_app = typer.Typer(help="Operator commands for the analytics rollups.", no_args_is_help=True)
+app.add_typer(analytics_app, name="analytics")
 
 T = TypeVar("T")
 Plan = Literal["starter", "growth", "pro", "scale", "agency"]
@@ -204,6 +206,20 @@ def member_add(
     from outreach_core.workspace.setup import add_member
 
     _print(_run(lambda rt: rt.system(add_member, workspace=workspace, email=email, name=name, role=role)))
+
+
+@analytics_app.command("rebuild")
+def analytics_rebuild(
+    workspace: Annotated[
+        str | None, typer.Option(help="Workspace id or slug (default: every workspace)")
+    ] = None,
+) -> None:
+    """Count the analytics rollups again from the send ledger, the inbox and the leads; prints one line a
+    workspace ({"workspaceId","sends","replies","won"})."""
+    from outreach_core.analytics.rebuild import rebuild
+
+    for done in _run(lambda rt: rt.system(rebuild, workspace)):
+        _print(done)
 
 
 def _graceful_server_class() -> type:

@@ -8,11 +8,13 @@ imports it; what an entry is (`Endpoint`) is defined in `outreach_core.endpoint`
 from __future__ import annotations
 
 from outreach_core.ai.endpoints import ENDPOINTS as ai
+from outreach_core.analytics.endpoints import ENDPOINTS as analytics
+from outreach_core.analytics.endpoints import FILES as analytics_files
 from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.billing.endpoints import ENDPOINTS as billing
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
 from outreach_core.deliverability.endpoints import ENDPOINTS as deliverability
-from outreach_core.endpoint import AnyEndpoint
+from outreach_core.endpoint import AnyEndpoint, FileRoute
 from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.inbox.endpoints import ENDPOINTS as inbox
 from outreach_core.labels.endpoints import ENDPOINTS as labels
@@ -49,6 +51,7 @@ def all_endpoints() -> list[AnyEndpoint]:
         *labels,
         *suppressions,
         *writing,
+        *analytics,  # before campaigns: `/campaigns/stats` is no `/campaigns/{id}`
         *campaigns,
         *sending,
         *mailboxes,
@@ -57,3 +60,8 @@ def all_endpoints() -> list[AnyEndpoint]:
         *inbox,
         *webhooks,
     ]
+
+
+def all_files() -> list[FileRoute]:
+    """Every file route (PNG charts, CSV exports) the REST door serves from an endpoint's answer."""
+    return [*analytics_files]

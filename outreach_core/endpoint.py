@@ -24,7 +24,7 @@ as `prepared=` (see `Runtime.call` and docs/architecture.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol
@@ -110,6 +110,9 @@ class Endpoint(Generic[BodyT, QueryT, ResponseT]):
     prepare: Prepare | None = None
     tag: str = "default"
     status: int = 200
+    # a picture of the answer (PNG bytes from the response model): the MCP tool adds it as an image content
+    # when called with `chart: true` (the query model then has a `chart` field)
+    image: Callable[[Any], bytes] | None = None
 
     @property
     def name(self) -> str:
@@ -143,6 +146,20 @@ class Endpoint(Generic[BodyT, QueryT, ResponseT]):
 
 AnyEndpoint = Endpoint[Any, Any, Any]
 """An entry of the catalogue, whatever its models (what the doors and the catalogue handle)."""
+
+
+@dataclass(frozen=True)
+class FileRoute:
+    """A file the REST door serves from an endpoint's answer (a PNG chart, a CSV export): `GET path` takes
+    the `source` endpoint's path parameters and query, runs it through the runtime like the door runs any
+    endpoint (authenticated, role-checked, in its workspace), and streams `render(answer)` as `media_type`.
+    `source` need not be catalogued (then it is no MCP tool)."""
+
+    path: str
+    source: AnyEndpoint
+    media_type: str
+    render: Callable[[Any], Iterable[bytes]]
+    filename: str | None = None  # offered as the download's name (Content-Disposition)
 
 
 def allowed_roles(lowest: Role) -> list[Role]:

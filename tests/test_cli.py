@@ -140,7 +140,9 @@ def test_mcp_over_stdio_refuses_a_bad_key(settings: Settings) -> None:
     assert missing.returncode == 2
 
 
-@pytest.mark.parametrize("command", ["serve", "worker", "mcp", "init", "migrate", "plan", "member"])
+@pytest.mark.parametrize(
+    "command", ["serve", "worker", "mcp", "init", "migrate", "plan", "member", "analytics"]
+)
 def test_help_lists_every_command(command: str, settings: Settings) -> None:
     done = run_cli(settings, command, "--help")
     assert done.returncode == 0 and "Usage" in done.stdout

@@ -30,6 +30,7 @@ from outreach_core.event_data import iso_z
 from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
 from outreach_core.inbox.rules import BounceRecipient, Classification
 from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data, status_moves
+from outreach_core.rollups import count_sends
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
 from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids
@@ -237,12 +238,14 @@ async def _hard_bounce(ctx: WorkspaceContext, m: Received, failed: Any, send: An
     )
     code = failed.status or failed.reply_code
     if send is not None:
+        await count_sends(ctx, [send.id], -1)  # the rollups: un-count, change, count again
         await ctx.conn.execute(
             scoped(ctx, sends)
             .update()
             .where(sends.c.id == send.id, sends.c.status == "sent")
             .values(status="bounced", error=f"bounce read from the mailbox: {m.verdict.reason}"[:1000])
         )
+        await count_sends(ctx, [send.id])
     cl = _campaign_lead(m)
     if cl is not None and cl.status in (*STOPPABLE, "completed"):
         step = (send.step if send is not None else max(cl.step - 1, 0)) + 1
@@ -288,6 +291,7 @@ async def _soft_bounce(ctx: WorkspaceContext, m: Received, send: Any) -> None:
     ).first()
     if earlier is not None:
         return
+    await count_sends(ctx, [send.id], -1)  # sent again later: counted when it is
     await ctx.conn.execute(
         scoped(ctx, sends)
         .update()

@@ -28,6 +28,7 @@ from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
 from outreach_core.inbox.rules import Classification, ParsedMessage
 from outreach_core.labels.builtin import builtin_label_ids
+from outreach_core.rollups import sync_replies
 
 INBOX_TASK = "inbox"
 REPLY_KINDS = ("reply", "auto_reply", "out_of_office", "unsubscribe_request")
@@ -171,6 +172,7 @@ async def record_messages(
         received.append(await _record_one(wctx, batch, p, m, verdict, known, pending))
     await put_labels(wctx, received)
     await pending.flush(wctx)
+    await sync_replies(wctx, [m.lead_id for _, m in matched])  # the analytics rollups
     await check_bounce_rates(wctx, pending)
     return len(matched)
 

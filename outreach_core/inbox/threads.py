@@ -41,6 +41,7 @@ from outreach_core.inbox.schemas import (
 from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data
 from outreach_core.labels.store import label_row
 from outreach_core.outbox import record_event
+from outreach_core.rollups import sync_replies
 
 NO_LABEL = "none"
 LEDGER_SENT = ("sent", "bounced")
@@ -180,6 +181,8 @@ async def update_thread(ctx: WorkspaceContext, id: str, body: UpdateThreadIn) ->
         values["unread"] = body.unread
     if values:
         await ctx.conn.execute(scoped(ctx, threads).update().where(t.c.id == id).values(**values))
+        if "label_id" in values:
+            await sync_replies(ctx, [row.lead_id])  # the reply moves between sentiments
         row = await thread_row(ctx, id)
     return thread_item(row)
 

@@ -25,6 +25,7 @@ from outreach_core.labels.schemas import (
     UpdateLabelIn,
 )
 from outreach_core.labels.store import get_label, label_item, label_row, labels_applying, labels_with_counts
+from outreach_core.rollups import leads_of_threads_labeled, sync_replies
 from outreach_core.targets.groups import ensure_name_free
 from outreach_core.targets.label_triggers import without_label
 from outreach_core.targets.list_members import list_name
@@ -92,6 +93,8 @@ async def update_label(ctx: WorkspaceContext, id: str, body: UpdateLabelIn) -> L
     if values:
         lb = scoped(ctx, labels)
         await ctx.conn.execute(lb.update().where(labels.c.id == id).values(**values))
+        if "type" in values:  # the analytics: replies on threads with this label change sentiment
+            await sync_replies(ctx, await leads_of_threads_labeled(ctx, id))
     return await get_label(ctx, id)
 
 
@@ -103,7 +106,9 @@ async def delete_label(ctx: WorkspaceContext, id: str) -> Ok:
     for other in await labels_applying(ctx, id):
         changed = without_label(other.triggers.model_dump(mode="json"), id)
         await ctx.conn.execute(lb.update().where(labels.c.id == other.id).values(triggers=changed))
+    replied = await leads_of_threads_labeled(ctx, id)
     await ctx.conn.execute(lb.delete().where(labels.c.id == id))
+    await sync_replies(ctx, replied)  # the analytics: their replies are unlabeled now
     return Ok()
 
 

@@ -39,6 +39,7 @@ from outreach_core.leads.schemas import (
     UpdateLeadIn,
 )
 from outreach_core.outbox import record_event
+from outreach_core.rollups import count_won
 from outreach_core.targets.lead_counts import lead_counts
 from outreach_core.targets.list_members import add_to_list, list_name
 from outreach_core.targets.rules import (
@@ -374,7 +375,11 @@ async def mark_won(ctx: WorkspaceContext, id: str, body: MarkWonIn) -> LeadDetai
     won it (`campaignId`: one of your campaigns, else 404 and nothing is stored). Counts toward the won rate
     and sends the `lead.won` webhook."""
     lead_table = scoped(ctx, leads)
-    row = (await ctx.conn.execute(lead_table.select(leads.c.email).where(leads.c.id == id))).one_or_none()
+    row = (
+        await ctx.conn.execute(
+            lead_table.select(leads.c.email, leads.c.won_at, leads.c.won_campaign_id).where(leads.c.id == id)
+        )
+    ).one_or_none()
     if row is None:
         raise NotFound("lead", id)
     if body.campaign_id is not None:
@@ -395,6 +400,9 @@ async def mark_won(ctx: WorkspaceContext, id: str, body: MarkWonIn) -> LeadDetai
             updated_at=ctx.now,
         )
     )
+    if row.won_at is not None:  # won again: the new win replaces the one counted
+        await count_won(ctx, row.won_at, row.won_campaign_id, -1)
+    await count_won(ctx, ctx.now, body.campaign_id)
     data = await lead_event_data(ctx, id, campaign_id=body.campaign_id, value=body.value)
     await record_event(ctx, "lead.won", data)
     return await get_lead(ctx, id)

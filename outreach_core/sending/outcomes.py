@@ -23,6 +23,7 @@ from outreach_core.db.tables import campaign_leads, campaigns, leads, mailboxes,
 from outreach_core.event_data import lead_event_data
 from outreach_core.outbox import record_event
 from outreach_core.ports import Delivery
+from outreach_core.rollups import count_sends
 from outreach_core.sending import rules
 from outreach_core.sending.handoff import Handoff, Job
 
@@ -46,6 +47,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
     next_sends: list[dict[str, Any]] = []
     broken: dict[str, str] = {}
     bounced: list[tuple[Job, Delivery]] = []  # and the server's refusal
+    handoffs_sent: dict[str, list[str]] = defaultdict(list)  # sent or bounced, by workspace
     for handoff in handoffs:
         job, delivery = handoff.job, handoff.delivery
         outcome: rules.Outcome = (
@@ -134,6 +136,8 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
                 }
         send_updates.append(send)
         lead_updates.append(lead)
+        if send["sent_at"] is not None:
+            handoffs_sent[job.workspace_id].append(job.send_id)
     if not send_updates:
         return dict(counts)
     await update_each(
@@ -142,6 +146,7 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
         send_updates,
         where=lambda v: [equals_any(sends.c.status, "sending", "unknown")],
     )
+    await _count_sent(ctx, handoffs_sent)
     await update_each(
         ctx,
         system_scope(campaign_leads).update(),
@@ -193,6 +198,12 @@ async def resolve_batch(ctx: SystemContext, handoffs: Iterable[Handoff]) -> dict
     for workspace_id, campaign_id in sorted({(job.workspace_id, job.campaign_id) for job, _ in bounced}):
         await check_bounce_rate(as_workspace(ctx, lifecycle_principal(workspace_id)), campaign_id)
     return dict(counts)
+
+
+async def _count_sent(ctx: SystemContext, by_workspace: dict[str, list[str]]) -> None:
+    """The analytics rollups of the emails handed over (sent, or refused as a bounce), per workspace."""
+    for workspace_id, send_ids in sorted(by_workspace.items()):
+        await count_sends(as_workspace(ctx, lifecycle_principal(workspace_id)), send_ids)
 
 
 async def check_bounce_rate(ctx: WorkspaceContext, campaign_id: str) -> None:

@@ -15,6 +15,7 @@ from outreach_core.campaigns.store import campaign_row, load_steps
 from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
 from outreach_core.db.tables import campaign_leads, campaigns, leads, sends
 from outreach_core.errors import InvalidState, NotFound
+from outreach_core.rollups import count_sends
 from outreach_core.sending.rules import next_step_at
 from outreach_core.sending.schemas import ResolvedSend, ResolveUnknownSendIn
 
@@ -119,6 +120,7 @@ async def resolve_unknown_send(
     lead_values: dict[str, Any] = {}
     if body.delivered:
         await _set_send(ctx, sendId, status="sent", sent_at=send.created_at, error=None)
+        await count_sends(ctx, [sendId])
         if stopped_on_it:
             steps = await load_steps(ctx, id)
             following = send.step + 1

@@ -8,10 +8,12 @@ from outreach_core.workspace.operations import (
     delete_invitation,
     get_me,
     get_sending_settings,
+    get_workspace_settings,
     list_members,
     remove_member,
     update_member,
     update_sending_settings,
+    update_workspace_settings,
 )
 from outreach_core.workspace.schemas import (
     CreateInvitationIn,
@@ -22,6 +24,8 @@ from outreach_core.workspace.schemas import (
     SendingSettings,
     SendingSettingsPatch,
     UpdateMemberIn,
+    WorkspaceSettings,
+    WorkspaceSettingsPatch,
 )
 from outreach_core.workspace.store import get_member
 
@@ -89,6 +93,25 @@ ENDPOINTS = (
         SendingSettings,
         body=SendingSettingsPatch,
         role="admin",
+        tag="workspace",
+    ),
+    # issue 28: the workspace's time zone, in which analytics count calendar days
+    Endpoint(
+        "GET",
+        "/settings/workspace",
+        get_workspace_settings,
+        WorkspaceSettings,
+        read_only=True,
+        tag="workspace",
+    ),
+    Endpoint(
+        "PATCH",
+        "/settings/workspace",
+        update_workspace_settings,
+        WorkspaceSettings,
+        body=WorkspaceSettingsPatch,
+        role="admin",
+        idempotent=True,
         tag="workspace",
     ),
 )

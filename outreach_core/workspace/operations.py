@@ -31,6 +31,8 @@ from outreach_core.workspace.schemas import (
     SendingSettings,
     SendingSettingsPatch,
     UpdateMemberIn,
+    WorkspaceSettings,
+    WorkspaceSettingsPatch,
 )
 from outreach_core.workspace.store import get_member
 
@@ -153,6 +155,23 @@ async def update_sending_settings(ctx: WorkspaceContext, body: SendingSettingsPa
         ws = scoped(ctx, workspaces)
         await ctx.conn.execute(ws.update().values(**values))
     return await get_sending_settings(ctx)
+
+
+async def get_workspace_settings(ctx: WorkspaceContext) -> WorkspaceSettings:
+    """The workspace's name and time zone (IANA; analytics count calendar days in it)."""
+    ws = scoped(ctx, workspaces)
+    return WorkspaceSettings.from_row((await ctx.conn.execute(ws.select(ws.c.name, ws.c.timezone))).one())
+
+
+async def update_workspace_settings(ctx: WorkspaceContext, body: WorkspaceSettingsPatch) -> WorkspaceSettings:
+    """Rename the workspace or set its time zone (an IANA name such as Europe/Berlin; an unknown one is
+    refused). Analytics then count calendar days in the new zone, from the same counters. Owners and admins.
+    Fields left out stay as they are."""
+    values = body.model_dump(exclude_unset=True, exclude_none=True, by_alias=False)
+    if values:
+        ws = scoped(ctx, workspaces)
+        await ctx.conn.execute(ws.update().values(**values))
+    return await get_workspace_settings(ctx)
 
 
 # --- helpers ---------------------------------------------------------------------------------------------

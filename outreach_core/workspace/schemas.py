@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from outreach_core.billing.schemas import BillingSummary
 from outreach_core.wire import EmailAddress, Omittable, Timestamp, WireModel
+from outreach_core.workspace.rules import known_time_zone
 
 Role = Literal["owner", "admin", "member"]
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$")]
@@ -84,3 +85,25 @@ class SendingSettings(WireModel):
 class SendingSettingsPatch(WireModel):
     unsubscribe_mode: Omittable[Literal["link", "reply_text"]] = None
     ai_labels: Omittable[bool] = None
+
+
+# --- workspace settings (issue 28: analytics days are calendar days in this zone) -------------------------
+
+TimeZoneName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=64),
+    AfterValidator(known_time_zone),
+    Field(description="IANA time zone, e.g. Europe/Berlin; analytics days are calendar days in it."),
+]
+
+
+class WorkspaceSettings(WireModel):
+    name: str
+    timezone: str = Field(description="IANA time zone; analytics days are calendar days in it.")
+
+
+class WorkspaceSettingsPatch(WireModel):
+    name: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=60, strip_whitespace=True)]] = (
+        None
+    )
+    timezone: Omittable[TimeZoneName] = None

@@ -14,6 +14,17 @@ async def settings_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[di
     return [{"unsubscribeMode": "reply_text"}, {"aiLabels": False}, {}, {"unsubscribeMode": "smoke"}]
 
 
+async def workspace_settings_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    return [
+        {"timezone": "Europe/Berlin"},
+        {"name": "Renamed"},
+        {},
+        {"timezone": "Mars/Olympus_Mons"},
+        {"timezone": ""},
+        {"name": ""},
+    ]
+
+
 async def invitation_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
     return [{"email": "parity@example.com", "role": "admin"}, {"email": "not-an-email"}]
 
@@ -44,6 +55,8 @@ CASES: dict[str, Prepare] = {
     "list_members": no_args,
     "get_sending_settings": no_args,
     "update_sending_settings": settings_args,
+    "get_workspace_settings": no_args,
+    "update_workspace_settings": workspace_settings_args,
     "create_invitation": invitation_args,
     "delete_invitation": delete_invitation_args,
     "update_member": update_member_args,
@@ -64,6 +77,12 @@ async def their_people(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: W
 
 async def their_settings(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
     return [{"unsubscribeMode": "reply_text", "aiLabels": False}]
+
+
+async def their_workspace_settings(
+    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
+) -> Args:
+    return [{"timezone": "Asia/Tokyo", "name": "Mine only"}]
 
 
 async def their_person_invited(
@@ -95,6 +114,8 @@ FOREIGN: dict[str, Foreign] = {
     "list_members": their_people,
     "get_sending_settings": nothing_named,
     "update_sending_settings": their_settings,
+    "get_workspace_settings": nothing_named,
+    "update_workspace_settings": their_workspace_settings,
     "create_invitation": their_person_invited,
     "delete_invitation": their_invitation,
     "update_member": their_member_promoted,

@@ -21,6 +21,7 @@ from outreach_core.db.tables.accounts import (
     users,
     workspaces,
 )
+from outreach_core.db.tables.analytics import analytics_counters, analytics_replies
 from outreach_core.db.tables.audience import (
     domain_cache,
     import_chunks,
@@ -65,6 +66,8 @@ __all__ = [
     "ID",
     "Text",
     "ai_drafts",
+    "analytics_counters",
+    "analytics_replies",
     "api_keys",
     "billing_events",
     "campaign_lead_counters",

@@ -1,0 +1,305 @@
+"""Analytics at scale: sends, replies and campaigns generated straight into the tables, rolled up by
+`outreach analytics rebuild`, then the analytics operations timed, and what the rollups add to recording a
+send and a reply.
+
+Database from OUTREACH_DATABASE_URL (default a fresh SQLite file). Generates `--sends` ledger rows (two
+emails per lead, over the last 180 days, 2 % refused as bounces) for `--campaigns` campaigns of two steps
+with two variants each, from 50 mailboxes, and `--replies` replies (threads labeled positive, negative,
+neutral, warning or not at all) with set-based INSERT ... SELECT (generate_series on PostgreSQL, a
+recursive CTE on SQLite). Then: the rebuild (timed), p50/p95 of the overview (90 days), campaign stats,
+campaign analytics (90 days) and a breakdown, each called as the doors call them (the operation in its
+read-only transaction, through the runtime), and the CPU time per row of each stage. Prints Markdown for
+docs/PERFORMANCE.md.
+
+    .venv/bin/python bench/analytics_scale.py [--sends 1000000] [--replies 50000] [--campaigns 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import text
+
+from outreach_core.analytics.operations import (
+    get_analytics_overview,
+    get_campaign_analytics,
+    get_campaign_breakdown,
+    get_campaign_stats,
+)
+from outreach_core.analytics.rebuild import rebuild
+from outreach_core.analytics.schemas import BreakdownQuery, CampaignAnalyticsQuery, OverviewQuery, StatsQuery
+from outreach_core.auth.authenticate import authenticate_api_key
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.migrate import migrate
+from outreach_core.db.tables import sends
+from outreach_core.rollups import count_sends, sync_replies
+from outreach_core.runtime import Runtime
+from outreach_core.settings import Settings
+from outreach_core.workspace.setup import init_workspace
+
+MAILBOXES = 50
+HOURS = 180 * 24
+
+
+def numbers(pg: bool, n: int) -> str:
+    """A row source `s(i)` of 1..n."""
+    if pg:
+        return f"generate_series(1, {n}) AS s(i)"
+    return (
+        f"(WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < {n}) SELECT i FROM s) s"
+    )
+
+
+def hours_ago(pg: bool, expr: str) -> str:
+    if pg:
+        return f"(now() - ({expr}) * interval '1 hour' - interval '7 minutes')"
+    return f"strftime('%Y-%m-%d %H:%M:%f', 'now', '-' || ({expr}) || ' hours', '-7 minutes')"
+
+
+async def generate(rt: Runtime, ws: str, n_sends: int, n_replies: int, n_campaigns: int) -> None:
+    pg = not rt.is_sqlite
+    now = "now()" if pg else "strftime('%Y-%m-%d %H:%M:%f', 'now')"
+    n_leads = n_sends // 2
+    statements = [
+        f"""INSERT INTO campaigns (id, workspace_id, name, created_at, updated_at)
+            SELECT 'cmp_' || i, '{ws}', 'Campaign ' || i, {now}, {now} FROM {numbers(pg, n_campaigns)}""",
+        f"""INSERT INTO campaign_steps (id, workspace_id, campaign_id, position, created_at)
+            SELECT 'stp_' || i, '{ws}', 'cmp_' || ((i - 1) / 2 + 1), (i - 1) % 2, {now}
+            FROM {numbers(pg, n_campaigns * 2)}""",
+        f"""INSERT INTO campaign_variants (id, workspace_id, campaign_id, step_id, position, subject, created_at)
+            SELECT 'var_' || i, '{ws}', 'cmp_' || ((i - 1) / 4 + 1), 'stp_' || ((i - 1) / 2 + 1), (i - 1) % 2,
+                   'Subject ' || i, {now}
+            FROM {numbers(pg, n_campaigns * 4)}""",
+        f"""INSERT INTO mailboxes (id, workspace_id, email, domain, provider, ramp_started_on, smtp_host,
+                smtp_port, smtp_security, smtp_user, imap_host, imap_port, imap_security, imap_user,
+                password_encrypted, created_at)
+            SELECT 'mbx_' || i, '{ws}', 'box' || i || '@bench.test', 'bench.test', 'smtp', '2026-01-01',
+                   'smtp.bench.test', 465, 'tls', 'box' || i, 'imap.bench.test', 993, 'tls', 'box' || i, 'x', {now}
+            FROM {numbers(pg, MAILBOXES)}""",
+        f"""INSERT INTO leads (id, workspace_id, email, domain, custom, esp, country, timezone, created_at)
+            SELECT 'lead_' || i, '{ws}', 'p' || i || '@lead' || (i % 1000) || '.example',
+                   'lead' || (i % 1000) || '.example', '{{}}',
+                   CASE i % 4 WHEN 0 THEN 'google' WHEN 1 THEN 'microsoft' WHEN 2 THEN 'other' ELSE 'unknown' END,
+                   CASE i % 5 WHEN 0 THEN 'DE' WHEN 1 THEN 'US' WHEN 2 THEN 'FR' WHEN 3 THEN 'GB' ELSE NULL END,
+                   CASE i % 3 WHEN 0 THEN 'America/New_York' WHEN 1 THEN 'Europe/Berlin' ELSE NULL END, {now}
+            FROM {numbers(pg, n_leads)}""",
+        # send i: lead (i + 1) / 2, step (i + 1) % 2, campaign lead % campaigns, variant by lead parity
+        f"""INSERT INTO sends (id, workspace_id, campaign_id, lead_id, mailbox_id, step_id, step, variant_id,
+                message_id, to_email, subject, body_html, body_text, status, attempts, created_at, sent_at)
+            SELECT 'snd_' || i, '{ws}', 'cmp_' || (((i + 1) / 2) % {n_campaigns} + 1), 'lead_' || ((i + 1) / 2),
+                   'mbx_' || (i % {MAILBOXES} + 1),
+                   'stp_' || ((((i + 1) / 2) % {n_campaigns}) * 2 + (i + 1) % 2 + 1), (i + 1) % 2,
+                   'var_' || ((((i + 1) / 2) % {n_campaigns}) * 4 + ((i + 1) % 2) * 2 + ((i + 1) / 2) % 2 + 1),
+                   '<' || i || '@bench.test>', 'x@lead.example', 's', 'b', 'b',
+                   CASE WHEN i % 50 = 0 THEN 'bounced' ELSE 'sent' END, 1,
+                   {hours_ago(pg, f"(((i + 1) / 2) * 7 + (i + 1) % 2 * 48) % {HOURS}")},
+                   {hours_ago(pg, f"(((i + 1) / 2) * 7 + (i + 1) % 2 * 48) % {HOURS}")}
+            FROM {numbers(pg, n_sends)}""",
+    ]
+    for i, kind in enumerate(("positive", "negative", "neutral", "warning")):
+        statements.append(
+            f"""INSERT INTO labels (id, workspace_id, name, type, triggers, created_at)
+                VALUES ('lbl_bench{i}', '{ws}', 'Bench {kind}', '{kind}', '{{}}', {now})"""
+        )
+    # reply j answers send 2 * (j * stride) - 1 + j % 2 (a first email or a follow-up) of lead j * stride
+    stride = max(1, n_leads // max(1, n_replies))
+    statements += [
+        f"""INSERT INTO threads (id, workspace_id, conversation, lead_id, campaign_id, mailbox_id, kind, label_id,
+                last_message_at, created_at)
+            SELECT 'thr_' || i, '{ws}', 'c' || i, 'lead_' || (i * {stride}),
+                   'cmp_' || ((i * {stride}) % {n_campaigns} + 1), NULL, 'reply',
+                   CASE i % 5 WHEN 4 THEN NULL ELSE 'lbl_bench' || (i % 5) END, {now}, {now}
+            FROM {numbers(pg, n_replies)}""",
+        f"""INSERT INTO inbox_messages (id, workspace_id, thread_id, mailbox_id, direction, kind, to_emails,
+                send_id, source, arrived_at, created_at)
+            SELECT 'msg_' || i, '{ws}', 'thr_' || i, 'mbx_1', 'in', 'reply', '[]',
+                   'snd_' || (2 * i * {stride} - 1 + i % 2), 'rules',
+                   {hours_ago(pg, f"(i * {stride} * 7) % {HOURS}")}, {now}
+            FROM {numbers(pg, n_replies)}""",
+    ]
+    async with rt.engine.begin() as conn:
+        for sql in statements:
+            await conn.execute(text(sql))
+        if pg:
+            await conn.execute(text("ANALYZE"))
+    if rt.is_sqlite:
+        async with rt.engine.begin() as conn:
+            await conn.execute(text("ANALYZE"))
+
+
+def percentile(samples: list[float], q: int) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], samples: int) -> tuple[float, float, float]:
+    """p50, p95 (ms, wall) and CPU ms per call."""
+    await fn()
+    walls: list[float] = []
+    cpu0 = time.process_time()
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        await fn()
+        walls.append((time.perf_counter() - t0) * 1000)
+    cpu = (time.process_time() - cpu0) * 1000 / samples
+    return statistics.median(walls), percentile(walls, 95), cpu
+
+
+async def recording_cost(rt: Runtime, principal: Any, rounds: int) -> list[tuple[str, float, float, float]]:
+    """The time of a transaction that resolves a send (status and sent_at), with and without the rollups'
+    `count_sends`; and `sync_replies` of one lead on its own."""
+
+    async def resolve(ctx: WorkspaceContext, send_id: str, rollup: bool) -> None:
+        await ctx.conn.execute(
+            scoped(ctx, sends).update().where(sends.c.id == send_id).values(status="sent", sent_at=ctx.now)
+        )
+        if rollup:
+            await count_sends(ctx, [send_id])
+
+    async def resolve_many(ctx: WorkspaceContext, send_ids: list[str], rollup: bool) -> None:
+        await ctx.conn.execute(
+            scoped(ctx, sends).update().where(sends.c.id.in_(send_ids)).values(status="sent", sent_at=ctx.now)
+        )
+        if rollup:
+            await count_sends(ctx, send_ids)
+
+    async def reply(ctx: WorkspaceContext, lead_id: str) -> None:
+        await sync_replies(ctx, [lead_id])
+
+    out = []
+    for label, rollup in (
+        ("resolve a send, without rollups", False),
+        ("resolve a send, with count_sends", True),
+    ):
+        walls, c0 = [], time.process_time()
+        for k in range(rounds):
+            t0 = time.perf_counter()
+            await rt.execute(principal, resolve, f"snd_{2 * k + 3 + (0 if rollup else 2 * rounds)}", rollup)
+            walls.append((time.perf_counter() - t0) * 1000)
+        cpu = (time.process_time() - c0) * 1000 / rounds
+        out.append((label, statistics.median(walls), percentile(walls, 95), cpu))
+    batch = 50  # the sender resolves a batch of hand-offs per transaction: one count_sends for all
+    for label, rollup in (
+        ("resolve 50 sends, without rollups", False),
+        ("resolve 50 sends, with count_sends", True),
+    ):
+        walls, c0 = [], time.process_time()
+        for k in range(rounds // 5):
+            first = 1001 + (k * 2 + (1 if rollup else 0)) * batch * 2
+            ids = [f"snd_{first + 2 * j}" for j in range(batch)]
+            t0 = time.perf_counter()
+            await rt.execute(principal, resolve_many, ids, rollup)
+            walls.append((time.perf_counter() - t0) * 1000)
+        cpu = (time.process_time() - c0) * 1000 / (rounds // 5)
+        out.append((label, statistics.median(walls), percentile(walls, 95), cpu))
+    walls, c0 = [], time.process_time()
+    for k in range(rounds):
+        t0 = time.perf_counter()
+        await rt.execute(principal, reply, f"lead_{k + 1}")
+        walls.append((time.perf_counter() - t0) * 1000)
+    cpu = (time.process_time() - c0) * 1000 / rounds
+    out.append(
+        (
+            "sync_replies of one lead (its own transaction)",
+            statistics.median(walls),
+            percentile(walls, 95),
+            cpu,
+        )
+    )
+    return out
+
+
+async def main(args: argparse.Namespace) -> None:
+    url = os.environ.get("OUTREACH_DATABASE_URL") or (
+        f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='analytics-bench-')}/bench.db"
+    )
+    rt = Runtime(Settings(database_url=url, secret_key="bench-secret-key"))
+    if not rt.is_sqlite:
+        async with rt.engine.begin() as conn:
+            await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            await conn.execute(text("CREATE SCHEMA public"))
+    await migrate(rt.engine)
+    made = await rt.system(
+        init_workspace, email="bench@bench.test", name="Bench", workspace="Bench", slug="bench", plan="agency"
+    )
+    ws = made.workspaceId
+    principal = await rt.system_read(authenticate_api_key, made.apiKey)
+    engine = "PostgreSQL" if not rt.is_sqlite else "SQLite"
+    print(
+        f"### Analytics at {args.sends:,} sends, {args.replies:,} replies, {args.campaigns} campaigns ({engine})\n"
+    )
+    c0, t0 = time.process_time(), time.perf_counter()
+    await generate(rt, ws, args.sends, args.replies, args.campaigns)
+    gen_s = time.perf_counter() - t0
+    c1, t1 = time.process_time(), time.perf_counter()
+    done = await rt.system(rebuild, ws)
+    rebuild_s, rebuild_cpu = time.perf_counter() - t1, time.process_time() - c1
+    async with rt.engine.connect() as conn:  # fresh statistics, as autovacuum (or SQLite's refresh) leaves them
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        await conn.execute(text("VACUUM ANALYZE analytics_counters" if not rt.is_sqlite else "ANALYZE"))
+    print("| stage | wall | rows | per row |")
+    print("|---|---|---|---|")
+    print(
+        f"| generate (set-based SQL, database time) | {gen_s:.1f} s | {args.sends:,} sends | "
+        f"{gen_s / args.sends * 1e6:.1f} µs wall |"
+    )
+    print(
+        f"| `outreach analytics rebuild` | {rebuild_s:.1f} s | {done[0].sends:,} sends, {done[0].replies:,} "
+        f"replies | {rebuild_s / max(1, done[0].sends) * 1e6:.1f} µs wall, "
+        f"{rebuild_cpu / max(1, done[0].sends) * 1e6:.1f} µs CPU |"
+    )
+    async with rt.engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT count(*) FROM analytics_counters"))).scalar_one()
+    print(f"\nRollup rows: {rows:,} (generation CPU of this process {c1 - c0:.1f} s).\n")
+    print("| request (operation in its read-only transaction) | p50 ms | p95 ms | CPU ms/request |")
+    print("|---|---|---|---|")
+    calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+        (
+            "overview, 90 days",
+            lambda: rt.read(principal, get_analytics_overview, query=OverviewQuery(days=90)),
+        ),
+        (
+            "overview, 30 days",
+            lambda: rt.read(principal, get_analytics_overview, query=OverviewQuery(days=30)),
+        ),
+        (
+            "campaign stats, all, 90 days",
+            lambda: rt.read(principal, get_campaign_stats, query=StatsQuery(days=90)),
+        ),
+        (
+            "campaign stats, one campaign, 90 days",
+            lambda: rt.read(principal, get_campaign_stats, query=StatsQuery(days=90, campaignId="cmp_7")),
+        ),
+        (
+            "campaign analytics, 90 days",
+            lambda: rt.read(principal, get_campaign_analytics, query=CampaignAnalyticsQuery(days=90)),
+        ),
+        (
+            "breakdown of a campaign",
+            lambda: rt.read(principal, get_campaign_breakdown, id="cmp_7", query=BreakdownQuery()),
+        ),
+    ]
+    for label, fn in calls:
+        p50, p95, cpu = await timed(fn, args.samples)
+        print(f"| {label} | {p50:.1f} | {p95:.1f} | {cpu:.1f} |")
+    print("\n| recording (one transaction) | p50 ms | p95 ms | CPU ms |")
+    print("|---|---|---|---|")
+    for label, p50, p95, cpu in await recording_cost(rt, principal, args.samples * 5):
+        print(f"| {label} | {p50:.2f} | {p95:.2f} | {cpu:.2f} |")
+    await rt.dispose()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sends", type=int, default=1_000_000)
+    parser.add_argument("--replies", type=int, default=50_000)
+    parser.add_argument("--campaigns", type=int, default=200)
+    parser.add_argument("--samples", type=int, default=30)
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,354 @@
+"""Analytics: the overview, campaign stats, campaign analytics and a campaign's breakdown with A/B winners,
+read from the rollups (docs/analytics.md). Days are calendar days in the workspace time zone."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from typing import Any
+
+from outreach_core.analytics import store
+from outreach_core.analytics.rules import Arm, Period, midnight, period, rate, winner
+from outreach_core.analytics.schemas import (
+    Breakdown,
+    BreakdownQuery,
+    CampaignAnalytics,
+    CampaignAnalyticsQuery,
+    CampaignRow,
+    CampaignStats,
+    CountryReplies,
+    Counts,
+    DayCounts,
+    EspRow,
+    MailboxHealth,
+    MailboxProblem,
+    MailboxRow,
+    Overview,
+    OverviewQuery,
+    Sentiment,
+    StatsQuery,
+    StepRow,
+    VariantRow,
+    Winner,
+)
+from outreach_core.analytics.store import Sums
+from outreach_core.campaigns.store import campaign_row
+from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes
+from outreach_core.db.tables.analytics import COUNTERS
+from outreach_core.rollups import SENTIMENTS, workspace_zone, zone_or_none
+
+SERIES = ("sent", "replied", "positive", "bounced", "opened")
+
+
+async def get_analytics_overview(ctx: WorkspaceContext, query: OverviewQuery) -> Overview:
+    """The workspace at a glance for the last `days` calendar days (7, 30 or 90; today included) in the
+    workspace time zone: a day-by-day series and totals of emails sent, replies (a lead replying twice counts
+    once; a reply counts against the email it answered), positive replies (thread labeled positive now),
+    bounces, opens and won leads, with the same counts for the period just before (`previous`); mailbox
+    health and problems; replies by sentiment, by weekday and hour in each lead's own time zone (`heatmap`,
+    Monday first) and by country. `sending: false` when nothing was ever sent. Pass `chart: true` to also
+    get a PNG chart to show the person."""
+    zone_name, p = await _period(ctx, query.days)
+    hours = await store.hourly(ctx, "w", "", p.start, p.end)
+    totals = _total(hours)
+    previous = _sum((await store.period_sums(ctx, "w", p.previous_start, p.start)).values())
+    heat = [[0] * 24 for _ in range(7)]
+    for (dow, hour), sums in (await store.period_sums(ctx, "hm", p.start, p.end)).items():
+        if dow.isdigit() and hour.isdigit() and int(dow) < 7 and int(hour) < 24:
+            heat[int(dow)][int(hour)] += sums["replied"]
+    countries: list[CountryReplies] = []
+    without = 0
+    for (code, _), sums in (await store.period_sums(ctx, "co", p.start, p.end)).items():
+        if not sums["replied"]:
+            continue
+        if code:
+            countries.append(CountryReplies(code=code, replies=sums["replied"]))
+        else:
+            without += sums["replied"]
+    countries.sort(key=lambda c: (-c.replies, c.code))
+    return Overview(
+        days=query.days,
+        timezone=zone_name,
+        series=_series(p, hours),
+        totals=_counts(totals),
+        previous=_counts(previous),
+        tracks_opens=False,  # until open tracking is merged (docs/analytics.md)
+        mailboxes=await _mailbox_health(ctx),
+        sentiment=_sentiment(totals),
+        heatmap=heat,
+        countries=countries,
+        replies_without_country=without,
+        sending=await store.ever_sent(ctx),
+    )
+
+
+async def get_campaign_stats(ctx: WorkspaceContext, query: StatsQuery) -> CampaignStats:
+    """Emails sent, replies, positive replies, bounces and opens day by day for the last `days` calendar days
+    (7, 30 or 90) in the workspace time zone, for all campaigns or one (`campaignId`), with the period's
+    totals. Pass `chart: true` to also get a PNG line chart to show the person."""
+    if query.campaign_id is not None:
+        await campaign_row(ctx, query.campaign_id)  # 404 for a campaign that is not yours
+    zone_name, p = await _period(ctx, query.days)
+    dim, key = ("c", query.campaign_id) if query.campaign_id is not None else ("w", "")
+    hours = await store.hourly(ctx, dim, key, p.start, p.end)
+    return CampaignStats(
+        days=query.days,
+        timezone=zone_name,
+        series=_series(p, hours),
+        totals=_counts(_total(hours)),
+        tracks_opens=False,  # until open tracking is merged (docs/analytics.md)
+    )
+
+
+async def get_campaign_analytics(ctx: WorkspaceContext, query: CampaignAnalyticsQuery) -> CampaignAnalytics:
+    """For the last `days` calendar days (7, 30 or 90): sent, replies, positive replies, bounces and opens
+    with their rates by campaign, by sending mailbox and by the leads' email provider (ESP), and replies by
+    sentiment (the type of the label their thread carries now). Replies count against the email they
+    answered. Pass `chart: true` to also get a PNG chart of the workspace's days."""
+    _, p = await _period(ctx, query.days)
+    by_campaign = await store.period_sums(ctx, "c", p.start, p.end)
+    by_mailbox = await store.period_sums(ctx, "m", p.start, p.end)
+    by_esp = await store.period_sums(ctx, "e", p.start, p.end)
+    whole = _sum((await store.period_sums(ctx, "w", p.start, p.end)).values())
+    names = await _campaign_names(ctx, [k for k, _ in by_campaign])
+    rows = [
+        CampaignRow(campaign_id=k, name=names.get(k, ""), **_rates(s))
+        for (k, _), s in by_campaign.items()
+        if k in names and any(s[n] for n in SERIES)
+    ]
+    rows.sort(key=lambda r: (-r.sent, r.name, r.campaign_id))
+    return CampaignAnalytics(
+        days=query.days,
+        by_campaign=rows,
+        by_mailbox=await _mailbox_rows(ctx, {k: s for (k, _), s in by_mailbox.items()}),
+        by_esp=_esp_rows({k: s for (k, _), s in by_esp.items()}),
+        sentiment=_sentiment(whole),
+    )
+
+
+async def get_campaign_breakdown(ctx: WorkspaceContext, id: str, query: BreakdownQuery) -> Breakdown:
+    """A campaign since it started, by step and A/B variant (sent, replies, positive replies, bounces, opens
+    and rates; a reply counts on the email it answered, so a reply to a follow-up counts on the follow-up),
+    by mailbox and by ESP, with replies by sentiment. Each step names a `winner` only when every variant has
+    50 or more sends and one is ahead at 95 % confidence (two-proportion z-test on reply rate, then on
+    positive-reply rate); otherwise `winner` is null and `reason` says why. Pass `chart: true` to also get a
+    PNG chart of the variants."""
+    await campaign_row(ctx, id)
+    by_variant = await store.all_time(ctx, "v", id)
+    sequence = await _sequence(ctx, id)
+    counted: dict[int, dict[str | None, Sums]] = defaultdict(dict)
+    for key, sums in by_variant.items():
+        step, _, variant = key.partition(":")
+        counted[int(step)][None if variant == "-" else variant] = sums
+    steps: list[StepRow] = []
+    for position in sorted(set(sequence) | set(counted)):
+        known = [
+            (v, subject)
+            for v, subject, active in sequence.get(position, [])
+            if active or v in counted[position]
+        ]
+        order = [v for v, _ in known] + sorted(
+            (v for v in counted[position] if v not in {k for k, _ in known}), key=str
+        )
+        subjects: dict[str | None, str] = dict(known)
+        names = {v: _letter(i) for i, v in enumerate(order)}
+        variants = [
+            VariantRow(
+                variant_id=v,
+                name=names[v],
+                subject=subjects.get(v),
+                **_rates(counted[position].get(v, store.empty())),
+            )
+            for v in order
+        ]
+        arms = [Arm(v.variant_id, v.sent, v.replied, v.positive) for v in variants]
+        verdict = winner(arms, names)
+        steps.append(
+            StepRow(
+                step=position,
+                variants=variants,
+                winner=None
+                if verdict.metric is None
+                else Winner(
+                    variant_id=verdict.variant_id,
+                    metric=verdict.metric,
+                    lift=verdict.lift,
+                    confidence=verdict.confidence or 0.0,
+                ),
+                reason=verdict.reason,
+            )
+        )
+    mailbox_sums = await store.all_time(ctx, "cm", id)
+    esp_sums = await store.all_time(ctx, "ce", id)
+    return Breakdown(
+        campaign_id=id,
+        steps=steps,
+        by_mailbox=await _mailbox_rows(ctx, dict(mailbox_sums)),
+        by_esp=_esp_rows(dict(esp_sums)),
+        sentiment=_sentiment(_sum(by_variant.values())),
+    )
+
+
+# --- helpers -----------------------------------------------------------------------------------------------
+
+
+async def _period(ctx: WorkspaceContext, days: int) -> tuple[str, Period]:
+    name = await workspace_zone(ctx)
+    zone = zone_or_none(name) or zone_or_none("UTC")
+    assert zone is not None
+    return name, period(ctx.now, days, zone)
+
+
+def _sum(many: Any) -> Sums:
+    total = store.empty()
+    for sums in many:
+        for k, v in sums.items():
+            total[k] += v
+    return total
+
+
+def _counts(s: Sums) -> Counts:
+    return Counts(**{k: s[k] for k in ("sent", "replied", "positive", "bounced", "opened", "won")})
+
+
+def _sentiment(s: Sums) -> Sentiment:
+    return Sentiment(**{k: s[k] for k in SENTIMENTS})
+
+
+def _rates(s: Sums) -> dict[str, Any]:
+    return {
+        **{k: s[k] for k in SERIES},
+        "reply_rate": rate(s["replied"], s["sent"]),
+        "positive_rate": rate(s["positive"], s["sent"]),
+        "bounce_rate": rate(s["bounced"], s["sent"]),
+    }
+
+
+def _total(hours: list[tuple[int, tuple[int, ...]]]) -> Sums:
+    total = [0] * len(COUNTERS)
+    for _, row in hours:
+        for i, n in enumerate(row):
+            total[i] += n
+    return dict(zip(COUNTERS, total, strict=True))
+
+
+def _series(p: Period, hours: list[tuple[int, tuple[int, ...]]]) -> list[DayCounts]:
+    """Hourly rows into the period's local calendar days (by the instants each local day begins)."""
+    dates = p.dates
+    starts = [int(midnight(d, p.zone).timestamp()) for d in dates]
+    index = [COUNTERS.index(k) for k in SERIES]
+    days = [[0] * len(SERIES) for _ in dates]
+    for ts, row in hours:
+        i = bisect_right(starts, ts) - 1
+        if 0 <= i < len(days):
+            day = days[i]
+            for j, k in enumerate(index):
+                day[j] += row[k]
+    return [
+        DayCounts(date=d.isoformat(), **dict(zip(SERIES, days[i], strict=True))) for i, d in enumerate(dates)
+    ]
+
+
+def _letter(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"V{i + 1}"
+
+
+async def _mailbox_health(ctx: WorkspaceContext) -> MailboxHealth:
+    rows = (
+        await ctx.conn.execute(
+            scoped(ctx, mailboxes)
+            .select(
+                mailboxes.c.id,
+                mailboxes.c.email,
+                mailboxes.c.status,
+                mailboxes.c.status_reason,
+                mailboxes.c.sync_error,
+                mailboxes.c.inbox_error,
+            )
+            .where(mailboxes.c.status != "paused")
+            .order_by(mailboxes.c.email)
+        )
+    ).all()
+    problems = [
+        MailboxProblem(
+            id=r.id,
+            email=r.email,
+            status=r.status,
+            reason=r.status_reason or r.sync_error or ("Reading the inbox fails." if r.inbox_error else None),
+        )
+        for r in rows
+        if r.status != "active" or r.sync_error or r.inbox_error
+    ]
+    return MailboxHealth(total=len(rows), healthy=len(rows) - len(problems), problems=problems)
+
+
+async def _campaign_names(ctx: WorkspaceContext, ids: list[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    rows = await ctx.conn.execute(
+        scoped(ctx, campaigns).select(campaigns.c.id, campaigns.c.name).where(campaigns.c.id.in_(ids))
+    )
+    return {r.id: r.name for r in rows}
+
+
+async def _mailbox_rows(ctx: WorkspaceContext, sums: dict[str, Sums]) -> list[MailboxRow]:
+    ids = [k for k in sums if k != "-"]
+    emails: dict[str, str] = {}
+    if ids:
+        rows = await ctx.conn.execute(
+            scoped(ctx, mailboxes).select(mailboxes.c.id, mailboxes.c.email).where(mailboxes.c.id.in_(ids))
+        )
+        emails = {r.id: r.email for r in rows}
+    out = [
+        MailboxRow(
+            mailbox_id=k if k in emails else None,
+            email=emails.get(k),
+            **_rates(s),
+        )
+        for k, s in sums.items()
+        if any(s[n] for n in SERIES)
+    ]
+    out.sort(key=lambda r: (-r.sent, r.email or "~"))
+    return _merge_removed(out)
+
+
+def _merge_removed(rows: list[MailboxRow]) -> list[MailboxRow]:
+    """Mailboxes deleted since (their counters keep their old id) are shown as one row without an id."""
+    kept = [r for r in rows if r.mailbox_id is not None]
+    gone = [r for r in rows if r.mailbox_id is None]
+    if not gone:
+        return kept
+    total = store.empty()
+    for r in gone:
+        for k in SERIES:
+            total[k] += getattr(r, k)
+    return [*kept, MailboxRow(mailbox_id=None, email=None, **_rates(total))]
+
+
+def _esp_rows(sums: dict[str, Sums]) -> list[EspRow]:
+    out = [EspRow(esp=k, **_rates(s)) for k, s in sums.items() if any(s[n] for n in SERIES)]
+    out.sort(key=lambda r: (-r.sent, r.esp))
+    return out
+
+
+async def _sequence(ctx: WorkspaceContext, campaign_id: str) -> dict[int, list[tuple[str, str, bool]]]:
+    """The campaign's steps now: position -> [(variant id, subject, active)] in the step's order."""
+    rows = await ctx.conn.execute(
+        scoped(ctx, campaign_variants)
+        .select(
+            campaign_steps.c.position.label("step"),
+            campaign_variants.c.id,
+            campaign_variants.c.subject,
+            campaign_variants.c.active,
+        )
+        .select_from(
+            campaign_variants.join(campaign_steps, campaign_steps.c.id == campaign_variants.c.step_id)
+        )
+        .where(campaign_variants.c.campaign_id == campaign_id)
+        .order_by(campaign_steps.c.position, campaign_variants.c.position)
+    )
+    out: dict[int, list[tuple[str, str, bool]]] = defaultdict(list)
+    for r in rows:
+        out[r.step].append((r.id, r.subject, bool(r.active)))
+    return out
