@@ -24,6 +24,7 @@ from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
 from mcp_server.server import build_mcp, http_principal_source
 from mcp_server.tools import OutreachMCP
+from mcp_server.toolsets import ToolsetRouting, toolset_names
 from outreach_core.runtime import Runtime
 from workers.loop import run_workers
 from workers.registry import ALL_WORKERS, select
@@ -101,7 +102,7 @@ def build_app(
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
         *billing_routes(runtime),
-        _any_path(Mount("/", app=mcp_app)),
+        _any_path(Mount("/", app=ToolsetRouting(mcp_app, toolset_names(mcp.endpoints.values())))),
     ]
     middleware = [
         Middleware(RequestContext),

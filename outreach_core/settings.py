@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
 
+    # MCP tool sets (issue 30; docs/mcp.md, "Tool sets"): the comma-separated set names the MCP server lists
+    # and allows (empty: every set), and read-only mode (only read-only tools).
+    mcp_toolsets: str = ""
+    mcp_read_only: bool = False
+
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
     rate_limit_burst: int = Field(default=300, ge=1)
@@ -138,6 +143,12 @@ class Settings(BaseSettings):
             if problem is not None:
                 raise ValueError(f"OUTREACH_VERIFIER_URL cannot be used: {problem}")
         return self
+
+    @property
+    def mcp_toolset_names(self) -> list[str] | None:
+        """`mcp_toolsets` as names; None means every set."""
+        names = [n.strip() for n in self.mcp_toolsets.split(",") if n.strip()]
+        return names or None
 
     @field_validator("public_url")
     @classmethod

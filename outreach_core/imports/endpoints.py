@@ -27,5 +27,6 @@ ENDPOINTS = (
         body=ImportIn,
         confirm=_describe_import,
         tag="leads",
+        title="Import leads",
     ),
 )

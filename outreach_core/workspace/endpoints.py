@@ -35,7 +35,7 @@ async def _describe_remove(ctx: WorkspaceContext, id: str) -> str:
 
 
 ENDPOINTS = (
-    Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace"),
+    Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace", title="Who am I"),
     Endpoint("GET", "/members", list_members, Members, read_only=True, tag="workspace"),
     Endpoint(
         "POST",
@@ -54,6 +54,7 @@ ENDPOINTS = (
         destructive=True,
         role="admin",
         tag="workspace",
+        idempotent=True,
     ),
     Endpoint(
         "PATCH",
@@ -63,6 +64,8 @@ ENDPOINTS = (
         body=UpdateMemberIn,
         role="owner",
         tag="workspace",
+        destructive=True,
+        idempotent=True,
     ),
     Endpoint(
         "DELETE",
@@ -73,6 +76,7 @@ ENDPOINTS = (
         confirm=_describe_remove,
         role="admin",
         tag="workspace",
+        idempotent=True,
     ),
     Endpoint(
         "GET",
@@ -90,5 +94,7 @@ ENDPOINTS = (
         body=SendingSettingsPatch,
         role="admin",
         tag="workspace",
+        destructive=True,
+        idempotent=True,
     ),
 )
