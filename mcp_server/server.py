@@ -25,7 +25,6 @@ from outreach_core.errors import Unauthorized
 from outreach_core.runtime import Caller, Runtime
 
 
-
 def principal_from_request(ctx: Context[Any, Any]) -> Principal:
     """The caller of an HTTP MCP request, as verified by the bearer middleware for this very request."""
     request = ctx.request_context.request

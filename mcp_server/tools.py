@@ -20,14 +20,13 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Annotated, Any, get_origin
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
-from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
@@ -185,9 +184,7 @@ def register_endpoint_tool(
         inspect.Parameter(
             p,
             inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[
-                str, Field(min_length=1, max_length=300, description=described)
-            ],
+            annotation=Annotated[str, Field(min_length=1, max_length=300, description=described)],
         )
         for p, described in endpoint.path_descriptions.items()
     ]

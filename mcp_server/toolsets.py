@@ -114,7 +114,8 @@ class ToolsetRouting:
         self.known = list(known)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not (scope["path"] == MCP_PATH or scope["path"].startswith(MCP_PATH + "/")):
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if not (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
             await self.app(scope, receive, send)
             return
         try:
@@ -188,8 +189,7 @@ def instructions(endpoints: Iterable[AnyEndpoint]) -> str:
     only_reads = all(e.read_only for e in reachable)
     lines = [
         f"Tools of a cold-email outreach workspace, in {len(sets)} tool set{'s' if len(sets) != 1 else ''}: "
-        f"{', '.join(sets)}"
-        + (" (read-only tools only)." if only_reads else "."),
+        f"{', '.join(sets)}" + (" (read-only tools only)." if only_reads else "."),
         "Every tool acts inside the workspace of the credential you connected with; ids of other workspaces "
         "are reported as not found.",
         'Errors come back as {"error": {"code", "message", "details"}}.',

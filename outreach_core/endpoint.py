@@ -174,7 +174,12 @@ SUMMARY_MAX = 100
 """The longest first sentence used as a summary; a longer one gives way to the title."""
 
 _WORDS = {"api": "API", "ai": "AI", "ips": "IPs", "ip": "IP", "csv": "CSV", "dns": "DNS", "mcp": "MCP"}
-_NOUNS = {"api-keys": "API key", "apiKeys": "API key", "deliveries": "webhook delivery", "webhooks": "webhook endpoint"}
+_NOUNS = {
+    "api-keys": "API key",
+    "apiKeys": "API key",
+    "deliveries": "webhook delivery",
+    "webhooks": "webhook endpoint",
+}
 
 
 def title_from_name(name: str) -> str:

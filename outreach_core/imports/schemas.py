@@ -115,14 +115,39 @@ class ImportIn(WireModel):
     import_id: Id | None = Field(
         default=None, description="Omit on the first chunk; pass the returned id after."
     )
-    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = None
-    target_list: ImportList | None = Field(default=None, alias="list")
-    existing: Literal["skip", "update"] = "skip"
-    verify: bool = False
-    client_invalid: int = Field(default=0, ge=0, le=10_000_000)
-    client_duplicates: int = Field(default=0, ge=0, le=10_000_000)
+    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = Field(
+        default=None, description=("The name of the file the rows come from, shown with the import.")
+    )
+    target_list: ImportList | None = Field(
+        default=None,
+        alias="list",
+        description=(
+            'A list every imported lead joins: an existing one as {"id": ...} or a new one as {"name": ...}.'
+        ),
+    )
+    existing: Literal["skip", "update"] = Field(
+        default="skip",
+        description=(
+            "An address that is already a lead: `skip` the row, or `update` the lead with the row's fields."
+        ),
+    )
+    verify: bool = Field(
+        default=False, description=("true: the imported leads are queued for email verification.")
+    )
+    client_invalid: int = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description=("Rows your client already dropped as invalid, added to the import's counters."),
+    )
+    client_duplicates: int = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description=("Rows your client already dropped as duplicates, added to the import's counters."),
+    )
     rows: list[ImportRow] = Field(description="Up to 5,000 rows per call.")
-    final: bool = False
+    final: bool = Field(default=False, description="true on the last chunk: the import then finishes.")
     _wire_rows: list[dict[str, Any]] | None = PrivateAttr(default=None)
 
     @classmethod

@@ -87,7 +87,7 @@ class CreateMailboxIn(WireModel):
     provider: Literal["google_app", "smtp"] = Field(
         description="google_app: a Google account with an app password; smtp: any SMTP + IMAP servers."
     )
-    email: EmailAddress
+    email: EmailAddress = Field(description="The mailbox's email address.")
     password: Password = Field(
         description="The mailbox password (google_app: the 16-letter app password, at most 64 characters)."
     )
@@ -97,7 +97,12 @@ class CreateMailboxIn(WireModel):
     imap: Omittable[ServerIn] = Field(
         default=None, description="Required for provider smtp; not accepted for google_app."
     )
-    daily_limit: DailyLimit = 30
+    daily_limit: DailyLimit = Field(
+        default=30,
+        description=(
+            "Most emails the mailbox sends a day, 1 to 500 (default 30); the ramp-up starts below it."
+        ),
+    )
     display_name: DisplayName | None = Field(default=None, description="Sender name shown to recipients.")
 
     @model_validator(mode="after")
@@ -124,7 +129,13 @@ class ImportMailboxRow(WireModel):
 
 
 class ImportMailboxesIn(WireModel):
-    rows: list[ImportMailboxRow] = Field(min_length=1, max_length=200)
+    rows: list[ImportMailboxRow] = Field(
+        min_length=1,
+        max_length=200,
+        description=(
+            "The mailboxes to connect (1 to 200), each with its email, password, SMTP and IMAP servers."
+        ),
+    )
 
 
 class LimitsIn(WireModel):
@@ -155,15 +166,27 @@ class CredentialsIn(WireModel):
 
 
 class UpdateMailboxIn(WireModel):
-    display_name: DisplayName | None = None
-    signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
+    display_name: DisplayName | None = Field(
+        default=None, description=("Sender name shown to recipients; null clears it.")
+    )
+    signature: Annotated[str, StringConstraints(max_length=5000)] | None = Field(
+        default=None, description=("The signature put into emails (up to 5,000 characters); null clears it.")
+    )
     timezone: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=64), TIME_ZONE]] = Field(
         default=None,
         description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits. Case is corrected, "
         "and common abbreviations (EST) and whole-hour offsets (UTC+2) are accepted too.",
     )
-    status: Omittable[Literal["active", "paused"]] = None
-    limits: Omittable[LimitsIn] = None
+    status: Omittable[Literal["active", "paused"]] = Field(
+        default=None, description=("active: the mailbox sends; paused: it sends nothing.")
+    )
+    limits: Omittable[LimitsIn] = Field(
+        default=None,
+        description=(
+            "Sending limits: dailyLimit, the ramp-up (rampEnabled, rampStart, rampIncrement) and the "
+            "gap between emails (minGapS, maxGapS)."
+        ),
+    )
     restart_ramp: Omittable[bool] = Field(
         default=None, description="true: start the ramp again from day 1 today."
     )
@@ -177,7 +200,7 @@ class UpdateMailboxIn(WireModel):
 
 
 class DetectQuery(WireModel):
-    email: EmailAddress
+    email: EmailAddress = Field(description="The email address to connect.")
 
 
 # --- responses ---------------------------------------------------------------------------------------------

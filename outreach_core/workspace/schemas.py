@@ -64,13 +64,17 @@ class Members(WireModel):
 
 
 class CreateInvitationIn(WireModel):
-    email: EmailAddress
-    role: Literal["admin", "member"] = "member"
-    expires_in_days: int = Field(default=7, ge=1, le=30)
+    email: EmailAddress = Field(description="The address of the person invited.")
+    role: Literal["admin", "member"] = Field(
+        default="member", description=("The role they get: admin or member (default member).")
+    )
+    expires_in_days: int = Field(
+        default=7, ge=1, le=30, description=("Days the invitation stays valid, 1 to 30 (default 7).")
+    )
 
 
 class UpdateMemberIn(WireModel):
-    role: Role
+    role: Role = Field(description="The member's new role: owner, admin or member.")
 
 
 class SendingSettings(WireModel):
@@ -82,5 +86,14 @@ class SendingSettings(WireModel):
 
 
 class SendingSettingsPatch(WireModel):
-    unsubscribe_mode: Omittable[Literal["link", "reply_text"]] = None
-    ai_labels: Omittable[bool] = None
+    unsubscribe_mode: Omittable[Literal["link", "reply_text"]] = Field(
+        default=None,
+        description=(
+            "How {{unsubscribe}} renders: `link` (an unsubscribe link) or `reply_text` (a line asking "
+            "to reply to unsubscribe)."
+        ),
+    )
+    ai_labels: Omittable[bool] = Field(
+        default=None,
+        description=("true: replies are labelled by AI when one is configured; false: by rules only."),
+    )
