@@ -30,6 +30,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotatio
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
+from mcp_server.schemas import compact_schema
 from mcp_server.toolsets import instructions, request_selection, toolset_names
 from outreach_core.endpoint import AnyEndpoint, path_arguments
 from outreach_core.errors import (
@@ -245,6 +246,11 @@ def register_endpoint_tool(
         structured_output=True,
     )
     mcp.endpoints[endpoint.name] = endpoint
+    tool = mcp._tool_manager.get_tool(endpoint.name)  # the SDK has no public way to set a tool's schemas
+    if tool is not None:
+        tool.parameters = compact_schema(tool.parameters)
+        if tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     mcp.known_arguments[endpoint.name] = {p.name for p in params} | (
         {CONFIRM_ARG} if endpoint.confirm is not None else set()
     )
