@@ -26,7 +26,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
@@ -79,24 +86,28 @@ class OutreachMCP(MCPServer[Any]):
         selection = request_selection(ctx.request, known)
         return [e for e in self.endpoints.values() if selection.allows(e)]
 
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """Only the reachable tools (filtered before the SDK serializes them: a narrow list costs less)."""
+        names = {e.name for e in self.reachable(ctx)}
+        return ListToolsResult(tools=[t for t in await self.list_tools() if t.name in names])
+
     async def _narrow(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        """Middleware: list only the reachable tools, refuse any other name as a JSON-RPC invalid-params
-        error (as an unknown tool, without a traceback), and give instructions naming only what the
-        session can reach."""
+        """Middleware: refuse a tool outside the reachable ones as a JSON-RPC invalid-params error (as an
+        unknown tool, without a traceback), and give instructions naming only what the session can reach."""
         if ctx.method == "tools/call":
             name = (ctx.params or {}).get("name")
             if name not in {e.name for e in self.reachable(ctx)}:
                 raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
             return await call_next(ctx)
-        if ctx.method not in ("tools/list", "initialize", "server/discover"):
-            return await call_next(ctx)
         result = await call_next(ctx)
-        reachable = self.reachable(ctx)
-        if ctx.method == "tools/list" and isinstance(result, dict):
-            names = {e.name for e in reachable}
-            result["tools"] = [t for t in result.get("tools", []) if t.get("name") in names]
-        elif isinstance(result, dict) and "instructions" in result:
-            result["instructions"] = instructions(reachable)
+        if (
+            ctx.method in ("initialize", "server/discover")
+            and isinstance(result, dict)
+            and "instructions" in result
+        ):
+            result["instructions"] = instructions(self.reachable(ctx))
         return result
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
