@@ -25,6 +25,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from outreach_core.endpoint import AnyEndpoint
+from outreach_core.errors import InvalidInput
 
 READONLY = "readonly"
 """The path segment, and the OAuth scope, that leaves only read-only tools."""
@@ -58,13 +59,17 @@ class Selection:
         return self.sets is None or endpoint.toolset_name in self.sets
 
 
-class UnknownToolset(ValueError):
-    """A set name that no tool has."""
+class UnknownToolset(InvalidInput):
+    """A set name that no tool has (in the settings: `outreach serve` and `outreach mcp` print it as one line
+    of the service's error body and exit 1)."""
 
     def __init__(self, unknown: list[str], known: Iterable[str]) -> None:
         self.unknown = unknown
         self.known = sorted(known)
-        super().__init__(f"Unknown tool set(s): {', '.join(unknown)}. Tool sets: {', '.join(self.known)}.")
+        super().__init__(
+            f"Unknown tool set(s): {', '.join(unknown)}. Tool sets: {', '.join(self.known)}.",
+            {"unknown": unknown, "toolsets": self.known},
+        )
 
 
 def toolset_names(endpoints: Iterable[AnyEndpoint]) -> list[str]:
@@ -153,7 +158,7 @@ async def _error(send: Send, status: int, exc: UnknownToolset) -> None:
         {
             "error": {
                 "code": "not_found" if status == 404 else "invalid_input",
-                "message": str(exc),
+                "message": exc.message,
                 "details": {"unknown": exc.unknown, "toolsets": exc.known},
             }
         }

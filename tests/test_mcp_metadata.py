@@ -10,6 +10,7 @@ this file changing (docs/architecture.md, "Adding an endpoint").
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
@@ -36,7 +37,7 @@ from outreach_core.oauth import server as oauth
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace, serving
 from tests.oauth.helpers import pkce_pair, register
-from tests.test_cli import ROOT, _env
+from tests.test_cli import ROOT, _env, run_cli
 
 TOOLS: dict[str, AnyEndpoint] = {e.name: e for e in all_endpoints() if e.tool}
 SETS = toolset_names(TOOLS.values())
@@ -325,3 +326,13 @@ def test_shared_schemas_say_the_same(runtime: Runtime, monkeypatch: pytest.Monke
         compacted = compact_schema(schema)
         assert compact_schema(compacted) == compacted
         assert _inline(compacted, compacted.get("$defs", {})) == _inline(schema, schema.get("$defs", {}))
+
+
+async def test_an_unknown_set_in_the_settings_is_one_clear_line(
+    settings: Any, make_workspace: MakeWorkspace
+) -> None:
+    ws = await make_workspace()
+    done = run_cli(settings, "mcp", OUTREACH_API_KEY=ws.api_key, OUTREACH_MCP_TOOLSETS="leads,nope")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    error = json.loads(done.stderr.strip().splitlines()[-1])["error"]
+    assert error["details"]["unknown"] == ["nope"] and "leads" in error["details"]["toolsets"]
