@@ -336,3 +336,34 @@ async def test_an_unknown_set_in_the_settings_is_one_clear_line(
     assert done.returncode == 1 and "Traceback" not in done.stderr
     error = json.loads(done.stderr.strip().splitlines()[-1])["error"]
     assert error["details"]["unknown"] == ["nope"] and "leads" in error["details"]["toolsets"]
+
+
+async def test_the_consent_page_names_the_requested_sets(
+    runtime: Runtime, live_server: str, make_workspace: MakeWorkspace
+) -> None:
+    from mcp_server.consent import ConsentRequest, consent_url
+
+    client_id = await register(runtime, scope="leads campaigns readonly")
+
+    def page_for(scopes: list[str]) -> str:
+        request = ConsentRequest(
+            client_id=client_id,
+            redirect_uri="http://127.0.0.1:9/callback",
+            redirect_uri_explicit=True,
+            code_challenge=pkce_pair()[1],
+            state=None,
+            scopes=scopes,
+            resource=runtime.settings.mcp_resource_url,
+        )
+        url = consent_url(
+            runtime.settings, runtime.settings.resolved_secret_key(), request, runtime.ports.clock.now()
+        )
+        return url.replace(runtime.settings.public_url, live_server)
+
+    async with httpx.AsyncClient() as http:
+        narrowed = (await http.get(page_for(["leads", "campaigns", "readonly"]))).text
+        everything = (await http.get(page_for([]))).text
+    assert (
+        "only the tool sets <strong>leads, campaigns</strong>, and only tools that change nothing" in narrowed
+    )
+    assert "tool sets" not in everything
