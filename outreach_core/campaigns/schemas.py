@@ -304,10 +304,15 @@ class MoveStepIn(WireModel):
 
 class VariantIn(WireModel):
     id: Id | None = Field(default=None, description="Keep this variant's id (and its statistics).")
-    subject: Subject = ""
-    body: Body = ""
+    subject: Subject = Field(default="", description="The subject line (spintax and {{variables}} allowed).")
+    body: Body = Field(
+        default="",
+        description=(
+            "The email's body: plain text (blank lines split paragraphs) or simple HTML, sanitized on save."
+        ),
+    )
     weight: Weight = 1
-    active: bool = True
+    active: bool = Field(default=True, description="false: the variant is not sent.")
 
 
 def _an_active_variant(schema: dict[str, Any]) -> None:
@@ -322,8 +327,16 @@ class StepIn(WireModel):
 
     id: Id | None = Field(default=None, description="Keep this step's id.")
     wait_days: WaitDays = 3
-    same_thread: bool = True
-    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=MAX_VARIANTS)]
+    same_thread: bool = Field(
+        default=True,
+        description=(
+            "true: sent as a reply in the thread of the first email (same subject); false: a new "
+            "thread with the variant's own subject."
+        ),
+    )
+    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=MAX_VARIANTS)] = Field(
+        description=("The step's A/B variants (1 to 5), at least one of them active.")
+    )
 
     @model_validator(mode="after")
     def _one_active(self) -> Self:

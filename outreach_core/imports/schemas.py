@@ -18,7 +18,10 @@ class ImportRow(LeadFields):
     email: str | None = Field(
         default=None, description="Rows without a valid address are counted as invalid."
     )
-    custom: Custom | None = None
+    custom: Custom | None = Field(
+        default=None,
+        description=("Your own fields: up to 50 names with text, number, true/false or null values."),
+    )
 
 
 ROW_KEYS: dict[str, str] = {(field.alias or name): name for name, field in ImportRow.model_fields.items()}
@@ -107,8 +110,10 @@ ListName = Annotated[str, StringConstraints(min_length=1, max_length=120), NAME]
 class ImportList(ExactlyOne):
     """An existing list (`id`) or a new one (`name`) that every imported lead joins."""
 
-    id: Omittable[Id] = None
-    name: Omittable[ListName] = None
+    id: Omittable[Id] = Field(default=None, description="The id of an existing lead list.")
+    name: Omittable[ListName] = Field(
+        default=None, description=("The name of a new lead list (or of an existing one with that name).")
+    )
 
 
 class ImportIn(WireModel):

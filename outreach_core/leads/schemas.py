@@ -73,7 +73,10 @@ class LeadFields(WireModel):
     website: Text2000 | None = Field(default=None, description="The company's website.")
     phone: Text64 | None = Field(default=None, description="The lead's phone number.")
     linkedin: Text2000 | None = Field(default=None, description="The lead's LinkedIn profile URL.")
-    country: Text64 | None = None
+    country: Text64 | None = Field(
+        default=None,
+        description=("The lead's country: an ISO 3166-1 alpha-2 code such as DE, or an English name."),
+    )
     timezone: Text64 | None = Field(
         default=None,
         description=(

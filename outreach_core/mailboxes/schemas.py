@@ -52,7 +52,7 @@ class ServerIn(WireModel):
         "1 to 63 characters, not starting or ending with a hyphen), or an IPv4 address written a.b.c.d. "
         "Numeric forms such as 127.1 or 2130706433 are refused."
     )
-    port: Port
+    port: Port = Field(description="The server's port, e.g. 465 or 587 for SMTP, 993 or 143 for IMAP.")
     security: Security = Field(description="tls = implicit TLS (465, 993); starttls = upgrade (587, 143).")
     user: User = Field(description="Login name, usually the full email address.")
 
@@ -120,12 +120,14 @@ class CreateMailboxIn(WireModel):
 
 
 class ImportMailboxRow(WireModel):
-    email: EmailAddress
-    display_name: DisplayName | None = None
-    password: Password
-    smtp: ServerIn
-    imap: ServerIn
-    daily_limit: DailyLimit = 30
+    email: EmailAddress = Field(description="The mailbox's email address.")
+    display_name: DisplayName | None = Field(default=None, description="Sender name shown to recipients.")
+    password: Password = Field(description="The mailbox password.")
+    smtp: ServerIn = Field(description="The SMTP server that sends.")
+    imap: ServerIn = Field(description="The IMAP server that reads replies.")
+    daily_limit: DailyLimit = Field(
+        default=30, description=("Most emails the mailbox sends a day, 1 to 500 (default 30).")
+    )
 
 
 class ImportMailboxesIn(WireModel):
@@ -141,11 +143,15 @@ class ImportMailboxesIn(WireModel):
 class LimitsIn(WireModel):
     """All six together; minGapS must not exceed maxGapS."""
 
-    daily_limit: DailyLimit
-    ramp_enabled: bool
-    ramp_start: int = Field(ge=1, le=500)
-    ramp_increment: int = Field(ge=1, le=100)
-    min_gap_s: int = Field(ge=30, le=3600)
+    daily_limit: DailyLimit = Field(
+        description=("Most emails the mailbox sends a day once ramped up, 1 to 500.")
+    )
+    ramp_enabled: bool = Field(description="true: start low and raise the daily limit day by day (warm-up).")
+    ramp_start: int = Field(ge=1, le=500, description="Emails on the first day of the ramp, 1 to 500.")
+    ramp_increment: int = Field(ge=1, le=100, description="Emails added each day of the ramp, 1 to 100.")
+    min_gap_s: int = Field(
+        ge=30, le=3600, description=("Fewest seconds between two emails of the mailbox, 30 to 3600.")
+    )
     max_gap_s: int = Field(ge=30, le=7200, description="Not less than minGapS.")
 
     @model_validator(mode="after")
@@ -156,7 +162,7 @@ class LimitsIn(WireModel):
 
 
 class CredentialsIn(WireModel):
-    password: Password
+    password: Password = Field(description="The new password (for google_app the app password).")
     smtp: Omittable[ServerIn] = Field(
         default=None, description="New SMTP settings (smtp mailboxes only); the stored ones when absent."
     )

@@ -45,10 +45,12 @@ TargetIds = Annotated[list[Id], Field(min_length=1, max_length=10_000)]
 class LeadTarget(ExactlyOne):
     """Which leads an action applies to: exactly one of `ids`, `listId`, `filter`, `all`."""
 
-    ids: Omittable[TargetIds] = None
-    list_id: Omittable[Id] = None
-    filter: Omittable[LeadFilter] = None
-    all: Omittable[Literal[True]] = None
+    ids: Omittable[TargetIds] = Field(default=None, description="These leads, by id (up to 10,000).")
+    list_id: Omittable[Id] = Field(default=None, description="Every lead on this list.")
+    filter: Omittable[LeadFilter] = Field(
+        default=None, description=("Every lead matching these list_leads filters.")
+    )
+    all: Omittable[Literal[True]] = Field(default=None, description="true: every lead of the workspace.")
 
 
 class TargetIn(WireModel):
