@@ -7,10 +7,20 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.offer.schemas import OfferProfile
-from outreach_core.wire import NAME, SINGLE_LINE, WireModel
+from outreach_core.wire import NAME, SINGLE_LINE, NamedPattern, WireModel
 
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$"
-Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE]
+_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,60}[A-Za-z0-9])?"
+_TOP = "[A-Za-z][A-Za-z0-9-]{0,60}[A-Za-z0-9]"
+_PATH = "(?:/[^ @:\\u0000-\\u001f\\u007f-\\u009f]*)?"
+DOMAIN_TEXT = NamedPattern(
+    "domain-or-url",
+    lambda: f"^ *(?:(?:[Hh][Tt][Tt][Pp][Ss]?://)?(?:{_LABEL}\\.){{1,3}}{_TOP}\\.?{_PATH})? *$",
+)
+"""What the OpenAPI document promises is taken as a sending domain (`onboarding.rules.normalize_domain`
+takes more: longer names, addresses, other URLs): blank, or a domain of two to four labels, with
+`http(s)://` before it and a path after it if you like. MCP tool schemas show the name only."""
+Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE, DOMAIN_TEXT]
 
 
 class CreateWorkspaceIn(WireModel):
