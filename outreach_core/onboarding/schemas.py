@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
@@ -20,6 +21,21 @@ DOMAIN_TEXT = NamedPattern(
 """What the OpenAPI document promises is taken as a sending domain (`onboarding.rules.normalize_domain`
 takes more: longer names, addresses, other URLs): blank, or a domain of two to four labels, with
 `http(s)://` before it and a path after it if you like. MCP tool schemas show the name only."""
+
+
+def _website_pattern() -> str:
+    """A webhook URL's stated form (`public-https-url`: a host under a public top-level domain) with the
+    scheme optional and http allowed, and at most four labels, so that the host stays within 253
+    characters."""
+    from outreach_core.webhooks.schemas import PUBLIC_HTTPS_URL
+
+    https = PUBLIC_HTTPS_URL.make()
+    host_and_rest = re.sub(r"\)\+\(\?:", "){1,3}(?:", https.removeprefix("^https://"), count=1)
+    return "^(?:[Hh][Tt][Tt][Pp][Ss]?://)?" + host_and_rest
+
+
+WEBSITE = NamedPattern("website-url", _website_pattern)
+"""What the OpenAPI document promises `draft_offer` takes as a website (more is taken: the description)."""
 Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE, DOMAIN_TEXT]
 
 
@@ -57,7 +73,7 @@ class SaveOnboardingIn(WireModel):
 
 class DraftOfferIn(WireModel):
     url: Annotated[
-        str, StringConstraints(min_length=3, max_length=300, strip_whitespace=True), SINGLE_LINE
+        str, StringConstraints(min_length=3, max_length=300, strip_whitespace=True), SINGLE_LINE, WEBSITE
     ] = Field(description="The company's website (https:// is assumed when left out), 3 to 300 characters.")
 
 

@@ -119,3 +119,16 @@ def test_every_stated_sending_domain_is_taken(text: str) -> None:
     from outreach_core.onboarding.rules import normalize_domain
 
     assert not text.strip() or normalize_domain(text.strip()) is not None, text
+
+
+STATED_WEBSITES = st.from_regex(NAMED_PATTERNS["website-url"](), fullmatch=True)
+
+
+@SEEDED
+@given(STATED_WEBSITES.filter(lambda u: 3 <= len(u) <= 300))
+def test_every_stated_website_is_taken(text: str) -> None:
+    """What the document states for `draft_offer`'s `url` passes the checks before the fetch."""
+    from outreach_core.onboarding.rules import website_url
+    from outreach_core.urls import url_problem
+
+    assert url_problem(website_url(text), allow_private=False) is None, text
