@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
@@ -24,14 +23,11 @@ takes more: longer names, addresses, other URLs): blank, or a domain of two to f
 
 
 def _website_pattern() -> str:
-    """A webhook URL's stated form (`public-https-url`: a host under a public top-level domain) with the
-    scheme optional and http allowed, and at most four labels, so that the host stays within 253
-    characters."""
+    """A webhook URL's stated form (`public-https-url`: a host of at most four labels under a public
+    top-level domain) with the scheme optional and http allowed."""
     from outreach_core.webhooks.schemas import PUBLIC_HTTPS_URL
 
-    https = PUBLIC_HTTPS_URL.make()
-    host_and_rest = re.sub(r"\)\+\(\?:", "){1,3}(?:", https.removeprefix("^https://"), count=1)
-    return "^(?:[Hh][Tt][Tt][Pp][Ss]?://)?" + host_and_rest
+    return "^(?:[Hh][Tt][Tt][Pp][Ss]?://)?" + PUBLIC_HTTPS_URL.make().removeprefix("^https://")
 
 
 WEBSITE = NamedPattern("website-url", _website_pattern)
