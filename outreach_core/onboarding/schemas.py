@@ -7,32 +7,10 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from outreach_core.offer.schemas import OfferProfile
-from outreach_core.wire import NAME, SINGLE_LINE, NamedPattern, WireModel
+from outreach_core.wire import NAME, SINGLE_LINE, WireModel
 
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$"
-_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,60}[A-Za-z0-9])?"
-_TOP = "[A-Za-z][A-Za-z0-9-]{0,60}[A-Za-z0-9]"
-_PATH = "(?:/[^ @:\\u0000-\\u001f\\u007f-\\u009f]*)?"
-DOMAIN_TEXT = NamedPattern(
-    "domain-or-url",
-    lambda: f"^ *(?:(?:[Hh][Tt][Tt][Pp][Ss]?://)?(?:{_LABEL}\\.){{1,3}}{_TOP}\\.?{_PATH})? *$",
-)
-"""What the OpenAPI document promises is taken as a sending domain (`onboarding.rules.normalize_domain`
-takes more: longer names, addresses, other URLs): blank, or a domain of two to four labels, with
-`http(s)://` before it and a path after it if you like. MCP tool schemas show the name only."""
-
-
-def _website_pattern() -> str:
-    """A webhook URL's stated form (`public-https-url`: a host of at most four labels under a public
-    top-level domain) with the scheme optional and http allowed."""
-    from outreach_core.webhooks.schemas import PUBLIC_HTTPS_URL
-
-    return "^(?:[Hh][Tt][Tt][Pp][Ss]?://)?" + PUBLIC_HTTPS_URL.make().removeprefix("^https://")
-
-
-WEBSITE = NamedPattern("website-url", _website_pattern)
-"""What the OpenAPI document promises `draft_offer` takes as a website (more is taken: the description)."""
-Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE, DOMAIN_TEXT]
+Domain = Annotated[str, StringConstraints(max_length=300, strip_whitespace=True), SINGLE_LINE]
 
 
 class CreateWorkspaceIn(WireModel):
@@ -69,7 +47,7 @@ class SaveOnboardingIn(WireModel):
 
 class DraftOfferIn(WireModel):
     url: Annotated[
-        str, StringConstraints(min_length=3, max_length=300, strip_whitespace=True), SINGLE_LINE, WEBSITE
+        str, StringConstraints(min_length=3, max_length=300, strip_whitespace=True), SINGLE_LINE
     ] = Field(description="The company's website (https:// is assumed when left out), 3 to 300 characters.")
 
 

@@ -46,8 +46,7 @@ def _public_https_url() -> str:
         and r not in ("arpa", "onion")
         and f"*.{r}" not in rules
     )
-    # at most four labels with the top-level domain: the host stays within 253 characters (issue 30)
-    return f"^https://(?:{_LABEL}\\.){{1,3}}(?:{'|'.join(tlds)})(?::{_PORT})?(?:[/?#][!-~]*)?$"
+    return f"^https://(?:{_LABEL}\\.)+(?:{'|'.join(tlds)})(?::{_PORT})?(?:[/?#][!-~]*)?$"
 
 
 PUBLIC_HTTPS_URL = NamedPattern("public-https-url", _public_https_url)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import ConfigDict, Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from outreach_core.campaigns.schemas import MAX_STEPS, Campaign
 from outreach_core.targets.schemas import Id
@@ -14,22 +14,7 @@ Mode = Literal["sequence", "rewrite", "shorter", "angle"]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=300, strip_whitespace=True)]
 
 
-def _modes(schema: dict[str, Any]) -> None:
-    """The document states `_needs`: a variant for every mode but sequence, and an angle in angle mode."""
-    variant = {"variantId": {"type": "string"}}
-    schema["anyOf"] = [
-        {"properties": {"mode": {"const": "sequence"}}},
-        {"required": ["variantId"], "properties": {"mode": {"enum": ["rewrite", "shorter"]}, **variant}},
-        {
-            "required": ["variantId", "angle"],
-            "properties": {"mode": {"const": "angle"}, **variant, "angle": {"type": "string"}},
-        },
-    ]
-
-
 class WriteIn(WireModel):
-    model_config = ConfigDict(json_schema_extra=_modes)
-
     mode: Mode = Field(
         description="sequence: draft a whole sequence of `steps` emails; rewrite: a new version of one "
         "variant; shorter: a shorter version of it; angle: a version around `angle` (and `persona`)."

@@ -107,28 +107,3 @@ STATED_URLS = st.from_regex(NAMED_PATTERNS["public-https-url"](), fullmatch=True
 @given(STATED_URLS.filter(lambda u: len(u) <= 2000))
 def test_every_stated_webhook_url_is_taken(url: str) -> None:
     assert webhook_url_problem(url, allow_private=False) is None, url
-
-
-STATED_DOMAINS = st.from_regex(NAMED_PATTERNS["domain-or-url"](), fullmatch=True)
-
-
-@SEEDED
-@given(STATED_DOMAINS.filter(lambda d: len(d) <= 300))
-def test_every_stated_sending_domain_is_taken(text: str) -> None:
-    """What the document states for `sendingDomain` (issue 30: schemathesis met a refused one) is taken."""
-    from outreach_core.onboarding.rules import normalize_domain
-
-    assert not text.strip() or normalize_domain(text.strip()) is not None, text
-
-
-STATED_WEBSITES = st.from_regex(NAMED_PATTERNS["website-url"](), fullmatch=True)
-
-
-@SEEDED
-@given(STATED_WEBSITES.filter(lambda u: 3 <= len(u) <= 300))
-def test_every_stated_website_is_taken(text: str) -> None:
-    """What the document states for `draft_offer`'s `url` passes the checks before the fetch."""
-    from outreach_core.onboarding.rules import website_url
-    from outreach_core.urls import url_problem
-
-    assert url_problem(website_url(text), allow_private=False) is None, text
