@@ -231,7 +231,8 @@ def _singular(segment: str) -> str:
 
 def describe_path_params(path: str) -> dict[str, str]:
     """For `/campaigns/{id}/steps/{stepId}`: `id` "The id of the campaign.", `stepId` "The id of the step,
-    in the campaign given as `id`."."""
+    in the campaign given as `id`."; a parameter that is not an id (`/domains/{domain}`) "The domain's name,
+    as listed."."""
     segments = path.strip("/").split("/")
     described: dict[str, str] = {}
     parent: tuple[str, str] | None = None
@@ -240,11 +241,17 @@ def describe_path_params(path: str) -> dict[str, str]:
         if match is None:
             continue
         name = match.group(1)
+        is_id = name == "id" or name.endswith("Id")
         if name == "id" or not name.endswith("Id"):
             noun = _singular(segments[i - 1]) if i > 0 else name
         else:
             noun = _singular(name[:-2])
-        text = f"The id of the {noun}"
+        if is_id:
+            text = f"The id of the {noun}"
+        elif _singular(name) == noun or name == noun:
+            text = f"The {noun}'s name, as listed"
+        else:
+            text = f"The {_singular(name)} of the {noun}"
         if parent is not None:
             text += f", in the {parent[1]} given as `{parent[0]}`"
         described[name] = text + "."

@@ -44,6 +44,10 @@ SETS = toolset_names(TOOLS.values())
 TITLE_MAX = 40
 WRITES_THAT_REPLACE = ("update_", "set_", "save_", "delete_", "remove_", "revoke_", "disconnect_", "unlabel_")
 WRITES_THAT_ADD = ("create_", "add_", "import_")
+PATH_ID = (
+    r"The (id of the [a-zA-Z ]+|[a-zA-Z ]+'s name, as listed|[a-zA-Z ]+ of the [a-zA-Z ]+)(, in the .+)?\."
+)
+"""What a path parameter's description says: what it identifies (architecture.md, "Adding an endpoint")."""
 DANGLING = {"a", "an", "the", "and", "or", "of", "to", "with", "for", "in", "on", "by", "from", "as", "at"}
 
 
@@ -113,7 +117,10 @@ async def test_every_tool_says_what_it_is(mcp_session: Any, make_workspace: Make
         for arg, schema in properties.items():
             assert schema.get("description"), (name, arg)
             if arg in endpoint.path_params:
-                assert re.fullmatch(r"The id of the [a-zA-Z ]+(, in the .+)?\.", schema["description"]), (
+                assert re.fullmatch(
+                    PATH_ID,
+                    schema["description"],
+                ), (
                     name,
                     arg,
                     schema["description"],
