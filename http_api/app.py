@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from http_api.docs_page import docs_routes
 from http_api.handlers import error_response, make_file_handler, make_handler
 from http_api.openapi import build_openapi
 from http_api.request_log import internal_error_handler
@@ -39,6 +40,7 @@ def build_api(runtime: Runtime) -> Starlette:
     routes = [Route("/openapi.json", openapi_json, methods=["GET"])]
     # files (charts, CSV) first: `/campaigns/stats.png` is no `/campaigns/{id}`
     routes += [Route(f.path, make_file_handler(runtime, f), methods=["GET"]) for f in all_files()]
+    routes += docs_routes(runtime.settings.public_url)
     routes += [
         Route(e.path, make_handler(runtime, e, public=e.name in PUBLIC), methods=[e.method], name=e.name)
         for e in endpoints

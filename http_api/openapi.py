@@ -20,10 +20,11 @@ from typing import Any
 from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
+from http_api.examples import body_example
 from outreach_core.endpoint import AnyEndpoint
 from outreach_core.wire import NAMED_PATTERNS
 
-OPENAPI_VERSION = "3.1.0"
+OPENAPI_VERSION = "3.1.1"
 API_PREFIX = "/api/v1"
 REF_PREFIX = "#/components/schemas/"
 ERROR_SCHEMA = "Error"
@@ -182,9 +183,10 @@ def build_openapi(
                 "name": name,
                 "in": "path",
                 "required": True,
+                "description": described,
                 "schema": {"type": "string", "minLength": 1, "pattern": NO_NUL},
             }
-            for name in ep.path_params
+            for name, described in ep.path_descriptions.items()
         ]
         if ep.query is not None:
             query_schema = schemas[((i, "query"), "validation")]
@@ -195,9 +197,10 @@ def build_openapi(
         if parameters:
             operation["parameters"] = parameters
         if ep.body is not None:
+            body_schema = schemas[((i, "body"), "validation")]
             operation["requestBody"] = {
                 "required": True,
-                "content": {JSON: {"schema": schemas[((i, "body"), "validation")]}},
+                "content": {JSON: {"schema": body_schema, "example": body_example(body_schema, components)}},
             }
 
         responses: dict[str, Any] = {}

@@ -31,6 +31,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from mcp_server.toolsets import READONLY, toolset_names
+from outreach_core.catalog import all_endpoints
 from outreach_core.errors import InvalidInput, NotFound, Unauthorized
 from outreach_core.oauth.server import get_client, issue_authorization_code
 from outreach_core.runtime import Runtime
@@ -213,6 +215,7 @@ def _form_page(
 <p><strong>{e(name)}</strong> asks to use the outreach tools (MCP) on your behalf. It will act on the
 workspace of the API key you enter, with your role in it: it can read and change what you can, such as
 leads, campaigns, mailboxes and settings.</p>
+{_scope_sentence(consent_request.scopes)}
 <p>The key is checked once to confirm who you are. It is not stored with the connection and the app never
 sees it. You can disconnect the app at any time under Connected apps; its access stops at once.</p>
 <p><small>After you choose, you are sent back to {e(back_to)}.</small></p>
@@ -226,6 +229,20 @@ sees it. You can disconnect the app at any time under Connected apps; its access
 </div>
 </form>"""
     return _html(f"Connect {name}", body, status, consent_request.redirect_uri)
+
+
+def _scope_sentence(scopes: list[str]) -> str:
+    """What the requested scopes limit the app to (MCP tool sets and read-only mode), or nothing."""
+    known = toolset_names(all_endpoints())
+    sets = [s for s in scopes if s in known]
+    read_only = READONLY in scopes
+    if not sets and not read_only:
+        return ""
+    reach = (
+        f"only the tool sets <strong>{html.escape(', '.join(sets))}</strong>" if sets else "every tool set"
+    )
+    limit = ", and only tools that change nothing" if read_only else ""
+    return f"<p>The app asked for {reach}{limit}: it can use no other tools.</p>"
 
 
 def _invalid_request_page(exc: InvalidSignature) -> Response:

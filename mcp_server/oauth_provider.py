@@ -190,7 +190,7 @@ class OutreachOAuthProvider(
         return AccessToken(
             token=token,
             client_id=principal.client_id or API_KEY_CLIENT_ID,
-            scopes=[],
+            scopes=list(principal.scopes),
             expires_at=None,
             resource=resource,
             subject=principal.user_id,

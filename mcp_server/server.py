@@ -16,18 +16,13 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.mcpserver.context import Context
 
 from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_tool
+from mcp_server.toolsets import instructions, server_selection, toolset_names
 from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.catalog import all_endpoints
 from outreach_core.context import Principal
 from outreach_core.endpoint import AnyEndpoint
 from outreach_core.errors import Unauthorized
 from outreach_core.runtime import Caller, Runtime
-
-INSTRUCTIONS = """\
-Tools of a cold-email outreach workspace: leads, lists, labels, campaigns, mailboxes, domains, analytics and
-webhooks. Every tool acts inside the workspace of the credential you connected with; ids of other
-workspaces are reported as not found. Errors come back as {"error": {"code", "message", "details"}}.
-Tools that change or delete a lot ask the person to confirm first."""
 
 
 def principal_from_request(ctx: Context[Any, Any]) -> Principal:
@@ -64,9 +59,14 @@ def build_mcp(
     endpoints: list[AnyEndpoint] | None = None,
     **server_kwargs: Any,
 ) -> OutreachMCP:
-    """An MCP server exposing every endpoint marked `tool`."""
-    mcp = OutreachMCP("outreach", instructions=INSTRUCTIONS, version="1.0.0", **server_kwargs)
-    for endpoint in endpoints if endpoints is not None else all_endpoints():
-        if endpoint.tool:
-            register_endpoint_tool(mcp, runtime, endpoint, principal_source)
+    """An MCP server exposing every endpoint marked `tool` that the server's tool sets and read-only mode
+    (`OUTREACH_MCP_TOOLSETS`, `OUTREACH_MCP_READ_ONLY`) allow; a set name no tool has raises
+    `UnknownToolset`."""
+    tools = [e for e in (endpoints if endpoints is not None else all_endpoints()) if e.tool]
+    settings = runtime.settings
+    selection = server_selection(settings.mcp_toolset_names, settings.mcp_read_only, toolset_names(tools))
+    tools = [e for e in tools if selection.allows(e)]
+    mcp = OutreachMCP("outreach", instructions=instructions(tools), version="1.0.0", **server_kwargs)
+    for endpoint in tools:
+        register_endpoint_tool(mcp, runtime, endpoint, principal_source)
     return mcp

@@ -23,15 +23,26 @@ from typing import Annotated, Any, get_origin
 
 import anyio
 import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ImageContent,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.fields import FieldInfo
 
+from mcp_server.schemas import compact_schema
+from mcp_server.toolsets import instructions, request_selection, toolset_names
 from outreach_core.endpoint import AnyEndpoint, path_arguments
 from outreach_core.errors import (
     ConfirmationRequired,
@@ -70,6 +81,40 @@ class OutreachMCP(MCPServer[Any]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.known_arguments: dict[str, set[str]] = {}
+        self.endpoints: dict[str, AnyEndpoint] = {}
+        """The registered tools' entries by name (those of the server's tool sets)."""
+        self.middleware.append(self._narrow)
+
+    def reachable(self, ctx: ServerRequestContext[Any, Any]) -> list[AnyEndpoint]:
+        """The tools this request may list and call: the server's, narrowed by the request's path,
+        headers and token scopes (`mcp_server.toolsets`)."""
+        known = toolset_names(self.endpoints.values())
+        selection = request_selection(ctx.request, known)
+        return [e for e in self.endpoints.values() if selection.allows(e)]
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """Only the reachable tools (filtered before the SDK serializes them: a narrow list costs less)."""
+        names = {e.name for e in self.reachable(ctx)}
+        return ListToolsResult(tools=[t for t in await self.list_tools() if t.name in names])
+
+    async def _narrow(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """Middleware: refuse a tool outside the reachable ones as a JSON-RPC invalid-params error (as an
+        unknown tool, without a traceback), and give instructions naming only what the session can reach."""
+        if ctx.method == "tools/call":
+            name = (ctx.params or {}).get("name")
+            if name not in {e.name for e in self.reachable(ctx)}:
+                raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}")
+            return await call_next(ctx)
+        result = await call_next(ctx)
+        if (
+            ctx.method in ("initialize", "server/discover")
+            and isinstance(result, dict)
+            and "instructions" in result
+        ):
+            result["instructions"] = instructions(self.reachable(ctx))
+        return result
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         token = RAW_ARGUMENTS.set(arguments)
@@ -157,11 +202,9 @@ def register_endpoint_tool(
         inspect.Parameter(
             p,
             inspect.Parameter.KEYWORD_ONLY,
-            annotation=Annotated[
-                str, Field(min_length=1, max_length=300, description=f"The {p} from the path.")
-            ],
+            annotation=Annotated[str, Field(min_length=1, max_length=300, description=described)],
         )
-        for p in endpoint.path_params
+        for p, described in endpoint.path_descriptions.items()
     ]
     params += [_parameter(n, f) for n, f in {**query_fields, **body_fields}.items()]
     annotations: dict[str, Any] = {p.name: p.annotation for p in params}
@@ -218,16 +261,17 @@ def register_endpoint_tool(
     mcp.add_tool(
         run,
         name=endpoint.name,
+        title=endpoint.tool_title,
         description=_tool_description(endpoint),
-        annotations=ToolAnnotations(
-            title=endpoint.summary.rstrip("."),
-            read_only_hint=endpoint.read_only,
-            destructive_hint=endpoint.destructive if not endpoint.read_only else None,
-            idempotent_hint=True if endpoint.read_only or endpoint.idempotent else None,
-            open_world_hint=endpoint.open_world,
-        ),
+        annotations=tool_annotations(endpoint),
         structured_output=True,
     )
+    mcp.endpoints[endpoint.name] = endpoint
+    tool = mcp._tool_manager.get_tool(endpoint.name)  # the SDK has no public way to set a tool's schemas
+    if tool is not None:
+        tool.parameters = compact_schema(tool.parameters)
+        if tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     mcp.known_arguments[endpoint.name] = {p.name for p in params} | (
         {CONFIRM_ARG} if endpoint.confirm is not None else set()
     )
@@ -239,8 +283,28 @@ def _accepted(confirmation: Any) -> bool:
     )
 
 
+def tool_annotations(endpoint: AnyEndpoint) -> ToolAnnotations:
+    """The MCP hints of a tool, from its catalogue entry. A read-only tool states only that (the other
+    hints are about writes); a write states all three, `false` included, since the protocol's defaults
+    (destructive, not idempotent) would otherwise speak for it."""
+    if endpoint.read_only:
+        return ToolAnnotations(
+            title=endpoint.tool_title,
+            read_only_hint=True,
+            idempotent_hint=True,
+            open_world_hint=endpoint.open_world,
+        )
+    return ToolAnnotations(
+        title=endpoint.tool_title,
+        read_only_hint=False,
+        destructive_hint=endpoint.destructive,
+        idempotent_hint=endpoint.idempotent,
+        open_world_hint=endpoint.open_world,
+    )
+
+
 def _tool_description(endpoint: AnyEndpoint) -> str:
-    text = endpoint.doc
+    text = endpoint.description
     if endpoint.confirm is not None:
         text += (
             "\n\nAsks the person to confirm before acting. If your client cannot show confirmations, ask the "

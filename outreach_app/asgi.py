@@ -28,6 +28,7 @@ from mcp_server.consent import consent_routes
 from mcp_server.oauth_provider import OutreachOAuthProvider
 from mcp_server.server import build_mcp, http_principal_source
 from mcp_server.tools import OutreachMCP
+from mcp_server.toolsets import ToolsetRouting, toolset_names
 from outreach_app.ops.metrics import Metrics, RequestMetrics
 from outreach_app.ops.routes import Ops, ops_routes
 from outreach_core.runtime import Runtime
@@ -119,7 +120,7 @@ def build_app(
         *unsubscribe_routes(runtime),
         *billing_routes(runtime),
         *tls_ask_routes(runtime),  # the reverse proxy's on-demand TLS question (docs/link-domain.md)
-        _any_path(Mount("/", app=mcp_app)),
+        _any_path(Mount("/", app=ToolsetRouting(mcp_app, toolset_names(mcp.endpoints.values())))),
     ]
     middleware = [
         Middleware(RequestMetrics, metrics=ops.metrics),

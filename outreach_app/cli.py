@@ -303,7 +303,11 @@ def serve(
                 await workers.stop()
             await runtime.dispose()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except OutreachError as err:  # a setting refused while building the app (OUTREACH_MCP_TOOLSETS)
+        typer.echo(json.dumps(err.to_body()), err=True)
+        raise typer.Exit(code=1) from None
 
 
 @app.command()

@@ -37,6 +37,7 @@ class Principal:
     auth: AuthKind
     credential_id: str  # API key id, or OAuth grant id
     client_id: str | None = None  # OAuth client, when auth == "oauth"
+    scopes: tuple[str, ...] = ()  # the OAuth access token's scopes (MCP tool sets, docs/mcp.md)
 
 
 @dataclass

@@ -106,6 +106,8 @@ class Endpoint(Generic[BodyT, QueryT, ResponseT]):
     destructive: bool = False
     idempotent: bool = False  # a write that changes nothing more when repeated with the same arguments
     open_world: bool = False  # reaches outside the service (HTTP, DNS, SMTP, IMAP, AI, a payment provider)
+    title: str | None = None  # the tool's short human title; derived from the name when not given
+    toolset: str | None = None  # the MCP tool set; the operation's domain package when not given
     confirm: Describe | None = None
     prepare: Prepare | None = None
     tag: str = "default"
@@ -128,8 +130,35 @@ class Endpoint(Generic[BodyT, QueryT, ResponseT]):
         return (self.operation.__doc__ or self.name).strip()
 
     @property
+    def description(self) -> str:
+        """The docstring with each paragraph on one line (paragraphs stay apart, a list keeps its lines)."""
+        return "\n\n".join(_unwrap(p) for p in re.split(r"\n\s*\n", self.doc))
+
+    @property
+    def tool_title(self) -> str:
+        """A short human title: `title`, or the name as words ("list_campaign_leads": "List campaign
+        leads")."""
+        return self.title or title_from_name(self.name)
+
+    @property
     def summary(self) -> str:
-        return self.doc.splitlines()[0]
+        """One whole short sentence: the description's first sentence when it is short, else the title."""
+        first = first_sentence(self.description.split("\n\n")[0])
+        return first if len(first) <= SUMMARY_MAX else f"{self.tool_title}."
+
+    @property
+    def toolset_name(self) -> str:
+        """The MCP tool set this endpoint belongs to: `toolset`, or the domain package of its operation
+        (`outreach_core.campaigns.sequence.set_sequence`: `campaigns`)."""
+        if self.toolset:
+            return self.toolset
+        parts = self.operation.__module__.split(".")
+        return parts[1] if len(parts) > 2 and parts[0] == "outreach_core" else parts[0]
+
+    @property
+    def path_descriptions(self) -> dict[str, str]:
+        """What each path parameter identifies, in words ("The id of the campaign.")."""
+        return describe_path_params(self.path)
 
     @property
     def roles(self) -> list[Role]:
@@ -142,6 +171,95 @@ class Endpoint(Generic[BodyT, QueryT, ResponseT]):
         if self.role == "member":
             return "Any member of the workspace may call this."
         return f"Only {_people(self.roles)} may call this."
+
+
+SUMMARY_MAX = 100
+"""The longest first sentence used as a summary; a longer one gives way to the title."""
+
+_WORDS = {"api": "API", "ai": "AI", "ips": "IPs", "ip": "IP", "csv": "CSV", "dns": "DNS", "mcp": "MCP"}
+_NOUNS = {
+    "api-keys": "API key",
+    "apiKeys": "API key",
+    "deliveries": "webhook delivery",
+    "webhooks": "webhook endpoint",
+}
+
+
+def title_from_name(name: str) -> str:
+    """`list_api_keys` as a title: "List API keys"."""
+    words = [_WORDS.get(w, w) for w in name.split("_")]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:]
+
+
+def first_sentence(paragraph: str) -> str:
+    """The paragraph up to the first full stop (or ? !) followed by a space or the end, outside brackets
+    and backticks (so "e.g. `a.b`" and "(... ). " do not cut it)."""
+    depth = 0
+    code = False
+    for i, ch in enumerate(paragraph):
+        if ch == "`":
+            code = not code
+        elif code:
+            continue
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch in ".!?" and depth == 0 and (i + 1 == len(paragraph) or paragraph[i + 1] == " "):
+            before = paragraph[max(0, i - 4) : i + 1]
+            if before.endswith(("e.g.", "i.e.", "etc.")) and i + 1 < len(paragraph):
+                continue
+            return paragraph[: i + 1]
+    return paragraph
+
+
+def _unwrap(paragraph: str) -> str:
+    lines = [line.strip() for line in paragraph.strip().splitlines()]
+    if any(line.startswith(("- ", "* ", "|")) or re.match(r"\d+\. ", line) for line in lines):
+        return "\n".join(lines)  # a list or a table keeps its lines
+    return " ".join(lines)
+
+
+def _singular(segment: str) -> str:
+    if segment in _NOUNS:
+        return _NOUNS[segment]
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", segment).replace("-", " ").replace("_", " ").lower()
+    if words.endswith("ies"):
+        return words[:-3] + "y"
+    if words.endswith(("xes", "ses")):
+        return words[:-2]
+    return words[:-1] if words.endswith("s") else words
+
+
+def describe_path_params(path: str) -> dict[str, str]:
+    """For `/campaigns/{id}/steps/{stepId}`: `id` "The id of the campaign.", `stepId` "The id of the step,
+    in the campaign given as `id`."; a parameter that is not an id (`/domains/{domain}`) "The domain's name,
+    as listed."."""
+    segments = path.strip("/").split("/")
+    described: dict[str, str] = {}
+    parent: tuple[str, str] | None = None
+    for i, segment in enumerate(segments):
+        match = re.fullmatch(r"{(\w+)}", segment)
+        if match is None:
+            continue
+        name = match.group(1)
+        is_id = name == "id" or name.endswith("Id")
+        if name == "id" or not name.endswith("Id"):
+            noun = _singular(segments[i - 1]) if i > 0 else name
+        else:
+            noun = _singular(name[:-2])
+        if is_id:
+            text = f"The id of the {noun}"
+        elif _singular(name) == noun or name == noun:
+            text = f"The {noun}'s name, as listed"
+        else:
+            text = f"The {_singular(name)} of the {noun}"
+        if parent is not None:
+            text += f", in the {parent[1]} given as `{parent[0]}`"
+        described[name] = text + "."
+        parent = (name, noun)
+    return described
 
 
 AnyEndpoint = Endpoint[Any, Any, Any]

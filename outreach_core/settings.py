@@ -165,6 +165,13 @@ class Settings(BaseSettings):
     link_host_cache_s: float = Field(
         default=5.0, ge=0, le=3600, description="Seconds the link domains' host names are kept in memory."
     )
+    # MCP tool sets (issue 30; docs/mcp.md, "Tool sets"): the comma-separated set names the MCP server lists
+    # and allows (empty: every set), and read-only mode (only read-only tools).
+    mcp_toolsets: str = Field(
+        default="",
+        description="MCP tool sets listed and allowed, comma-separated (leads,campaigns,...); empty: all.",
+    )
+    mcp_read_only: bool = Field(default=False, description="MCP lists and allows only read-only tools.")
 
     # Protection (generous defaults; see docs/protection.md).
     rate_limit_per_minute: int = Field(default=1200, ge=1)
@@ -246,6 +253,12 @@ class Settings(BaseSettings):
             if problem is not None:
                 raise ValueError(f"OUTREACH_VERIFIER_URL cannot be used: {problem}")
         return self
+
+    @property
+    def mcp_toolset_names(self) -> list[str] | None:
+        """`mcp_toolsets` as names; None means every set."""
+        names = [n.strip() for n in self.mcp_toolsets.split(",") if n.strip()]
+        return names or None
 
     @field_validator("public_url")
     @classmethod

@@ -41,5 +41,6 @@ ENDPOINTS = (
         destructive=True,
         confirm=_describe_revoke,
         tag="api-keys",
+        idempotent=True,
     ),
 )

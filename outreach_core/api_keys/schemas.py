@@ -23,8 +23,17 @@ class ApiKeyItem(WireModel):
 
 
 class CreateApiKeyIn(WireModel):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=60), NAME]
-    expires_in_days: int | None = Field(default=None, ge=1, le=365)
+    name: Annotated[str, StringConstraints(min_length=1, max_length=60), NAME] = Field(
+        description=("A name to recognise the key by (1 to 60 characters).")
+    )
+    expires_in_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=365,
+        description=(
+            "Days until the key stops working (1 to 365); leave out for a key that does not expire."
+        ),
+    )
 
 
 class CreatedApiKey(WireModel):
@@ -33,4 +42,6 @@ class CreatedApiKey(WireModel):
 
 
 class RevokeApiKeyIn(WireModel):
-    id: str = Field(min_length=1, max_length=64)
+    id: str = Field(
+        min_length=1, max_length=64, description=("The id of the API key to revoke (from list_api_keys).")
+    )

@@ -78,6 +78,7 @@ async def authenticate_oauth(ctx: SystemContext, token: str, resource: str) -> P
                 t.c.expires_at,
                 t.c.revoked_at,
                 t.c.resource,
+                t.c.scopes,
                 oauth_grants.c.revoked_at.label("grant_revoked_at"),
                 oauth_grants.c.workspace_id,
                 oauth_grants.c.user_id,
@@ -102,6 +103,7 @@ async def authenticate_oauth(ctx: SystemContext, token: str, resource: str) -> P
         auth="oauth",
         credential_id=row.grant_id,
         client_id=row.client_id,
+        scopes=tuple(row.scopes.split()),
     )
 
 

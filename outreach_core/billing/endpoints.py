@@ -69,5 +69,6 @@ ENDPOINTS = (
         open_world=True,
         role="admin",
         tag="billing",
+        destructive=True,
     ),
 )

@@ -157,11 +157,15 @@ class CampaignList(WireModel):
 
 
 class ListCampaignsQuery(WireModel):
-    status: list[CampaignStatus] | None = None
+    status: list[CampaignStatus] | None = Field(
+        default=None, description=("Only campaigns in any of these states.")
+    )
 
 
 class CreateCampaignIn(WireModel):
-    name: CampaignName = "New campaign"
+    name: CampaignName = Field(
+        default="New campaign", description=("The campaign's name (default “New campaign”).")
+    )
 
 
 class CreatedId(WireModel):
@@ -169,50 +173,105 @@ class CreatedId(WireModel):
 
 
 class UpdateCampaignIn(WireModel):
-    name: Omittable[CampaignName] = None
+    name: Omittable[CampaignName] = Field(default=None, description="The campaign's new name.")
     mailbox_ids: Omittable[Annotated[list[Id], Field(max_length=1000)]] = Field(
         default=None, description="Replaces the campaign's mailboxes."
     )
-    timezone_fallback: Omittable[Timezone] = None
+    timezone_fallback: Omittable[Timezone] = Field(
+        default=None,
+        description=(
+            "IANA time zone (e.g. Europe/Berlin) of the sending window for leads whose own time zone "
+            "is unknown."
+        ),
+    )
     window_start: Omittable[Minutes] = Field(
         default=None, description="Minutes after midnight; before windowEnd (the stored one when not given)."
     )
     window_end: Omittable[Minutes] = Field(
         default=None, description="Minutes after midnight; after windowStart (the stored one when not given)."
     )
-    days: Omittable[Annotated[int, Field(ge=1, le=127)]] = None
+    days: Omittable[Annotated[int, Field(ge=1, le=127)]] = Field(
+        default=None,
+        description=(
+            "Sending days as a bitmask from 1 to 127: 1 Monday, 2 Tuesday, 4 Wednesday, 8 Thursday, 16 "
+            "Friday, 32 Saturday, 64 Sunday (31 = weekdays)."
+        ),
+    )
     daily_cap: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
         default=None, description="First emails a day for the campaign; null = mailbox limits only."
     )
     bounce_threshold: Annotated[float, Field(ge=0, le=100)] | None = Field(
         default=None, description="Percent; null = the workspace default."
     )
-    esp_matching: Omittable[bool] = None
-    stop_on_reply: Omittable[bool] = None
-    track_clicks: Omittable[bool] = None
-    track_opens: Omittable[bool] = None
+    esp_matching: Omittable[bool] = Field(
+        default=None,
+        description=(
+            "true: each lead is sent from a mailbox on the same email provider as the lead's, where "
+            "the campaign has one."
+        ),
+    )
+    stop_on_reply: Omittable[bool] = Field(
+        default=None, description=("true: a lead who replies gets no more emails of this campaign.")
+    )
+    track_clicks: Omittable[bool] = Field(
+        default=None,
+        description=("true: links in the emails are counted when clicked (through the link domain)."),
+    )
+    track_opens: Omittable[bool] = Field(
+        default=None, description=("true: opens are counted with a tracking pixel.")
+    )
     start_on: DateText | None = Field(default=None, description="null = from the launch.")
     end_on: DateText | None = Field(
         default=None,
         description="null = no end date. Not before startOn (the stored one when not given).",
     )
-    stop_for_company: Omittable[bool] = None
-    skip_risky: Omittable[bool] = None
+    stop_for_company: Omittable[bool] = Field(
+        default=None,
+        description=(
+            "true: when one lead of a company replies, the other leads of that company get no more emails."
+        ),
+    )
+    skip_risky: Omittable[bool] = Field(
+        default=None, description=("true: leads whose verification says risky or catch-all are skipped.")
+    )
 
 
 # --- sequence --------------------------------------------------------------------------------------------
 
 
 class StepPatch(WireModel):
-    wait_days: Omittable[WaitDays] = None
-    same_thread: Omittable[bool] = None
+    wait_days: Omittable[WaitDays] = Field(
+        default=None, description=("Days after the previous email, 0 to 365 (ignored for the first email).")
+    )
+    same_thread: Omittable[bool] = Field(
+        default=None,
+        description=(
+            "true: sent as a reply in the thread of the first email (same subject); false: a new "
+            "thread with the variant's own subject."
+        ),
+    )
 
 
 class VariantPatch(WireModel):
-    subject: Omittable[Subject] = None
-    body: Omittable[Body] = None
-    weight: Omittable[Weight] = None
-    active: Omittable[bool] = None
+    subject: Omittable[Subject] = Field(
+        default=None, description=("The subject line (spintax and {{variables}} allowed).")
+    )
+    body: Omittable[Body] = Field(
+        default=None,
+        description=(
+            "The email's body: plain text (blank lines split paragraphs) or simple HTML, sanitized on save."
+        ),
+    )
+    weight: Omittable[Weight] = Field(
+        default=None,
+        description=(
+            "The variant's share of the step's sends, relative to the step's other active variants."
+        ),
+    )
+    active: Omittable[bool] = Field(
+        default=None,
+        description=("false: the variant is not sent (a step keeps at least one active variant)."),
+    )
 
 
 class SavedVariant(WireModel):
@@ -222,7 +281,13 @@ class SavedVariant(WireModel):
 
 class AddStepIn(WireModel):
     wait_days: WaitDays = 3
-    same_thread: bool = True
+    same_thread: bool = Field(
+        default=True,
+        description=(
+            "true: sent as a reply in the thread of the first email (same subject); false: a new "
+            "thread with the variant's own subject."
+        ),
+    )
 
 
 class AddVariantIn(WireModel):
@@ -239,10 +304,15 @@ class MoveStepIn(WireModel):
 
 class VariantIn(WireModel):
     id: Id | None = Field(default=None, description="Keep this variant's id (and its statistics).")
-    subject: Subject = ""
-    body: Body = ""
+    subject: Subject = Field(default="", description="The subject line (spintax and {{variables}} allowed).")
+    body: Body = Field(
+        default="",
+        description=(
+            "The email's body: plain text (blank lines split paragraphs) or simple HTML, sanitized on save."
+        ),
+    )
     weight: Weight = 1
-    active: bool = True
+    active: bool = Field(default=True, description="false: the variant is not sent.")
 
 
 def _an_active_variant(schema: dict[str, Any]) -> None:
@@ -257,8 +327,16 @@ class StepIn(WireModel):
 
     id: Id | None = Field(default=None, description="Keep this step's id.")
     wait_days: WaitDays = 3
-    same_thread: bool = True
-    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=MAX_VARIANTS)]
+    same_thread: bool = Field(
+        default=True,
+        description=(
+            "true: sent as a reply in the thread of the first email (same subject); false: a new "
+            "thread with the variant's own subject."
+        ),
+    )
+    variants: Annotated[list[VariantIn], Field(min_length=1, max_length=MAX_VARIANTS)] = Field(
+        description=("The step's A/B variants (1 to 5), at least one of them active.")
+    )
 
     @model_validator(mode="after")
     def _one_active(self) -> Self:
@@ -268,7 +346,11 @@ class StepIn(WireModel):
 
 
 class SequenceIn(WireModel):
-    steps: Annotated[list[StepIn], Field(min_length=1, max_length=MAX_STEPS)]
+    steps: Annotated[list[StepIn], Field(min_length=1, max_length=MAX_STEPS)] = Field(
+        description=(
+            "The whole sequence in order (1 to 10 steps), each with waitDays, sameThread and 1 to 5 variants."
+        )
+    )
 
 
 # --- campaign leads --------------------------------------------------------------------------------------
@@ -288,8 +370,12 @@ class AddCampaignLeadsIn(WireModel):
 
     model_config = ConfigDict(json_schema_extra=_some_leads)
 
-    list_ids: Omittable[Annotated[list[Id], Field(max_length=100)]] = None
-    lead_ids: Omittable[Annotated[list[Id], Field(max_length=10_000)]] = None
+    list_ids: Omittable[Annotated[list[Id], Field(max_length=100)]] = Field(
+        default=None, description=("Ids of lead lists whose leads are added (up to 100).")
+    )
+    lead_ids: Omittable[Annotated[list[Id], Field(max_length=10_000)]] = Field(
+        default=None, description=("Ids of single leads to add (up to 10,000).")
+    )
     all_leads: bool = Field(default=False, description="Every lead in the workspace.")
 
     @model_validator(mode="after")
@@ -313,10 +399,14 @@ class RemoveCampaignLeadsIn(WireModel):
 
 
 class ListCampaignLeadsQuery(WireModel):
-    status: list[CampaignLeadStatus] | None = None
-    search: Annotated[str, StringConstraints(max_length=200)] | None = None
-    page: int = Field(default=1, ge=1, le=100_000)
-    page_size: int = Field(default=50, ge=10, le=200)
+    status: list[CampaignLeadStatus] | None = Field(
+        default=None, description=("Only campaign leads in any of these progress states.")
+    )
+    search: Annotated[str, StringConstraints(max_length=200)] | None = Field(
+        default=None, description=("Part of the lead's email address, name or company.")
+    )
+    page: int = Field(default=1, ge=1, le=100_000, description="Page number, from 1.")
+    page_size: int = Field(default=50, ge=10, le=200, description="Items per page, 10 to 200.")
 
 
 class CampaignLead(WireModel):
@@ -405,7 +495,10 @@ class SendList(WireModel):
 
 
 class PreviewQuery(WireModel):
-    lead_id: Id | None = None
+    lead_id: Id | None = Field(
+        default=None,
+        description=("The lead to preview the emails for; default the first lead added to the campaign."),
+    )
 
 
 class PreviewLead(WireModel):

@@ -73,7 +73,10 @@ Selector = Annotated[
 
 class CheckQuery(WireModel):
     domain: DomainText
-    selector: Selector | None = None
+    selector: Selector | None = Field(
+        default=None,
+        description="A custom DKIM selector (the part before ._domainkey), checked beside the common ones.",
+    )
 
 
 class DomainIn(WireModel):

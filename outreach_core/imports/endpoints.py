@@ -43,6 +43,7 @@ ENDPOINTS = (
         body=ImportIn,
         confirm=_describe_import,
         tag="leads",
+        title="Import leads",
     ),
     Endpoint(
         "POST",

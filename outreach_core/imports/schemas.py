@@ -18,7 +18,10 @@ class ImportRow(LeadFields):
     email: str | None = Field(
         default=None, description="Rows without a valid address are counted as invalid."
     )
-    custom: Custom | None = None
+    custom: Custom | None = Field(
+        default=None,
+        description=("Your own fields: up to 50 names with text, number, true/false or null values."),
+    )
 
 
 ROW_KEYS: dict[str, str] = {(field.alias or name): name for name, field in ImportRow.model_fields.items()}
@@ -107,22 +110,49 @@ ListName = Annotated[str, StringConstraints(min_length=1, max_length=120), NAME]
 class ImportList(ExactlyOne):
     """An existing list (`id`) or a new one (`name`) that every imported lead joins."""
 
-    id: Omittable[Id] = None
-    name: Omittable[ListName] = None
+    id: Omittable[Id] = Field(default=None, description="The id of an existing lead list.")
+    name: Omittable[ListName] = Field(
+        default=None, description=("The name of a new lead list (or of an existing one with that name).")
+    )
 
 
 class ImportIn(WireModel):
     import_id: Id | None = Field(
         default=None, description="Omit on the first chunk; pass the returned id after."
     )
-    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = None
-    target_list: ImportList | None = Field(default=None, alias="list")
-    existing: Literal["skip", "update"] = "skip"
-    verify: bool = False
-    client_invalid: int = Field(default=0, ge=0, le=10_000_000)
-    client_duplicates: int = Field(default=0, ge=0, le=10_000_000)
+    file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = Field(
+        default=None, description=("The name of the file the rows come from, shown with the import.")
+    )
+    target_list: ImportList | None = Field(
+        default=None,
+        alias="list",
+        description=(
+            'A list every imported lead joins: an existing one as {"id": ...} or a new one as {"name": ...}.'
+        ),
+    )
+    existing: Literal["skip", "update"] = Field(
+        default="skip",
+        description=(
+            "An address that is already a lead: `skip` the row, or `update` the lead with the row's fields."
+        ),
+    )
+    verify: bool = Field(
+        default=False, description=("true: the imported leads are queued for email verification.")
+    )
+    client_invalid: int = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description=("Rows your client already dropped as invalid, added to the import's counters."),
+    )
+    client_duplicates: int = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description=("Rows your client already dropped as duplicates, added to the import's counters."),
+    )
     rows: list[ImportRow] = Field(description="Up to 5,000 rows per call.")
-    final: bool = False
+    final: bool = Field(default=False, description="true on the last chunk: the import then finishes.")
     _wire_rows: list[dict[str, Any]] | None = PrivateAttr(default=None)
 
     @classmethod
@@ -207,15 +237,24 @@ class ImportCsvIn(WireModel):
     file_name: Annotated[str, StringConstraints(max_length=300), SINGLE_LINE] | None = Field(
         default=None, description="Shown in the import list."
     )
-    target_list: ImportList | None = Field(default=None, alias="list")
+    target_list: ImportList | None = Field(
+        default=None,
+        alias="list",
+        description="Put every imported lead on a list: an existing one or a new one.",
+    )
     map: dict[CsvField, Annotated[str, StringConstraints(min_length=1, max_length=200)]] | None = Field(
         default=None,
         description="Lead field -> column header, where the automatic mapping (Email, E-mail, First Name, "
         "Company Name ...) is not what you want; each must be a column of `csv`'s header row (422 "
         "otherwise). Columns not mapped go to `custom` under their header.",
     )
-    existing: Literal["skip", "update"] = "skip"
-    verify: bool = False
+    existing: Literal["skip", "update"] = Field(
+        default="skip",
+        description="Leads already in the workspace: skip them, or update them with the file's values.",
+    )
+    verify: bool = Field(
+        default=False, description="Also verify the addresses (the verifier, when configured)."
+    )
 
 
 class RejectedRow(WireModel):

@@ -33,7 +33,16 @@ ENDPOINTS = (
         "GET", "/threads", list_threads, ThreadPage, query=ListThreadsQuery, read_only=True, tag="inbox"
     ),
     Endpoint("GET", "/threads/{id}", get_thread, ThreadDetail, read_only=True, tag="inbox"),
-    Endpoint("PATCH", "/threads/{id}", update_thread, Thread, body=UpdateThreadIn, tag="inbox"),
+    Endpoint(
+        "PATCH",
+        "/threads/{id}",
+        update_thread,
+        Thread,
+        body=UpdateThreadIn,
+        tag="inbox",
+        destructive=True,
+        idempotent=True,
+    ),
     Endpoint(
         "POST",
         "/threads/{id}/reply",
@@ -43,5 +52,6 @@ ENDPOINTS = (
         confirm=_describe_reply,
         prepare=prepare_reply_to_thread,
         tag="inbox",
+        open_world=True,
     ),
 )

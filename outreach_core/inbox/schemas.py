@@ -61,16 +61,16 @@ class ThreadPage(WireModel):
 
 class ListThreadsQuery(WireModel):
     label_id: Id | None = Field(default=None, description="A label id, or `none` for threads without one.")
-    campaign_id: Id | None = None
-    mailbox_id: Id | None = None
-    lead_id: Id | None = None
+    campaign_id: Id | None = Field(default=None, description="Only threads of this campaign.")
+    mailbox_id: Id | None = Field(default=None, description="Only threads of this mailbox.")
+    lead_id: Id | None = Field(default=None, description="Only threads with this lead.")
     kind: list[ThreadKind] | None = Field(default=None, description="Any of these kinds.")
-    unread: bool | None = None
+    unread: bool | None = Field(default=None, description="true: only unread threads; false: only read ones.")
     search: str | None = Field(
         default=None, max_length=200, description="Part of the lead's email or name, or of the subject."
     )
-    page: int = Field(default=1, ge=1, le=100_000)
-    page_size: int = Field(default=50, ge=10, le=200)
+    page: int = Field(default=1, ge=1, le=100_000, description="Page number, from 1.")
+    page_size: int = Field(default=50, ge=10, le=200, description="Items per page, 10 to 200.")
 
 
 class Bounce(WireModel):
@@ -110,7 +110,9 @@ class UpdateThreadIn(WireModel):
         description="A label of the workspace: the thread's label, also put on the lead (its triggers run). "
         "null clears the thread's label. Either way the choice is manual and the classifier keeps it.",
     )
-    unread: Omittable[bool] = None
+    unread: Omittable[bool] = Field(
+        default=None, description=("true marks the thread unread, false marks it read.")
+    )
 
 
 ReplyBody = Annotated[str, StringConstraints(min_length=1, max_length=MAX_REPLY_BODY)]

@@ -33,7 +33,16 @@ async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
 ENDPOINTS = (
     Endpoint("GET", "/labels", list_labels, Labels, read_only=True, tag="labels"),
     Endpoint("POST", "/labels", create_label, Label, body=CreateLabelIn, tag="labels"),
-    Endpoint("PATCH", "/labels/{id}", update_label, Label, body=UpdateLabelIn, tag="labels"),
+    Endpoint(
+        "PATCH",
+        "/labels/{id}",
+        update_label,
+        Label,
+        body=UpdateLabelIn,
+        tag="labels",
+        destructive=True,
+        idempotent=True,
+    ),
     Endpoint(
         "DELETE",
         "/labels/{id}",
@@ -42,8 +51,11 @@ ENDPOINTS = (
         destructive=True,
         confirm=_describe_delete,
         tag="labels",
+        idempotent=True,
     ),
-    Endpoint("POST", "/leads/labels/add", label_leads, Labeled, body=LabelTargetIn, tag="leads"),
+    Endpoint(
+        "POST", "/leads/labels/add", label_leads, Labeled, body=LabelTargetIn, tag="leads", idempotent=True
+    ),
     Endpoint(
         "POST",
         "/leads/labels/remove",
@@ -52,5 +64,6 @@ ENDPOINTS = (
         body=LabelTargetIn,
         destructive=True,
         tag="leads",
+        idempotent=True,
     ),
 )

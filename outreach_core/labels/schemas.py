@@ -56,14 +56,28 @@ class Labels(WireModel):
 
 class CreateLabelIn(WireModel):
     name: LabelName = Field(description="Unique in the workspace.")
-    type: LabelType = "neutral"
-    color: Color | None = None
-    triggers: LabelTriggers = Field(default_factory=LabelTriggers)
+    type: LabelType = Field(
+        default="neutral",
+        description=(
+            "positive, negative, neutral or warning: what a reply with this label counts as in "
+            "analytics (default neutral)."
+        ),
+    )
+    color: Color | None = Field(default=None, description="`#rrggbb`; leave out for none.")
+    triggers: LabelTriggers = Field(
+        default_factory=LabelTriggers,
+        description=("What happens when the label is put on a lead (all off by default)."),
+    )
 
 
 class UpdateLabelIn(WireModel):
     name: Omittable[LabelName] = Field(default=None, description="Unique in the workspace.")
-    type: Omittable[LabelType] = None
+    type: Omittable[LabelType] = Field(
+        default=None,
+        description=(
+            "positive, negative, neutral or warning: what a reply with this label counts as in analytics."
+        ),
+    )
     color: Color | None = Field(default=None, description="`#rrggbb`; null removes the color.")
     triggers: Omittable[LabelTriggers] = Field(
         default=None, description="Replaces every trigger; `{}` switches them all off."

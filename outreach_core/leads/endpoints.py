@@ -61,6 +61,7 @@ ENDPOINTS = (
         query=LeadStatsQuery,
         read_only=True,
         tag="leads",
+        title="Get lead counts",
     ),
     Endpoint(
         "POST",
@@ -71,9 +72,21 @@ ENDPOINTS = (
         destructive=True,
         confirm=_describe_delete,
         tag="leads",
+        idempotent=True,
     ),
     Endpoint("POST", "/leads", create_lead, LeadDetail, body=CreateLeadIn, tag="leads"),
     Endpoint("GET", "/leads/{id}", get_lead, LeadDetail, read_only=True, tag="leads"),
-    Endpoint("PATCH", "/leads/{id}", update_lead, LeadDetail, body=UpdateLeadIn, tag="leads"),
-    Endpoint("POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tag="leads"),
+    Endpoint(
+        "PATCH",
+        "/leads/{id}",
+        update_lead,
+        LeadDetail,
+        body=UpdateLeadIn,
+        tag="leads",
+        destructive=True,
+        idempotent=True,
+    ),
+    Endpoint(
+        "POST", "/leads/{id}/won", mark_won, LeadDetail, body=MarkWonIn, tag="leads", title="Mark lead won"
+    ),
 )

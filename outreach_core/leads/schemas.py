@@ -66,15 +66,23 @@ class LeadDetail(Lead):
 class LeadFields(WireModel):
     """Optional lead fields shared by create, update and import rows."""
 
-    first_name: Text200 | None = None
-    last_name: Text200 | None = None
-    company: Text300 | None = None
-    title: Text300 | None = None
-    website: Text2000 | None = None
-    phone: Text64 | None = None
-    linkedin: Text2000 | None = None
-    country: Text64 | None = None
-    timezone: Text64 | None = None
+    first_name: Text200 | None = Field(default=None, description="The lead's first name.")
+    last_name: Text200 | None = Field(default=None, description="The lead's last name.")
+    company: Text300 | None = Field(default=None, description="The lead's company.")
+    title: Text300 | None = Field(default=None, description="The lead's job title.")
+    website: Text2000 | None = Field(default=None, description="The company's website.")
+    phone: Text64 | None = Field(default=None, description="The lead's phone number.")
+    linkedin: Text2000 | None = Field(default=None, description="The lead's LinkedIn profile URL.")
+    country: Text64 | None = Field(
+        default=None,
+        description=("The lead's country: an ISO 3166-1 alpha-2 code such as DE, or an English name."),
+    )
+    timezone: Text64 | None = Field(
+        default=None,
+        description=(
+            "The lead's IANA time zone (e.g. Europe/Berlin): campaigns send in the lead's own window."
+        ),
+    )
 
 
 LEAD_FIELDS: tuple[str, ...] = tuple(LeadFields.model_fields)
@@ -115,30 +123,51 @@ class CreateLeadIn(LeadFields):
         "(a non-ASCII domain or local part) are accepted when valid (RFC 6531), though the pattern shows "
         "only the ASCII form.",
     )
-    country: Country | None = None
-    custom: Custom = Field(default_factory=dict)
-    list_id: Id | None = None
+    country: Country | None = Field(
+        default=None,
+        description=(
+            "ISO 3166-1 alpha-2 code such as DE; English names (Germany, UK, USA) are accepted and "
+            "stored as the code."
+        ),
+    )
+    custom: Custom = Field(
+        default_factory=dict,
+        description=(
+            "Your own fields: up to 50 names (1 to 64 characters) with text, number, true/false or "
+            "null values."
+        ),
+    )
+    list_id: Id | None = Field(default=None, description="A lead list the new lead joins.")
 
 
 class UpdateLeadIn(LeadFields):
-    country: Country | None = None
+    country: Country | None = Field(
+        default=None,
+        description=("ISO 3166-1 alpha-2 code such as DE; English names are accepted too; null clears it."),
+    )
     custom: Custom | None = Field(default=None, description="Replaces the whole object; null empties it.")
-    status: Omittable[LeadStatus] = None
+    status: Omittable[LeadStatus] = Field(
+        default=None, description=("The lead's new status (see the tool description for which may be set).")
+    )
 
 
 class MarkWonIn(WireModel):
-    value: float | None = Field(default=None, ge=0, le=1e12)
-    campaign_id: Id | None = None
+    value: float | None = Field(
+        default=None, ge=0, le=1e12, description=("The deal's value, 0 or more (optional).")
+    )
+    campaign_id: Id | None = Field(
+        default=None, description=("The campaign that won the lead, one of your campaigns (optional).")
+    )
 
 
 SortField = Literal["createdAt", "email", "name", "company"]
 
 
 class ListLeadsQuery(LeadFilter):
-    page: int = Field(default=1, ge=1, le=100_000)
-    page_size: int = Field(default=50, ge=10, le=200)
-    sort: SortField = "createdAt"
-    dir: Literal["asc", "desc"] = "desc"
+    page: int = Field(default=1, ge=1, le=100_000, description="Page number, from 1.")
+    page_size: int = Field(default=50, ge=10, le=200, description="Items per page, 10 to 200.")
+    sort: SortField = Field(default="createdAt", description="The field to sort by.")
+    dir: Literal["asc", "desc"] = Field(default="desc", description="Sort order: asc or desc.")
 
 
 class LeadPage(WireModel):
@@ -154,7 +183,7 @@ class LeadPage(WireModel):
 
 
 class LeadStatsQuery(WireModel):
-    list_id: Id | None = None
+    list_id: Id | None = Field(default=None, description="Count only the leads of this list.")
 
 
 class LeadStats(WireModel):

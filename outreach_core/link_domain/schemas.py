@@ -66,9 +66,10 @@ CheckedDomain = Annotated[
 
 class SetLinkDomainIn(WireModel):
     hostname: Hostname = Field(
+        examples=["links.example.com"],
         description="The host name links in emails will use: a subdomain of a domain you own, such as "
         "links.example.com (at most 253 characters; international names are accepted and stored as "
-        "A-labels). Not an IP address, localhost, a public suffix (co.uk) or a whole domain (example.com)."
+        "A-labels). Not an IP address, localhost, a public suffix (co.uk) or a whole domain (example.com).",
     )
     replace: bool = Field(
         default=False,

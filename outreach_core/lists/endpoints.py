@@ -37,7 +37,16 @@ async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:
 ENDPOINTS = (
     Endpoint("GET", "/lists", list_lists, LeadLists, read_only=True, tag="lists"),
     Endpoint("POST", "/lists", create_list, LeadList, body=CreateListIn, tag="lists"),
-    Endpoint("PATCH", "/lists/{id}", update_list, LeadList, body=UpdateListIn, tag="lists"),
+    Endpoint(
+        "PATCH",
+        "/lists/{id}",
+        update_list,
+        LeadList,
+        body=UpdateListIn,
+        tag="lists",
+        destructive=True,
+        idempotent=True,
+    ),
     Endpoint(
         "DELETE",
         "/lists/{id}",
@@ -46,6 +55,7 @@ ENDPOINTS = (
         destructive=True,
         confirm=_describe_delete,
         tag="lists",
+        idempotent=True,
     ),
     Endpoint(
         "POST",
@@ -54,6 +64,7 @@ ENDPOINTS = (
         Added,
         body=ListTargetIn,
         tag="leads",
+        idempotent=True,
     ),
     Endpoint(
         "POST",
@@ -63,5 +74,6 @@ ENDPOINTS = (
         body=ListTargetIn,
         destructive=True,
         tag="leads",
+        idempotent=True,
     ),
 )

@@ -55,6 +55,8 @@ ENDPOINTS = (
         read_only=True,
         prepare=prepare_detect_mailbox,
         tag="mailboxes",
+        open_world=True,
+        title="Detect mailbox settings",
     ),
     Endpoint("GET", "/mailboxes/{id}", get_mailbox, Mailbox, read_only=True, tag="mailboxes"),
     Endpoint(
@@ -65,6 +67,7 @@ ENDPOINTS = (
         body=CreateMailboxIn,
         prepare=prepare_create_mailbox,
         tag="mailboxes",
+        open_world=True,
     ),
     Endpoint(
         "POST",
@@ -75,6 +78,8 @@ ENDPOINTS = (
         read_only=True,
         prepare=prepare_test_mailbox,
         tag="mailboxes",
+        open_world=True,
+        title="Test mailbox settings",
     ),
     Endpoint(
         "POST",
@@ -84,6 +89,7 @@ ENDPOINTS = (
         body=ImportMailboxesIn,
         prepare=prepare_import_mailboxes,
         tag="mailboxes",
+        open_world=True,
     ),
     Endpoint(
         "PATCH",
@@ -93,6 +99,9 @@ ENDPOINTS = (
         body=UpdateMailboxIn,
         prepare=prepare_update_mailbox,
         tag="mailboxes",
+        destructive=True,
+        idempotent=True,
+        open_world=True,
     ),
     Endpoint(
         "DELETE",
@@ -101,6 +110,7 @@ ENDPOINTS = (
         Ok,
         destructive=True,
         tag="mailboxes",
+        idempotent=True,
     ),
     Endpoint(
         "POST",
@@ -109,5 +119,7 @@ ENDPOINTS = (
         RetestOut,
         prepare=prepare_retest_mailbox,
         tag="mailboxes",
+        open_world=True,
+        title="Test a connected mailbox again",
     ),
 )

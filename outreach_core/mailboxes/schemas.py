@@ -52,7 +52,7 @@ class ServerIn(WireModel):
         "1 to 63 characters, not starting or ending with a hyphen), or an IPv4 address written a.b.c.d. "
         "Numeric forms such as 127.1 or 2130706433 are refused."
     )
-    port: Port
+    port: Port = Field(description="The server's port, e.g. 465 or 587 for SMTP, 993 or 143 for IMAP.")
     security: Security = Field(description="tls = implicit TLS (465, 993); starttls = upgrade (587, 143).")
     user: User = Field(description="Login name, usually the full email address.")
 
@@ -87,7 +87,7 @@ class CreateMailboxIn(WireModel):
     provider: Literal["google_app", "smtp"] = Field(
         description="google_app: a Google account with an app password; smtp: any SMTP + IMAP servers."
     )
-    email: EmailAddress
+    email: EmailAddress = Field(description="The mailbox's email address.")
     password: Password = Field(
         description="The mailbox password (google_app: the 16-letter app password, at most 64 characters)."
     )
@@ -97,7 +97,12 @@ class CreateMailboxIn(WireModel):
     imap: Omittable[ServerIn] = Field(
         default=None, description="Required for provider smtp; not accepted for google_app."
     )
-    daily_limit: DailyLimit = 30
+    daily_limit: DailyLimit = Field(
+        default=30,
+        description=(
+            "Most emails the mailbox sends a day, 1 to 500 (default 30); the ramp-up starts below it."
+        ),
+    )
     display_name: DisplayName | None = Field(default=None, description="Sender name shown to recipients.")
 
     @model_validator(mode="after")
@@ -115,26 +120,38 @@ class CreateMailboxIn(WireModel):
 
 
 class ImportMailboxRow(WireModel):
-    email: EmailAddress
-    display_name: DisplayName | None = None
-    password: Password
-    smtp: ServerIn
-    imap: ServerIn
-    daily_limit: DailyLimit = 30
+    email: EmailAddress = Field(description="The mailbox's email address.")
+    display_name: DisplayName | None = Field(default=None, description="Sender name shown to recipients.")
+    password: Password = Field(description="The mailbox password.")
+    smtp: ServerIn = Field(description="The SMTP server that sends.")
+    imap: ServerIn = Field(description="The IMAP server that reads replies.")
+    daily_limit: DailyLimit = Field(
+        default=30, description=("Most emails the mailbox sends a day, 1 to 500 (default 30).")
+    )
 
 
 class ImportMailboxesIn(WireModel):
-    rows: list[ImportMailboxRow] = Field(min_length=1, max_length=200)
+    rows: list[ImportMailboxRow] = Field(
+        min_length=1,
+        max_length=200,
+        description=(
+            "The mailboxes to connect (1 to 200), each with its email, password, SMTP and IMAP servers."
+        ),
+    )
 
 
 class LimitsIn(WireModel):
     """All six together; minGapS must not exceed maxGapS."""
 
-    daily_limit: DailyLimit
-    ramp_enabled: bool
-    ramp_start: int = Field(ge=1, le=500)
-    ramp_increment: int = Field(ge=1, le=100)
-    min_gap_s: int = Field(ge=30, le=3600)
+    daily_limit: DailyLimit = Field(
+        description=("Most emails the mailbox sends a day once ramped up, 1 to 500.")
+    )
+    ramp_enabled: bool = Field(description="true: start low and raise the daily limit day by day (warm-up).")
+    ramp_start: int = Field(ge=1, le=500, description="Emails on the first day of the ramp, 1 to 500.")
+    ramp_increment: int = Field(ge=1, le=100, description="Emails added each day of the ramp, 1 to 100.")
+    min_gap_s: int = Field(
+        ge=30, le=3600, description=("Fewest seconds between two emails of the mailbox, 30 to 3600.")
+    )
     max_gap_s: int = Field(ge=30, le=7200, description="Not less than minGapS.")
 
     @model_validator(mode="after")
@@ -145,7 +162,7 @@ class LimitsIn(WireModel):
 
 
 class CredentialsIn(WireModel):
-    password: Password
+    password: Password = Field(description="The new password (for google_app the app password).")
     smtp: Omittable[ServerIn] = Field(
         default=None, description="New SMTP settings (smtp mailboxes only); the stored ones when absent."
     )
@@ -180,15 +197,27 @@ class WarmupIn(WireModel):
 
 
 class UpdateMailboxIn(WireModel):
-    display_name: DisplayName | None = None
-    signature: Annotated[str, StringConstraints(max_length=5000)] | None = None
+    display_name: DisplayName | None = Field(
+        default=None, description=("Sender name shown to recipients; null clears it.")
+    )
+    signature: Annotated[str, StringConstraints(max_length=5000)] | None = Field(
+        default=None, description=("The signature put into emails (up to 5,000 characters); null clears it.")
+    )
     timezone: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=64), TIME_ZONE]] = Field(
         default=None,
         description="IANA time zone, e.g. Europe/Berlin: the mailbox's day for limits. Case is corrected, "
         "and common abbreviations (EST) and whole-hour offsets (UTC+2) are accepted too.",
     )
-    status: Omittable[Literal["active", "paused"]] = None
-    limits: Omittable[LimitsIn] = None
+    status: Omittable[Literal["active", "paused"]] = Field(
+        default=None, description=("active: the mailbox sends; paused: it sends nothing.")
+    )
+    limits: Omittable[LimitsIn] = Field(
+        default=None,
+        description=(
+            "Sending limits: dailyLimit, the ramp-up (rampEnabled, rampStart, rampIncrement) and the "
+            "gap between emails (minGapS, maxGapS)."
+        ),
+    )
     restart_ramp: Omittable[bool] = Field(
         default=None, description="true: start the ramp again from day 1 today."
     )
@@ -206,7 +235,7 @@ class UpdateMailboxIn(WireModel):
 
 
 class DetectQuery(WireModel):
-    email: EmailAddress
+    email: EmailAddress = Field(description="The email address to connect.")
 
 
 # --- responses ---------------------------------------------------------------------------------------------

@@ -51,5 +51,6 @@ ENDPOINTS = (
         destructive=True,
         confirm=_describe_disconnect,
         tag="connected-apps",
+        idempotent=True,
     ),
 )

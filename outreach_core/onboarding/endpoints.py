@@ -30,6 +30,7 @@ ENDPOINTS = (
         idempotent=True,
         role="admin",
         tag="onboarding",
+        destructive=True,
     ),
     Endpoint(
         "POST",

@@ -29,5 +29,6 @@ ENDPOINTS = (
         body=ResolveUnknownSendIn,
         tag="campaigns",
         confirm=_describe_resolve,
+        title="Settle an unknown send",
     ),
 )

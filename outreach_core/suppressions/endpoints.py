@@ -33,6 +33,7 @@ ENDPOINTS = (
         SuppressionsAdded,
         body=AddSuppressionsIn,
         tag="suppressions",
+        idempotent=True,
     ),
     Endpoint(
         "POST",
@@ -42,6 +43,7 @@ ENDPOINTS = (
         body=RemoveSuppressionsIn,
         destructive=True,
         tag="suppressions",
+        idempotent=True,
     ),
     Endpoint(
         "POST",
@@ -50,5 +52,6 @@ ENDPOINTS = (
         Suppressed,
         body=SuppressTargetIn,
         tag="leads",
+        idempotent=True,
     ),
 )

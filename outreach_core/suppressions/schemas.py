@@ -30,8 +30,8 @@ class Suppression(WireModel):
 
 class ListSuppressionsQuery(WireModel):
     search: str | None = Field(default=None, max_length=200, description="Part of an address or domain.")
-    page: int = Field(default=1, ge=1, le=100_000)
-    page_size: int = Field(default=50, ge=10, le=200)
+    page: int = Field(default=1, ge=1, le=100_000, description="Page number, from 1.")
+    page_size: int = Field(default=50, ge=10, le=200, description="Items per page, 10 to 200.")
 
 
 class SuppressionPage(WireModel):
@@ -43,7 +43,11 @@ class SuppressionPage(WireModel):
 
 class AddSuppressionsIn(WireModel):
     entries: Entries
-    reason: str | None = Field(default=None, max_length=200)
+    reason: str | None = Field(
+        default=None,
+        max_length=200,
+        description=("Why they are suppressed, kept with each entry (optional)."),
+    )
 
 
 class SuppressionsAdded(WireModel):

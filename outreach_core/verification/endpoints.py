@@ -13,5 +13,6 @@ ENDPOINTS = (
         VerifyQueued,
         body=TargetIn,
         tag="leads",
+        open_world=True,
     ),
 )

@@ -64,6 +64,8 @@ ENDPOINTS = (
         Ok,
         role="admin",
         tag="webhooks",
+        open_world=True,
+        title="Redeliver a webhook delivery",
     ),
     Endpoint(
         "PATCH",
@@ -73,6 +75,8 @@ ENDPOINTS = (
         body=UpdateWebhookIn,
         role="admin",
         tag="webhooks",
+        destructive=True,
+        idempotent=True,
     ),
     Endpoint(
         "DELETE",
@@ -83,6 +87,7 @@ ENDPOINTS = (
         confirm=_describe_delete,
         role="admin",
         tag="webhooks",
+        idempotent=True,
     ),
     Endpoint(
         "POST",
@@ -92,6 +97,7 @@ ENDPOINTS = (
         prepare=prepare_test_webhook,
         role="admin",
         tag="webhooks",
+        open_world=True,
     ),
     Endpoint(
         "GET",
@@ -110,5 +116,6 @@ ENDPOINTS = (
         confirm=_describe_rotate,
         role="admin",
         tag="webhooks",
+        destructive=True,
     ),
 )

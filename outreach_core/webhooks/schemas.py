@@ -101,8 +101,10 @@ class CreateWebhookIn(WireModel):
         description="Where events are POSTed: an https URL on a public host name (http, IP addresses and "
         "private hosts only on servers that allow private URLs)."
     )
-    description: Description | None = None
-    events: EventKinds
+    description: Description | None = Field(
+        default=None, description=("A note to recognise the endpoint by (optional).")
+    )
+    events: EventKinds = Field(description="The event kinds sent to the endpoint.")
 
 
 class WebhookCreated(WireModel):
@@ -113,7 +115,9 @@ class WebhookCreated(WireModel):
 
 
 class UpdateWebhookIn(WireModel):
-    url: Omittable[Url] = None
+    url: Omittable[Url] = Field(
+        default=None, description=("Where events are POSTed: an https URL on a public host name.")
+    )
     description: Description | None = Field(default=None, description="null clears it.")
     events: Omittable[EventKinds] = Field(default=None, description="Replaces the list.")
     enabled: Omittable[bool] = Field(

@@ -39,7 +39,7 @@ async def _describe_remove(ctx: WorkspaceContext, id: str) -> str:
 
 
 ENDPOINTS = (
-    Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace"),
+    Endpoint("GET", "/me", get_me, Me, read_only=True, tag="workspace", title="Who am I"),
     Endpoint("GET", "/members", list_members, Members, read_only=True, tag="workspace"),
     Endpoint(
         "POST",
@@ -58,6 +58,7 @@ ENDPOINTS = (
         destructive=True,
         role="admin",
         tag="workspace",
+        idempotent=True,
     ),
     Endpoint(
         "PATCH",
@@ -67,6 +68,8 @@ ENDPOINTS = (
         body=UpdateMemberIn,
         role="owner",
         tag="workspace",
+        destructive=True,
+        idempotent=True,
     ),
     Endpoint(
         "DELETE",
@@ -77,6 +80,7 @@ ENDPOINTS = (
         confirm=_describe_remove,
         role="admin",
         tag="workspace",
+        idempotent=True,
     ),
     Endpoint(
         "GET",
@@ -94,6 +98,8 @@ ENDPOINTS = (
         body=SendingSettingsPatch,
         role="admin",
         tag="workspace",
+        destructive=True,
+        idempotent=True,
     ),
     # issue 28: the workspace's time zone, in which analytics count calendar days
     Endpoint(
@@ -112,6 +118,7 @@ ENDPOINTS = (
         body=WorkspaceSettingsPatch,
         role="admin",
         idempotent=True,
+        destructive=True,
         tag="workspace",
     ),
 )

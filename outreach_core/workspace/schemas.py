@@ -65,13 +65,17 @@ class Members(WireModel):
 
 
 class CreateInvitationIn(WireModel):
-    email: EmailAddress
-    role: Literal["admin", "member"] = "member"
-    expires_in_days: int = Field(default=7, ge=1, le=30)
+    email: EmailAddress = Field(description="The address of the person invited.")
+    role: Literal["admin", "member"] = Field(
+        default="member", description=("The role they get: admin or member (default member).")
+    )
+    expires_in_days: int = Field(
+        default=7, ge=1, le=30, description=("Days the invitation stays valid, 1 to 30 (default 7).")
+    )
 
 
 class UpdateMemberIn(WireModel):
-    role: Role
+    role: Role = Field(description="The member's new role: owner, admin or member.")
 
 
 class SendingSettings(WireModel):
@@ -83,8 +87,17 @@ class SendingSettings(WireModel):
 
 
 class SendingSettingsPatch(WireModel):
-    unsubscribe_mode: Omittable[Literal["link", "reply_text"]] = None
-    ai_labels: Omittable[bool] = None
+    unsubscribe_mode: Omittable[Literal["link", "reply_text"]] = Field(
+        default=None,
+        description=(
+            "How {{unsubscribe}} renders: `link` (an unsubscribe link) or `reply_text` (a line asking "
+            "to reply to unsubscribe)."
+        ),
+    )
+    ai_labels: Omittable[bool] = Field(
+        default=None,
+        description=("true: replies are labelled by AI when one is configured; false: by rules only."),
+    )
 
 
 # --- workspace settings (issue 28: analytics days are calendar days in this zone) -------------------------
@@ -104,6 +117,9 @@ class WorkspaceSettings(WireModel):
 
 class WorkspaceSettingsPatch(WireModel):
     name: Omittable[Annotated[str, StringConstraints(min_length=1, max_length=60, strip_whitespace=True)]] = (
-        None
+        Field(default=None, description="The workspace's new name, 1 to 60 characters.")
     )
-    timezone: Omittable[TimeZoneName] = None
+    timezone: Omittable[TimeZoneName] = Field(
+        default=None,
+        description="IANA time zone, e.g. Europe/Berlin; analytics days are calendar days in it.",
+    )

@@ -83,7 +83,9 @@ async def test_the_new_tools_say_what_they_do(billing_app: Served, make_workspac
         "set_ai_key", "write_sequence",
     }  # fmt: skip
     replacing = {n for n, t in tools.items() if t.annotations and t.annotations.destructive_hint}
-    assert replacing == {"save_offer_profile", "set_ai_key", "delete_ai_key"}
+    assert replacing == {
+        "save_offer_profile", "set_ai_key", "delete_ai_key", "set_dedicated_ips", "save_onboarding"
+    }  # fmt: skip
 
 
 async def test_another_workspaces_campaign_never_reaches_the_ai(

@@ -112,11 +112,11 @@ async def test_email_goes_out_through_the_proxy_and_never_around_it(
         await runtime.system(add_sending_ip, proxy.url, "shared", "DE", None, None)
         box = (await _connect(http, ws, mail_servers))["mailbox"]
         server = mail_servers.smtp["starttls"]
-        lead = await add_lead(ws, "ada@lovelace.example", first_name="Ada")
+        lead = await add_lead(ws, "ada@routed.example", first_name="Ada")
         cid = await launched_campaign(http, ws, [box["id"]], [lead])
         assert await sender.tick(runtime) >= 1
         with server.lock:
-            [message] = [m for m in server.messages if "ada@lovelace.example" in m.rcpt_tos]
+            [message] = [m for m in server.messages if "ada@routed.example" in m.rcpt_tos]
         assert message.peer == "127.0.0.2"  # the mail server saw the sending IP, not this server
         assert proxy.connects == [(server.host, server.port)]
         [send] = await rows(ws, "sends", campaign_id=cid)
@@ -126,12 +126,12 @@ async def test_email_goes_out_through_the_proxy_and_never_around_it(
         proxy.refuse = True
         assert runtime.ports.smtp is not None
         await runtime.ports.smtp.aclose()  # the open connection through the proxy is closed
-        other = await add_lead(ws, "bob@babbage.example", first_name="Bob")
+        other = await add_lead(ws, "bob@routed.example", first_name="Bob")
         await http.post(f"/api/v1/campaigns/{cid}/leads", headers=ws.headers, json={"leadIds": [other]})
         await _due_now(ws, box["id"])
         await sender.tick(runtime)
         with server.lock:
-            assert not [m for m in server.messages if "bob@babbage.example" in m.rcpt_tos]
+            assert not [m for m in server.messages if "bob@routed.example" in m.rcpt_tos]
         [failed] = [s for s in await rows(ws, "sends", campaign_id=cid) if s.status != "sent"]
         assert "sending IP's proxy" in (failed.error or ""), failed
 
