@@ -17,6 +17,7 @@ from starlette.routing import Mount
 
 from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.billing_pages import billing_routes
+from http_api.mailbox_oauth_page import mailbox_oauth_routes
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
 from http_api.unsubscribe import unsubscribe_routes
@@ -101,6 +102,7 @@ def build_app(
         *consent_routes(runtime),
         *unsubscribe_routes(runtime),
         *billing_routes(runtime),
+        *mailbox_oauth_routes(runtime),  # Google and Microsoft mailboxes over OAuth (issue 32)
         _any_path(Mount("/", app=mcp_app)),
     ]
     middleware = [

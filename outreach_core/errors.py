@@ -121,6 +121,13 @@ class WebUnavailable(InvalidState):
     code = "web_unavailable"
 
 
+class OAuthProviderNotConfigured(InvalidState):
+    """Google or Microsoft mailboxes over OAuth are not configured on this server (the operator sets the
+    provider's client id and secret: docs/mailboxes.md "OAuth")."""
+
+    code = "oauth_provider_not_configured"
+
+
 class OfferProfileRequired(InvalidState):
     """Writing with AI needs a saved offer profile first."""
 

@@ -109,6 +109,22 @@ class Settings(BaseSettings):
     warmup_tend_after_s: float = Field(default=60.0, ge=0)
     warmup_tend_interval_s: float = Field(default=300.0, ge=0)
 
+    # Google and Microsoft mailboxes over OAuth (issue 32 item 3, docs/mailboxes.md "OAuth"): a provider is
+    # offered when its client id and secret are set; `*_auth_base` replaces the provider's endpoint base
+    # (tests); `oauth_smtp` / `oauth_imap` (host:port:security) replace Gmail's and Office 365's mail servers
+    # for both (tests); access tokens are refreshed `oauth_refresh_ahead_s` before they expire.
+    google_client_id: str = ""
+    google_client_secret: str = ""
+    google_auth_base: str = ""
+    microsoft_client_id: str = ""
+    microsoft_client_secret: str = ""
+    microsoft_auth_base: str = ""
+    microsoft_tenant: str = "common"
+    oauth_smtp: str = ""
+    oauth_imap: str = ""
+    oauth_refresh_ahead_s: float = Field(default=300.0, ge=0, le=3000)
+    oauth_http_timeout_s: float = Field(default=20.0, gt=0, le=120)
+
     # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)

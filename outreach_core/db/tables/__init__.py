@@ -44,6 +44,7 @@ from outreach_core.db.tables.audience import (
 from outreach_core.db.tables.base import ID, metadata
 from outreach_core.db.tables.events import outbox, webhook_attempts, webhook_deliveries, webhooks
 from outreach_core.db.tables.inbox import inbox_folders, inbox_leases, inbox_messages, threads
+from outreach_core.db.tables.mailbox_oauth import mailbox_oauth_states  # OAuth mailboxes (issue 32)
 from outreach_core.db.tables.sending import (
     campaign_lead_counters,
     campaign_leads,
@@ -91,6 +92,7 @@ __all__ = [
     "leads_fts_vocab",
     "list_leads",
     "lists",
+    "mailbox_oauth_states",
     "mailboxes",
     "members",
     "metadata",
