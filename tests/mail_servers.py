@@ -154,7 +154,7 @@ class _OAuthHandler(_Handler):
     checked with `SmtpServer.bearer_ok(user, token)`; a refused one gets XOAUTH2's 334 error challenge,
     then 535, as Gmail answers."""
 
-    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:  # noqa: N802 (aiosmtpd's name)
+    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:
         check = self.server.bearer_ok
         raw = args[1] if len(args) > 1 else await server.challenge_auth("")
         try:

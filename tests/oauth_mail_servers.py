@@ -158,9 +158,7 @@ class ImapXoauth2:
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, HOST, self.port, ssl=self.ca.server_context()
-        )
+        self._server = await asyncio.start_server(self._serve, HOST, self.port, ssl=self.ca.server_context())
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -182,10 +180,16 @@ class ImapXoauth2:
                 elif command == "AUTHENTICATE" and len(parts) == 4 and parts[2].upper() == "XOAUTH2":
                     fields = base64.b64decode(parts[3]).decode().split("\x01")
                     user = fields[0].removeprefix("user=")
-                    token = next((f.removeprefix("auth=Bearer ") for f in fields if f.startswith("auth=")), "")
+                    token = next(
+                        (f.removeprefix("auth=Bearer ") for f in fields if f.startswith("auth=")), ""
+                    )
                     accepted = self.provider.bearer_ok(user, token)
                     self.logins.append((user, accepted))
-                    send(f"{tag} OK AUTHENTICATE completed" if accepted else f"{tag} NO [AUTHENTICATIONFAILED] Invalid credentials")
+                    send(
+                        f"{tag} OK AUTHENTICATE completed"
+                        if accepted
+                        else f"{tag} NO [AUTHENTICATIONFAILED] Invalid credentials"
+                    )
                 elif command == "NOOP":
                     send(f"{tag} OK NOOP completed")
                 elif command == "LOGOUT":

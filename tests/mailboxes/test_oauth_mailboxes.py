@@ -51,7 +51,9 @@ async def google(runtime: Runtime, mail_ca: MailCA) -> AsyncIterator[Google]:
     try:
         async with served(runtime, **changes) as base:
             settings = runtime.settings.model_copy(update={"public_url": base, **changes})
-            yield Google(provider, smtp, imap, base, Runtime(settings, engine=runtime.engine, ports=runtime.ports))
+            yield Google(
+                provider, smtp, imap, base, Runtime(settings, engine=runtime.engine, ports=runtime.ports)
+            )
     finally:
         smtp.stop()
         await imap.stop()
@@ -86,16 +88,28 @@ async def test_connecting_a_google_mailbox_end_to_end(google: Google, make_works
     assert page.headers["content-type"].startswith("text/html")
 
     asked = google.provider.authorize_requests[-1]
-    assert asked["code_challenge_method"] == "S256" and asked["redirect_uri"] == f"{google.base}/oauth/mailbox/callback"
+    assert (
+        asked["code_challenge_method"] == "S256"
+        and asked["redirect_uri"] == f"{google.base}/oauth/mailbox/callback"
+    )
     assert "https://mail.google.com/" in asked["scope"] and asked["access_type"] == "offline"
     assert google.provider.grants == ["authorization_code"]
-    assert google.smtp.xoauth2_logins == ["ann@gmail.test"] and google.imap.logins == [("ann@gmail.test", True)]
+    assert google.smtp.xoauth2_logins == ["ann@gmail.test"] and google.imap.logins == [
+        ("ann@gmail.test", True)
+    ]
 
     box = await _mailbox(google, ws, "ann@gmail.test")
     assert box["provider"] == "google_oauth" and box["status"] == "active"
-    assert box["smtp"] == {"host": HOST, "port": google.smtp.port, "security": "tls", "user": "ann@gmail.test"}
+    assert box["smtp"] == {
+        "host": HOST,
+        "port": google.smtp.port,
+        "security": "tls",
+        "user": "ann@gmail.test",
+    }
     stored = (await rows(ws, "mailboxes", id=box["id"]))[0]
-    assert stored.oauth_encrypted and "rt-" not in stored.oauth_encrypted and "at-" not in stored.oauth_encrypted
+    assert (
+        stored.oauth_encrypted and "rt-" not in stored.oauth_encrypted and "at-" not in stored.oauth_encrypted
+    )
 
     async with httpx.AsyncClient(timeout=30) as client:  # the state is single-use
         again = await client.get(callback)
@@ -106,29 +120,37 @@ async def test_start_is_refused_for_a_provider_not_configured(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, google: Google
 ) -> None:
     ws = await make_workspace()
-    refused = await http.post(f"{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "microsoft"})
+    refused = await http.post(
+        f"{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "microsoft"}
+    )
     assert refused.status_code == 409
     assert refused.json()["error"]["code"] == "oauth_provider_not_configured"
     assert (await http.get(f"{API}/mailboxes", headers=ws.headers)).json()["microsoftEnabled"] is False
     bad = await http.post(f"{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "smtp"})
     assert bad.status_code == 422
-    async with served(google.runtime, microsoft_client_id="ms", microsoft_client_secret="ms-secret") as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
-            assert (await client.get(f"{API}/mailboxes", headers=ws.headers)).json()["microsoftEnabled"] is True
-            started = await client.post(
-                f"{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "microsoft"}
-            )
+    microsoft = {"microsoft_client_id": "ms", "microsoft_client_secret": "ms-secret"}
+    async with served(google.runtime, **microsoft) as base, httpx.AsyncClient(base_url=base) as client:
+        listed = (await client.get(f"{API}/mailboxes", headers=ws.headers)).json()
+        body = {"provider": "microsoft"}
+        started = await client.post(f"{API}/mailboxes/oauth/start", headers=ws.headers, json=body)
+    assert listed["microsoftEnabled"] is True
     assert started.status_code == 200
     url = urlsplit(started.json()["url"])
     assert url.netloc == "login.microsoftonline.com" and url.path == "/common/oauth2/v2.0/authorize"
     query = parse_qs(url.query)
-    assert "https://outlook.office.com/SMTP.Send" in query["scope"][0] and query["code_challenge_method"] == ["S256"]
+    assert "https://outlook.office.com/SMTP.Send" in query["scope"][0] and query["code_challenge_method"] == [
+        "S256"
+    ]
 
 
-async def test_callback_refuses_forged_or_foreign_states(google: Google, make_workspace: MakeWorkspace) -> None:
+async def test_callback_refuses_forged_or_foreign_states(
+    google: Google, make_workspace: MakeWorkspace
+) -> None:
     ws = await make_workspace()
     async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
-        forged = await client.get("/oauth/mailbox/callback", params={"code": "x", "state": f"{ws.workspace_id}.nope"})
+        forged = await client.get(
+            "/oauth/mailbox/callback", params={"code": "x", "state": f"{ws.workspace_id}.nope"}
+        )
         malformed = await client.get("/oauth/mailbox/callback", params={"code": "x", "state": "nope"})
         started = await client.post(
             f"{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "google_oauth"}
@@ -137,7 +159,9 @@ async def test_callback_refuses_forged_or_foreign_states(google: Google, make_wo
         other = await make_workspace()
         moved = state.replace(ws.workspace_id, other.workspace_id)  # the state names another workspace
         foreign = await client.get("/oauth/mailbox/callback", params={"code": "x", "state": moved})
-        denied = await client.get("/oauth/mailbox/callback", params={"error": "access_denied", "state": state})
+        denied = await client.get(
+            "/oauth/mailbox/callback", params={"error": "access_denied", "state": state}
+        )
     assert forged.status_code == 404 and malformed.status_code == 400 and foreign.status_code == 404
     assert denied.status_code == 400 and "access_denied" in denied.text
     assert google.provider.grants == []

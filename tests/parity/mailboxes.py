@@ -157,9 +157,7 @@ async def their_address_detected(
     return [{"email": (await _their_mailbox(theirs))[1]}]
 
 
-async def their_oauth_start(
-    http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle
-) -> Args:
+async def their_oauth_start(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
     """A sign-in started here names nothing of theirs (its state is bound to this workspace)."""
     await _their_mailbox(theirs)
     return [{"provider": "google_oauth"}]
