@@ -242,7 +242,7 @@ ssl = yes
 ssl_cert = <{cert}
 ssl_key = <{key}
 disable_plaintext_auth = yes
-auth_mechanisms = plain login
+auth_mechanisms = plain login{oauth2_mechanisms}
 # Tests fail logins on purpose: no delay after a failure, and no growing penalty for 127.0.0.1 (the auth
 # process turns penalties off when it cannot reach anvil's penalty socket).
 auth_failure_delay = 0
@@ -264,7 +264,7 @@ mail_location = maildir:{root}/mail/%u
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {root}/users/%u
 }}
-userdb {{
+{oauth2_passdb}userdb {{
   driver = static
   args = uid={uid} gid={gid} home={root}/home/%u
 }}
@@ -309,7 +309,12 @@ class Dovecot:
         *,
         tls_port: int | None = None,
         starttls_port: int | None = None,
+        introspection_url: str | None = None,
     ) -> None:
+        """`introspection_url`: also take AUTHENTICATE XOAUTH2 and OAUTHBEARER, the bearer checked by
+        Dovecot's `oauth2` passdb with a POST to that RFC 7662 introspection endpoint (its `email` must be
+        the user name and `active` true)."""
+        self.introspection_url = introspection_url
         self.root = root
         self.host = HOST
         self.starttls_port = starttls_port or free_port()
@@ -353,6 +358,7 @@ class Dovecot:
                 starttls_port=self.starttls_port,
                 tls_port=self.tls_port,
                 import_environment=_faked_clock_environment(),
+                **self._oauth2(),
             )
         )
         self._write_users()
@@ -368,6 +374,19 @@ class Dovecot:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"dovecot did not start listening\n{self.log()}")
             time.sleep(0.05)
+
+    def _oauth2(self) -> dict[str, str]:
+        if self.introspection_url is None:
+            return {"oauth2_mechanisms": "", "oauth2_passdb": ""}
+        conf = self.root / "oauth2.conf"
+        conf.write_text(
+            f"introspection_mode = post\nintrospection_url = {self.introspection_url}\n"
+            "username_attribute = email\nactive_attribute = active\nactive_value = true\n"
+            "tls_ca_cert_file = /etc/ssl/certs/ca-certificates.crt\n"
+        )
+        conf.chmod(0o644)
+        passdb = f"passdb {{\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = {conf}\n}}\n"
+        return {"oauth2_mechanisms": " xoauth2 oauthbearer", "oauth2_passdb": passdb}
 
     def log(self) -> str:
         path = self.root / "dovecot.log"

@@ -1,4 +1,4 @@
-"""A local OAuth provider and an IMAP responder for Google and Microsoft mailboxes over OAuth (issue 32
+"""A local OAuth provider for Google and Microsoft mailboxes over OAuth (issue 32
 item 3), on loopback.
 
 - `OAuthProvider`: aiohttp. `GET /authorize` checks the client, the redirect URI and PKCE (S256) and
@@ -8,14 +8,12 @@ item 3), on loopback.
   token. `refresh_answer` ("ok", "invalid_grant", "503") says how refreshes are answered. `bearer_ok(user,
   token)` is what the mail servers ask: the token is a live access token issued for `user`; a refresh
   ends the access tokens issued before it.
-- `ImapXoauth2`: a minimal IMAP server over implicit TLS that takes only what the login test does
-  (CAPABILITY, AUTHENTICATE XOAUTH2, NOOP, LOGOUT), checking the bearer with `OAuthProvider.bearer_ok`;
-  every AUTHENTICATE it saw is in `logins`. It is not Dovecot: see docs/mailboxes.md "OAuth".
+  `POST /introspect` (RFC 7662) answers Dovecot's `oauth2` passdb (`tests/mail_servers.py`
+  `Dovecot(introspection_url=...)`): `active` and the `email` of a live access token.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -28,7 +26,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from tests.mail_servers import HOST, MailCA, free_port
+from tests.mail_servers import HOST, free_port
 
 
 def _b64url(data: bytes) -> str:
@@ -58,6 +56,7 @@ class OAuthProvider:
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
     grants: list[str] = field(default_factory=list)  # grant types answered with tokens, in order
     refused: list[str] = field(default_factory=list)  # why token requests were refused
+    introspected: list[str] = field(default_factory=list)  # tokens Dovecot asked about
     _codes: dict[str, _Code] = field(default_factory=dict)
     _refresh: dict[str, str] = field(default_factory=dict)  # refresh token -> email
     _access: dict[str, tuple[str, float]] = field(default_factory=dict)  # access token -> (email, expiry)
@@ -78,6 +77,7 @@ class OAuthProvider:
         app = web.Application()
         app.router.add_get("/authorize", self._authorize)
         app.router.add_post("/token", self._token)
+        app.router.add_post("/introspect", self._introspect)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         self.port = free_port()
@@ -86,6 +86,16 @@ class OAuthProvider:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _introspect(self, request: web.Request) -> web.Response:
+        """RFC 7662 token introspection, for Dovecot's `oauth2` passdb."""
+        token = str((await request.post()).get("token") or "")
+        with self._lock:
+            found = self._access.get(token)
+        self.introspected.append(token)
+        if found is None or found[1] <= time.time():
+            return web.json_response({"active": "false"})
+        return web.json_response({"active": "true", "email": found[0], "exp": int(found[1])})
 
     async def _authorize(self, request: web.Request) -> web.Response:
         q = dict(request.query)
@@ -145,62 +155,3 @@ class OAuthProvider:
             del answer["refresh_token"]  # Google keeps the refresh token
             return web.json_response(answer)
         return web.json_response({"error": "unsupported_grant_type"}, status=400)
-
-
-class ImapXoauth2:
-    """See the module docstring."""
-
-    def __init__(self, ca: MailCA, provider: OAuthProvider) -> None:
-        self.ca = ca
-        self.provider = provider
-        self.port = free_port()
-        self.logins: list[tuple[str, bool]] = []  # (user, accepted)
-        self._server: asyncio.Server | None = None
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, HOST, self.port, ssl=self.ca.server_context())
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        def send(line: str) -> None:
-            writer.write(line.encode() + b"\r\n")
-
-        send("* OK [CAPABILITY IMAP4rev1 AUTH=XOAUTH2 SASL-IR] test server ready")
-        try:
-            while line := await reader.readline():
-                parts = line.decode().strip().split(" ")
-                tag, command = parts[0], (parts[1].upper() if len(parts) > 1 else "")
-                if command == "CAPABILITY":
-                    send("* CAPABILITY IMAP4rev1 AUTH=XOAUTH2 SASL-IR")
-                    send(f"{tag} OK CAPABILITY completed")
-                elif command == "AUTHENTICATE" and len(parts) == 4 and parts[2].upper() == "XOAUTH2":
-                    fields = base64.b64decode(parts[3]).decode().split("\x01")
-                    user = fields[0].removeprefix("user=")
-                    token = next(
-                        (f.removeprefix("auth=Bearer ") for f in fields if f.startswith("auth=")), ""
-                    )
-                    accepted = self.provider.bearer_ok(user, token)
-                    self.logins.append((user, accepted))
-                    send(
-                        f"{tag} OK AUTHENTICATE completed"
-                        if accepted
-                        else f"{tag} NO [AUTHENTICATIONFAILED] Invalid credentials"
-                    )
-                elif command == "NOOP":
-                    send(f"{tag} OK NOOP completed")
-                elif command == "LOGOUT":
-                    send("* BYE logging out")
-                    send(f"{tag} OK LOGOUT completed")
-                    await writer.drain()
-                    break
-                else:
-                    send(f"{tag} BAD not supported by this test server")
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            writer.close()

@@ -1,12 +1,16 @@
-"""Google and Microsoft mailboxes over OAuth (issue 32 item 3), against a local OAuth provider, an aiosmtpd
-that takes AUTH XOAUTH2 and checks the bearer, and a minimal IMAP responder for AUTHENTICATE XOAUTH2
-(tests/oauth_mail_servers.py). The flow is followed with a real HTTP client, redirects not followed: start,
-the provider's authorize redirect, the callback page. Nothing here talks to Google or Microsoft."""
+"""Google and Microsoft mailboxes over OAuth (issue 32 item 3), against a local OAuth provider
+(tests/oauth_mail_servers.py), an aiosmtpd that takes AUTH XOAUTH2 and checks the bearer, and a Dovecot
+taking AUTHENTICATE XOAUTH2 through its `oauth2` passdb, which asks the provider's introspection endpoint.
+The flow is followed with a real HTTP client, redirects not followed: start, the provider's authorize
+redirect, the callback page. Nothing here talks to Google or Microsoft."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,8 +19,8 @@ import pytest
 
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace, WorkspaceHandle
-from tests.mail_servers import HOST, MailCA, SmtpServer, Users
-from tests.oauth_mail_servers import ImapXoauth2, OAuthProvider
+from tests.mail_servers import HOST, Dovecot, MailCA, SmtpServer, Users, missing
+from tests.oauth_mail_servers import OAuthProvider
 from tests.sending.helpers import launched_campaign, received_by, rows
 from tests.served import served
 from workers import sender
@@ -28,7 +32,7 @@ API = "/api/v1"
 class Google:
     provider: OAuthProvider
     smtp: SmtpServer
-    imap: ImapXoauth2
+    imap: Dovecot
     base: str  # the app, configured for this provider
     runtime: Runtime  # the same settings, for worker ticks
 
@@ -37,16 +41,20 @@ class Google:
 async def google(runtime: Runtime, mail_ca: MailCA) -> AsyncIterator[Google]:
     provider = OAuthProvider(client_id="google-test-client", client_secret="google-test-secret")
     await provider.start()
+    problem = Dovecot.problem()
+    if problem is not None:
+        missing(problem)
     smtp = SmtpServer("tls", mail_ca, Users(), bearer_ok=provider.bearer_ok)
     smtp.start()
-    imap = ImapXoauth2(mail_ca, provider)
-    await imap.start()
+    root = Path(tempfile.mkdtemp(prefix="outreach-dovecot-oauth-"))  # readable by Dovecot's processes
+    imap = Dovecot(root, mail_ca, Users(), introspection_url=f"{provider.base}/introspect")
+    imap.start()
     changes: dict[str, Any] = {
         "google_client_id": provider.client_id,
         "google_client_secret": provider.client_secret,
         "google_auth_base": provider.base,
         "oauth_smtp": f"{HOST}:{smtp.port}:tls",
-        "oauth_imap": f"{HOST}:{imap.port}:tls",
+        "oauth_imap": f"{HOST}:{imap.tls_port}:tls",
     }
     try:
         async with served(runtime, **changes) as base:
@@ -56,7 +64,8 @@ async def google(runtime: Runtime, mail_ca: MailCA) -> AsyncIterator[Google]:
             )
     finally:
         smtp.stop()
-        await imap.stop()
+        imap.stop()
+        shutil.rmtree(root, ignore_errors=True)
         await provider.stop()
 
 
@@ -94,9 +103,9 @@ async def test_connecting_a_google_mailbox_end_to_end(google: Google, make_works
     )
     assert "https://mail.google.com/" in asked["scope"] and asked["access_type"] == "offline"
     assert google.provider.grants == ["authorization_code"]
-    assert google.smtp.xoauth2_logins == ["ann@gmail.test"] and google.imap.logins == [
-        ("ann@gmail.test", True)
-    ]
+    assert google.smtp.xoauth2_logins == ["ann@gmail.test"]
+    assert "user=<ann@gmail.test>, method=XOAUTH2" in google.imap.log()  # Dovecot asked the provider
+    assert len(google.provider.introspected) == 1
 
     box = await _mailbox(google, ws, "ann@gmail.test")
     assert box["provider"] == "google_oauth" and box["status"] == "active"
