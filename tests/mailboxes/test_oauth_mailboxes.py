@@ -225,3 +225,30 @@ async def rows_update_next_send(ws: WorkspaceHandle, mailbox_id: str) -> None:
     from tests.sending.helpers import update_rows
 
     await update_rows(ws, "mailboxes", {"next_send_at": None}, id=mailbox_id)
+
+
+async def test_the_inbox_worker_reads_an_oauth_mailbox_with_a_refreshed_token(
+    google: Google, make_workspace: MakeWorkspace
+) -> None:
+    """The inbox worker's IMAP session logs in to Dovecot with AUTHENTICATE XOAUTH2 and a token refreshed
+    first (the connection's token lives 60 s, under the 5 minutes ahead)."""
+    from tests.inbox_worker.conftest import inbox_runtime
+    from tests.inbox_worker.helpers import Recorder, Workers, until
+
+    google.provider.access_ttl_s = 60
+    ws = await make_workspace()
+    page, _ = await _connect(google, ws, "cat@gmail.test")
+    assert "Mailbox connected" in page.text, page.text
+    box = await _mailbox(google, ws, "cat@gmail.test")
+    changes = {k: v for k, v in google.runtime.settings.model_dump().items() if "oauth" in k or "google" in k}
+    rt = inbox_runtime(google.runtime, **changes)
+    workers, recorder = Workers(), Recorder()
+    try:
+        workers.start(rt, recorder, [ws.workspace_id], holder="oauth-inbox")
+        await until(lambda: recorder.batches, what="the first sync of the OAuth mailbox")
+    finally:
+        await workers.stop_all()
+    assert google.provider.grants == ["authorization_code", "refresh_token"]
+    assert google.imap.log().count("user=<cat@gmail.test>, method=XOAUTH2") == 2  # the test, then the worker
+    after = await _mailbox(google, ws, "cat@gmail.test")
+    assert after["id"] == box["id"] and after["status"] == "active"
