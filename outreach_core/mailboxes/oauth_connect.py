@@ -23,7 +23,7 @@ from sqlalchemy import and_
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import decrypt, encrypt
-from outreach_core.db.tables import mailbox_oauth_states, mailboxes
+from outreach_core.db.tables import mailbox_oauth_states, mailboxes, members
 from outreach_core.errors import Conflict, NotFound, OAuthProviderNotConfigured
 from outreach_core.mailboxes.oauth_providers import (
     CALLBACK_PATH,
@@ -100,7 +100,8 @@ class TakenState:
 
 
 async def take_state(ctx: WorkspaceContext, state: str) -> TakenState:
-    """Delete the state and return what it was bound to; NotFound when unknown, used or expired."""
+    """Delete the state and return what it was bound to, with the person's role today; NotFound when
+    unknown, used or expired, or when the person is no longer a member."""
     states = scoped(ctx, mailbox_oauth_states)
     key = state_key(state)
     row = (await ctx.conn.execute(states.select().where(mailbox_oauth_states.c.id == key))).one_or_none()
@@ -109,9 +110,16 @@ async def take_state(ctx: WorkspaceContext, state: str) -> TakenState:
     deleted = await ctx.conn.execute(states.delete().where(mailbox_oauth_states.c.id == key))
     if deleted.rowcount != 1 or row.expires_at < ctx.now:
         raise NotFound("sign-in request")
+    member = (
+        await ctx.conn.execute(
+            scoped(ctx, members).select(members.c.role).where(members.c.user_id == row.user_id)
+        )
+    ).one_or_none()
+    if member is None:  # the person left the workspace since starting: nothing is saved for them
+        raise NotFound("sign-in request")
     provider: OAuthProvider = "microsoft" if row.provider == "microsoft" else "google_oauth"
     return TakenState(
-        row.user_id, row.role, provider, decrypt(ctx.settings, row.verifier_encrypted, PKCE_VERIFIER)
+        row.user_id, member.role, provider, decrypt(ctx.settings, row.verifier_encrypted, PKCE_VERIFIER)
     )
 
 

@@ -252,3 +252,24 @@ async def test_the_inbox_worker_reads_an_oauth_mailbox_with_a_refreshed_token(
     assert google.imap.log().count("user=<cat@gmail.test>, method=XOAUTH2") == 2  # the test, then the worker
     after = await _mailbox(google, ws, "cat@gmail.test")
     assert after["id"] == box["id"] and after["status"] == "active"
+
+
+async def test_a_sign_in_finished_after_the_person_left_saves_nothing(
+    google: Google, make_workspace: MakeWorkspace
+) -> None:
+    owner = await make_workspace()
+    member = await owner.add_member("member")
+    google.provider.next_email = "dan@gmail.test"
+    async with httpx.AsyncClient(base_url=google.base, timeout=30, follow_redirects=False) as client:
+        started = await client.post(
+            f"{API}/mailboxes/oauth/start", headers=member.headers, json={"provider": "google_oauth"}
+        )
+        authorize = await client.get(started.json()["url"])
+        people = (await client.get(f"{API}/members", headers=owner.headers)).json()
+        [mid] = [m["id"] for m in people["members"] if m["userId"] == member.user_id]
+        removed = await client.delete(f"{API}/members/{mid}", headers=owner.headers)
+        assert removed.status_code == 200, removed.text
+        page = await client.get(authorize.headers["location"])
+        listed = (await client.get(f"{API}/mailboxes", headers=owner.headers)).json()
+    assert page.status_code == 404 and google.provider.grants == []
+    assert all(m["email"] != "dan@gmail.test" for m in listed["mailboxes"])
