@@ -32,7 +32,12 @@ from outreach_core.mailboxes.oauth_providers import (
     oauth_servers,
     provider_config,
 )
-from outreach_core.mailboxes.oauth_tokens import Tokens, seal_tokens, tokens_from_response
+from outreach_core.mailboxes.oauth_tokens import (
+    Tokens,
+    seal_tokens,
+    token_endpoint_tls,
+    tokens_from_response,
+)
 from outreach_core.mailboxes.routes import route_new_mailbox
 from outreach_core.mailboxes.schemas import LoginTest, MailboxOAuthUrl, StartMailboxOAuthIn
 from outreach_core.mailboxes.store import ensure_room, new_mailbox_row, slots_left
@@ -203,4 +208,5 @@ def _client(settings: Settings, provider: OAuthProvider) -> AsyncOAuth2Client:
         code_challenge_method="S256",
         token_endpoint_auth_method="client_secret_post",
         timeout=settings.oauth_http_timeout_s,
+        verify=token_endpoint_tls(settings.tls_ca_file),
     )
