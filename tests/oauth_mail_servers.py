@@ -53,6 +53,7 @@ class OAuthProvider:
     next_email: str = "someone@gmail.test"
     access_ttl_s: int = 3600
     refresh_answer: str = "ok"
+    rotate_refresh: bool = False  # a refresh answers a new refresh token and ends the old one (Microsoft)
     authorize_requests: list[dict[str, str]] = field(default_factory=list)
     grants: list[str] = field(default_factory=list)  # grant types answered with tokens, in order
     refused: list[str] = field(default_factory=list)  # why token requests were refused
@@ -152,6 +153,10 @@ class OAuthProvider:
                 )
             self.grants.append(grant)
             answer = self._tokens(email)
-            del answer["refresh_token"]  # Google keeps the refresh token
+            if self.rotate_refresh:
+                with self._lock:
+                    del self._refresh[str(form.get("refresh_token"))]
+            else:
+                del answer["refresh_token"]  # Google keeps the refresh token
             return web.json_response(answer)
         return web.json_response({"error": "unsupported_grant_type"}, status=400)

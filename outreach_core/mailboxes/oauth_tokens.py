@@ -5,7 +5,8 @@ worker's IMAP, a thread reply's SMTP and IMAP, warmup, retests.
 
 The grant's tokens are stored in `mailboxes.oauth_encrypted` as one JSON document encrypted with their own
 purpose (`OAUTH_TOKENS`). An access token refreshed by this process is kept in memory for the rest of its
-life (and a refresh token the provider rotated replaces the stored one in memory); see docs/mailboxes.md.
+life; a refresh token the provider rotated is written back by the `usage` worker (`keep_rotated_tokens`);
+see docs/mailboxes.md.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 import httpx
 from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 
+from outreach_core.context import SystemContext, system_scope
 from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt
+from outreach_core.db.tables import mailboxes
 from outreach_core.mailboxes.oauth_providers import OAUTH_PROVIDERS, OAuthProvider, provider_config
 from outreach_core.ports import MailServer
 from outreach_core.settings import Settings
@@ -46,6 +49,10 @@ class Tokens:
     access_token: str
     expires_at: float  # unix seconds
 
+
+_rotated: dict[str, tuple[str, Tokens]] = {}
+"""Mailboxes whose provider rotated the refresh token in this process: mailbox id -> (the stored refresh
+token they descend from, the new tokens), until `keep_rotated_tokens` writes them back."""
 
 _fresh: dict[tuple[str, str], Tokens] = {}
 """Tokens this process refreshed, by mailbox id and the stored refresh token they descend from (a mailbox
@@ -119,6 +126,8 @@ async def login_for(
         return server, tokens.access_token
     tokens = await refresh(settings, tokens, now_s)
     _fresh[key] = tokens
+    if tokens.refresh_token != stored.refresh_token:
+        _rotated[mailbox_id] = (stored.refresh_token, tokens)
     return server, tokens.access_token
 
 
@@ -164,3 +173,38 @@ async def refresh(settings: Settings, tokens: Tokens, now_s: float) -> Tokens:
     if not isinstance(answer, dict) or "access_token" not in answer:
         raise LoginUnavailable("the provider's token answer had no access token", revoked=False)
     return tokens_from_response(tokens.provider, dict(answer), now_s, tokens.refresh_token)
+
+
+def rotated_pending() -> int:
+    """How many rotated refresh tokens wait to be written back."""
+    return len(_rotated)
+
+
+async def keep_rotated_tokens(ctx: SystemContext) -> int:
+    """Write back the tokens of mailboxes whose provider rotated the refresh token in this process
+    (Microsoft does), so that a restart or another process uses the newest; a mailbox connected again
+    meanwhile (its stored refresh token is no longer the one they descend from) keeps its new grant. The
+    `usage` worker calls it every few seconds in every process. Returns how many were written."""
+    written = 0
+    for mailbox_id, (descends_from, tokens) in list(_rotated.items()):
+        boxes = system_scope(mailboxes)
+        row = (
+            await ctx.conn.execute(
+                boxes.select(mailboxes.c.oauth_encrypted).where(mailboxes.c.id == mailbox_id)
+            )
+        ).one_or_none()
+        _rotated.pop(mailbox_id, None)
+        if row is None or row.oauth_encrypted is None:
+            continue
+        try:
+            stored = open_tokens(ctx.settings, row.oauth_encrypted)
+        except UndecryptableSecret:
+            continue
+        if stored.refresh_token != descends_from:
+            continue
+        sealed = seal_tokens(ctx.settings, tokens)
+        await ctx.conn.execute(
+            boxes.update().where(mailboxes.c.id == mailbox_id).values(oauth_encrypted=sealed)
+        )
+        written += 1
+    return written

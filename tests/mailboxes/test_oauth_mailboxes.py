@@ -273,3 +273,30 @@ async def test_a_sign_in_finished_after_the_person_left_saves_nothing(
         listed = (await client.get(f"{API}/mailboxes", headers=owner.headers)).json()
     assert page.status_code == 404 and google.provider.grants == []
     assert all(m["email"] != "dan@gmail.test" for m in listed["mailboxes"])
+
+
+async def test_a_rotated_refresh_token_is_written_back(google: Google, make_workspace: MakeWorkspace) -> None:
+    """Microsoft answers a refresh with a new refresh token: the `usage` worker stores it, so a restarted
+    process (nothing in memory) still logs in after the provider ended the old one."""
+    from outreach_core.mailboxes import oauth_tokens
+    from workers import usage_flush
+
+    google.provider.access_ttl_s = 60
+    ws = await make_workspace()
+    page, _ = await _connect(google, ws, "eve@gmail.test")
+    assert "Mailbox connected" in page.text, page.text
+    box = await _mailbox(google, ws, "eve@gmail.test")
+    before = (await rows(ws, "mailboxes", id=box["id"]))[0].oauth_encrypted
+    google.provider.rotate_refresh = True
+    async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
+        first = await client.post(f"{API}/mailboxes/{box['id']}/test", headers=ws.headers)
+        assert first.json() == {"ok": True, "error": None}
+        assert await usage_flush.tick(google.runtime) >= 1
+        after = (await rows(ws, "mailboxes", id=box["id"]))[0].oauth_encrypted
+        settings = google.runtime.settings
+        old, new = oauth_tokens.open_tokens(settings, before), oauth_tokens.open_tokens(settings, after)
+        assert new.refresh_token != old.refresh_token
+        oauth_tokens._fresh.clear()  # a restart: nothing refreshed in memory
+        again = await client.post(f"{API}/mailboxes/{box['id']}/test", headers=ws.headers)
+    assert again.json() == {"ok": True, "error": None}
+    assert google.provider.refused == []
