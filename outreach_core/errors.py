@@ -128,6 +128,13 @@ class OAuthProviderNotConfigured(InvalidState):
     code = "oauth_provider_not_configured"
 
 
+class OAuthUnavailable(InvalidState):
+    """The token endpoint of an OAuth mailbox's provider did not answer usably (5xx, timeout): nothing was
+    tested or changed; try again later."""
+
+    code = "oauth_unavailable"
+
+
 class OfferProfileRequired(InvalidState):
     """Writing with AI needs a saved offer profile first."""
 

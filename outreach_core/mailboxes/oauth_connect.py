@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import httpx
 from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 from sqlalchemy import and_
 
@@ -148,7 +147,7 @@ async def exchange_code(settings: Settings, ports: Ports, taken: TakenState, cod
             token = await client.fetch_token(config.token_url, code=code, code_verifier=taken.verifier)
     except OAuthError as exc:
         return Exchanged(None, None, failed, f"the provider refused the sign-in ({exc.error})")
-    except (httpx.HTTPError, ValueError):
+    except Exception:  # transport errors, 5xx, unreadable answers (httpx2 or httpx)
         return Exchanged(None, None, failed, "the provider's token endpoint did not answer usably; try again")
     answer: dict[str, Any] = dict(token)
     email = id_token_email(str(answer.get("id_token") or ""), config.client_id, now_s)

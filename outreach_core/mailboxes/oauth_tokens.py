@@ -18,7 +18,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-import httpx
+import structlog
 from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 
 from outreach_core.context import SystemContext, system_scope
@@ -29,6 +29,7 @@ from outreach_core.ports import MailServer
 from outreach_core.settings import Settings
 
 OAUTH_TOKENS = b"outreach mailbox oauth tokens v1"
+_log = structlog.get_logger()
 
 
 class LoginUnavailable(Exception):
@@ -159,16 +160,15 @@ async def refresh(settings: Settings, tokens: Tokens, now_s: float) -> Tokens:
         raise LoginUnavailable(
             f"the access token could not be refreshed ({exc.error})", revoked=False
         ) from None
-    except httpx.HTTPStatusError as exc:
+    except Exception as exc:  # transport errors, 5xx, unreadable answers: passing
+        # authlib speaks through httpx2 when it is installed, else httpx: its exceptions are either's
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        _log.info(
+            "oauth_refresh_unavailable", provider=tokens.provider, error=type(exc).__name__, status=status
+        )
+        said = f"the provider answered {status}" if status else "no usable answer from the provider"
         raise LoginUnavailable(
-            f"the access token could not be refreshed: the provider answered {exc.response.status_code}; "
-            "tried again later",
-            revoked=False,
-        ) from None
-    except (httpx.HTTPError, ValueError, KeyError):
-        raise LoginUnavailable(
-            "the access token could not be refreshed: no usable answer from the provider; tried again later",
-            revoked=False,
+            f"the access token could not be refreshed: {said}; tried again later", revoked=False
         ) from None
     if not isinstance(answer, dict) or "access_token" not in answer:
         raise LoginUnavailable("the provider's token answer had no access token", revoked=False)

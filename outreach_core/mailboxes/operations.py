@@ -231,7 +231,9 @@ async def retest_mailbox(ctx: WorkspaceContext, id: str, prepared: LoginTest) ->
     """Test the SMTP and IMAP logins of a connected mailbox again with its stored settings (POST
     /mailboxes/{id}/test; named retest_mailbox because test_mailbox tests settings that are not saved).
     Updates lastTestedAt. A failing login puts the mailbox in status error with the reason in statusReason
-    (it cannot send); a passing one brings a mailbox in error back to active."""
+    (it cannot send); a passing one brings a mailbox in error back to active. For a Google or Microsoft
+    mailbox connected over OAuth whose provider does not answer for the moment, the answer is the error
+    oauth_unavailable and nothing changes (try again later)."""
     row = await mailbox_row(ctx, id)
     values: dict[str, Any] = {"last_tested_at": ctx.now, "updated_at": ctx.now}
     error = None if prepared.ok else _summary(prepared)

@@ -11,7 +11,7 @@ from typing import Any
 
 from outreach_core.crypto import UndecryptableSecret
 from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput
+from outreach_core.errors import InvalidInput, OAuthUnavailable
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.schemas import (
@@ -113,6 +113,10 @@ async def prepare_retest_mailbox(outside: Outside, id: str) -> LoginTest:
         reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
         return LoginTest(ok=False, smtp=reason, imap=reason)
     except LoginUnavailable as exc:
+        if not exc.revoked:  # a passing outage of the provider says nothing about the mailbox
+            raise OAuthUnavailable(
+                f"{exc.reason[:1].upper()}{exc.reason[1:]}. Nothing was changed."
+            ) from None
         return LoginTest(ok=False, smtp=exc.reason, imap=exc.reason)
     imap = replace(imap, auth=smtp.auth)
     return await _run_logins(outside.ports, smtp, imap, password)

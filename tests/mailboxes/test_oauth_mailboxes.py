@@ -201,12 +201,21 @@ async def test_refresh_before_expiry_then_revoked_grant_then_transient_failure(
     google.provider.refresh_answer = "503"
     lead2 = (await http.post(f"{API}/leads", headers=ws.headers, json={"email": "lead-2@example.org"})).json()
     await launched_campaign(http, ws, [box["id"]], [lead2["id"]])
+    await rows_update_next_send(ws, box["id"])
     await sender.tick(google.runtime)
     assert (await _mailbox(google, ws, "bea@gmail.test"))["status"] == "active"
-    assert not received_by(google.smtp, "lead-2@example.org")
+    assert not received_by(google.smtp, "lead-2@example.org") and google.provider.refused == ["503"]
+    [waiting] = [r for r in await rows(ws, "sends") if r.lead_id == lead2["id"]]
+    assert "tried again later" in (waiting.error or ""), waiting
+    async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
+        outage = await client.post(f"{API}/mailboxes/{box['id']}/test", headers=ws.headers)
+    assert outage.status_code == 409 and outage.json()["error"]["code"] == "oauth_unavailable"
+    assert (await _mailbox(google, ws, "bea@gmail.test"))["status"] == "active"
 
     # the grant revoked: the mailbox is in error and says to reconnect
     google.provider.refresh_answer = "invalid_grant"
+    lead3 = (await http.post(f"{API}/leads", headers=ws.headers, json={"email": "lead-3@example.org"})).json()
+    await launched_campaign(http, ws, [box["id"]], [lead3["id"]])
     await rows_update_next_send(ws, box["id"])
     await sender.tick(google.runtime)
     after = await _mailbox(google, ws, "bea@gmail.test")
