@@ -19,6 +19,7 @@ from starlette.routing import Mount
 from http_api.app import JSON_HTTP_ERRORS, build_api
 from http_api.billing_pages import billing_routes
 from http_api.link_host_gate import LinkHostGate
+from http_api.mailbox_oauth_page import mailbox_oauth_routes
 from http_api.protection import AddressRateLimit, RateLimit, RequestSizeLimit
 from http_api.request_log import RequestContext
 from http_api.tls_ask import tls_ask_routes
@@ -120,6 +121,7 @@ def build_app(
         *unsubscribe_routes(runtime),
         *billing_routes(runtime),
         *tls_ask_routes(runtime),  # the reverse proxy's on-demand TLS question (docs/link-domain.md)
+        *mailbox_oauth_routes(runtime),  # Google and Microsoft mailboxes over OAuth (issue 32)
         _any_path(Mount("/", app=ToolsetRouting(mcp_app, toolset_names(mcp.endpoints.values())))),
     ]
     middleware = [

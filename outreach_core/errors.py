@@ -121,6 +121,20 @@ class WebUnavailable(InvalidState):
     code = "web_unavailable"
 
 
+class OAuthProviderNotConfigured(InvalidState):
+    """Google or Microsoft mailboxes over OAuth are not configured on this server (the operator sets the
+    provider's client id and secret: docs/mailboxes.md "OAuth")."""
+
+    code = "oauth_provider_not_configured"
+
+
+class OAuthUnavailable(InvalidState):
+    """The token endpoint of an OAuth mailbox's provider did not answer usably (5xx, timeout): nothing was
+    tested or changed; try again later."""
+
+    code = "oauth_unavailable"
+
+
 class OfferProfileRequired(InvalidState):
     """Writing with AI needs a saved offer profile first."""
 

@@ -92,6 +92,9 @@ class MailServer:
     security: Literal["tls", "starttls"]  # tls = implicit TLS from the first byte; starttls = upgrade
     user: str
     proxy: str | None = None  # the sending IP's proxy (socks5://...) SMTP connects through; None: directly
+    # how to log in: with the password, or (google_oauth, microsoft mailboxes) with SASL XOAUTH2, the
+    # "password" then being a fresh access token (`mailboxes/oauth_tokens.py:login_for`)
+    auth: Literal["password", "xoauth2"] = "password"
 
 
 class MailLogin(Protocol):
@@ -104,7 +107,7 @@ class MailLogin(Protocol):
     async def test_imap(self, server: MailServer, password: str) -> str | None: ...
 
 
-Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "sender", "message"]
+Phase = Literal["connect", "tls", "auth", "mail", "rcpt", "data", "credentials", "sender", "message", "token"]
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,8 @@ class Delivery:
     """What happened to one hand-off. `ok` = the server accepted the message (250 after DATA). Otherwise
     `phase` says where it failed (connect, tls, auth, mail, rcpt, data; `credentials`: the stored password
     is unusable; `sender`: the mailbox's own settings make every email unbuildable; `message`: this email
-    cannot be built or cannot go to this address through this server), `code` is the server's reply code
+    cannot be built or cannot go to this address through this server; `token`: an OAuth mailbox's access
+    token could not be refreshed for a passing reason, tried again later), `code` is the server's reply code
     (None when there was no reply: refused, TLS, timeout) and `reason` a short fixed phrase plus the server's
     own reply text (never the password or an exception's text)."""
 

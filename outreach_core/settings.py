@@ -125,6 +125,44 @@ class Settings(BaseSettings):
         default=300.0, ge=0, description="Seconds between two looks at one recipient's folders, at least."
     )
 
+    # Google and Microsoft mailboxes over OAuth (issue 32 item 3, docs/mailboxes.md "OAuth"): a provider is
+    # offered when its client id and secret are set; `*_auth_base` replaces the provider's endpoint base
+    # (tests); `oauth_smtp` / `oauth_imap` (host:port:security) replace Gmail's and Office 365's mail servers
+    # for both (tests); access tokens are refreshed `oauth_refresh_ahead_s` before they expire.
+    google_client_id: str = Field(
+        default="", description="Google OAuth client id: enables google_oauth mailboxes."
+    )
+    google_client_secret: str = Field(default="", description="Google OAuth client secret.")
+    google_auth_base: str = Field(
+        default="", description="Replaces Google's OAuth endpoints' base URL (tests); empty: Google's own."
+    )
+    microsoft_client_id: str = Field(
+        default="", description="Microsoft OAuth client id: enables microsoft mailboxes (microsoftEnabled)."
+    )
+    microsoft_client_secret: str = Field(default="", description="Microsoft OAuth client secret.")
+    microsoft_auth_base: str = Field(
+        default="",
+        description="Replaces Microsoft's OAuth endpoints' base URL (tests); empty: Microsoft's own.",
+    )
+    microsoft_tenant: str = Field(
+        default="common", description="The Microsoft Entra tenant in the OAuth URLs (common: any account)."
+    )
+    oauth_smtp: str = Field(
+        default="", description="host:port:security replacing Gmail's and Office 365's SMTP servers (tests)."
+    )
+    oauth_imap: str = Field(
+        default="", description="host:port:security replacing Gmail's and Office 365's IMAP servers (tests)."
+    )
+    oauth_refresh_ahead_s: float = Field(
+        default=300.0, ge=0, le=3000, description="Seconds before expiry an OAuth access token is refreshed."
+    )
+    oauth_http_timeout_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=120,
+        description="Seconds an OAuth provider's token endpoint may take to answer.",
+    )
+
     # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)

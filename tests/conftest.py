@@ -87,6 +87,10 @@ def settings(database_url: str, live_port: int, mail_ca: MailCA) -> Settings:  #
         log_json=False,
         sender_idle_nap_s=0,
         webhook_timeout_s=2.0,
+        # Google mailboxes over OAuth (issue 32 item 3): configured, so that start_mailbox_oauth answers a URL
+        # (never opened: tests/mailboxes/test_oauth_mailboxes.py serves its own provider)
+        google_client_id="session-google-client",
+        google_client_secret="session-google-secret",
     )
 
 

@@ -63,6 +63,8 @@ _PERSON = re.compile(
     r"\b(?:member|owner)\d+-\d+@example\.com|\b(?:Member|Owner) \d+|\bp\d+@parity\.test|\bparity-\d+\b"
 )
 _BILLING_LINK = re.compile(r"(/billing/local/(?:checkout|portal)/)[A-Za-z0-9_.-]+")
+# a mailbox OAuth authorization URL (issue 32): its state and PKCE challenge are random per call
+_OAUTH_RANDOM = re.compile(r"([?&](?:state|code_challenge)=)[^&]+")
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
@@ -74,6 +76,7 @@ def normalize(value: Any) -> Any:
         return [normalize(v) for v in value]
     if isinstance(value, str):
         value = _BILLING_LINK.sub(r"\1<token>", value)
+        value = _OAUTH_RANDOM.sub(r"\1<random>", value)
         value = _KEY.sub("<key>", value)
         value = _SIGNING_SECRET.sub("<secret>", value)
         value = _START.sub("<start>", value)

@@ -10,7 +10,9 @@ fail when `OUTREACH_REQUIRE_SERVERS=1`.
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 import os
 import pwd
 import shutil
@@ -147,15 +149,46 @@ class _Handler:
         return "250 Message accepted"
 
 
+class _OAuthHandler(_Handler):
+    """`_Handler` that also offers AUTH XOAUTH2 (Google's and Microsoft's OAuth mailboxes): the bearer is
+    checked with `SmtpServer.bearer_ok(user, token)`; a refused one gets XOAUTH2's 334 error challenge,
+    then 535, as Gmail answers."""
+
+    async def auth_XOAUTH2(self, server: SMTP, args: list[str]) -> AuthResult:
+        check = self.server.bearer_ok
+        raw = args[1] if len(args) > 1 else await server.challenge_auth("")
+        try:
+            fields = base64.b64decode(raw).decode().split("\x01")
+        except (ValueError, TypeError, UnicodeDecodeError):
+            return AuthResult(success=False, handled=False)
+        user = fields[0].removeprefix("user=")
+        token = next((f.removeprefix("auth=Bearer ") for f in fields if f.startswith("auth=")), "")
+        with self.server.lock:
+            self.server.xoauth2_logins.append(user)
+        if check is not None and check(user, token):
+            return AuthResult(success=True, auth_data=LoginPassword(user.encode(), b""))
+        error = json.dumps({"status": "401", "schemes": "Bearer", "scope": "https://mail.google.com/"})
+        await server.challenge_auth(error)
+        return AuthResult(success=False, handled=False)
+
+
 class SmtpServer:
     """aiosmtpd in its own thread: `security` "starttls" (STARTTLS required before AUTH) or "tls" (implicit
     TLS). AUTH PLAIN/LOGIN against `users`. `messages` records what was accepted (and `on_message` is called
     with each); `rcpt_reply(address)` may return an SMTP reply (e.g. "550 5.1.1 no such user") to refuse a
     recipient, `data_reply(recipients)` one to refuse the message after DATA. `smtputf8` offers SMTPUTF8
-    (RFC 6531; aiosmtpd does not by default). `port` defaults to a free one."""
+    (RFC 6531; aiosmtpd does not by default). `port` defaults to a free one. `bearer_ok(user, token)` also
+    offers AUTH XOAUTH2 checking the bearer with it (`xoauth2_logins` lists the users that tried)."""
 
     def __init__(
-        self, security: Security, ca: MailCA, users: Users, *, smtputf8: bool = False, port: int | None = None
+        self,
+        security: Security,
+        ca: MailCA,
+        users: Users,
+        *,
+        smtputf8: bool = False,
+        port: int | None = None,
+        bearer_ok: Callable[[str, str], bool] | None = None,
     ) -> None:
         self.security = security
         self.host = HOST
@@ -166,6 +199,9 @@ class SmtpServer:
         self.rcpt_reply: Callable[[str], str | None] | None = None
         self.data_reply: Callable[[list[str]], str | None] | None = None
         self.on_message: Callable[[Received], None] | None = None
+        self.bearer_ok = bearer_ok
+        self.xoauth2_logins: list[str] = []
+        handler = _OAuthHandler(self) if bearer_ok is not None else _Handler(self)
         tls = ca.server_context()
         common: dict[str, Any] = {
             "hostname": HOST,
@@ -176,9 +212,9 @@ class SmtpServer:
             "enable_SMTPUTF8": smtputf8,
         }
         if security == "starttls":
-            self._controller = Controller(_Handler(self), tls_context=tls, require_starttls=True, **common)
+            self._controller = Controller(handler, tls_context=tls, require_starttls=True, **common)
         else:
-            self._controller = Controller(_Handler(self), ssl_context=tls, **common)
+            self._controller = Controller(handler, ssl_context=tls, **common)
 
     def _authenticate(
         self, server: SMTP, session: Session, envelope: Envelope, mechanism: str, auth_data: Any
@@ -206,7 +242,7 @@ ssl = yes
 ssl_cert = <{cert}
 ssl_key = <{key}
 disable_plaintext_auth = yes
-auth_mechanisms = plain login
+auth_mechanisms = plain login{oauth2_mechanisms}
 # Tests fail logins on purpose: no delay after a failure, and no growing penalty for 127.0.0.1 (the auth
 # process turns penalties off when it cannot reach anvil's penalty socket).
 auth_failure_delay = 0
@@ -228,7 +264,7 @@ mail_location = maildir:{root}/mail/%u
   driver = passwd-file
   args = scheme=PLAIN username_format=%u {root}/users/%u
 }}
-userdb {{
+{oauth2_passdb}userdb {{
   driver = static
   args = uid={uid} gid={gid} home={root}/home/%u
 }}
@@ -273,7 +309,12 @@ class Dovecot:
         *,
         tls_port: int | None = None,
         starttls_port: int | None = None,
+        introspection_url: str | None = None,
     ) -> None:
+        """`introspection_url`: also take AUTHENTICATE XOAUTH2 and OAUTHBEARER, the bearer checked by
+        Dovecot's `oauth2` passdb with a POST to that RFC 7662 introspection endpoint (its `email` must be
+        the user name and `active` true)."""
+        self.introspection_url = introspection_url
         self.root = root
         self.host = HOST
         self.starttls_port = starttls_port or free_port()
@@ -317,6 +358,7 @@ class Dovecot:
                 starttls_port=self.starttls_port,
                 tls_port=self.tls_port,
                 import_environment=_faked_clock_environment(),
+                **self._oauth2(),
             )
         )
         self._write_users()
@@ -332,6 +374,19 @@ class Dovecot:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"dovecot did not start listening\n{self.log()}")
             time.sleep(0.05)
+
+    def _oauth2(self) -> dict[str, str]:
+        if self.introspection_url is None:
+            return {"oauth2_mechanisms": "", "oauth2_passdb": ""}
+        conf = self.root / "oauth2.conf"
+        conf.write_text(
+            f"introspection_mode = post\nintrospection_url = {self.introspection_url}\n"
+            "username_attribute = email\nactive_attribute = active\nactive_value = true\n"
+            "tls_ca_cert_file = /etc/ssl/certs/ca-certificates.crt\n"
+        )
+        conf.chmod(0o644)
+        passdb = f"passdb {{\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = {conf}\n}}\n"
+        return {"oauth2_mechanisms": " xoauth2 oauthbearer", "oauth2_passdb": passdb}
 
     def log(self) -> str:
         path = self.root / "dovecot.log"

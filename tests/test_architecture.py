@@ -71,6 +71,7 @@ SYSTEM_SCOPE_ALLOWED = {
     "inbox/leases.py",
     "inbox/sync.py",
     "mailboxes/routes.py",
+    "mailboxes/oauth_tokens.py",  # rotated refresh tokens of OAuth mailboxes written back (issue 32)
     "warmup/pool.py",  # warmup (issue 32 item 1): the pool crosses workspaces
     "warmup/tending.py",
     # deliverability (issue 27): the domains worker claims due sending domains of every workspace

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.crypto import UndecryptableSecret
 from outreach_core.inbox.leases import InboxMailbox, hold, release
 from outreach_core.inbox.pipeline import FolderBatch, IngestBatch, LeaseLost, ingest_batch
 from outreach_core.inbox.sync import (
@@ -45,6 +45,7 @@ from outreach_core.inbox.sync import (
     sync_failed,
     sync_mailbox,
 )
+from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.ports import InboxError, InboxSession
 
 if TYPE_CHECKING:
@@ -213,13 +214,26 @@ class Supervisor:
         if connector is None:
             raise RuntimeError("no inbox connector is configured (ports.inbox)")
         try:
-            password = decrypt(self.runtime.settings, mailbox.password_encrypted)
+            server, password = await login_for(
+                self.runtime.settings,
+                self.runtime.ports.clock.now(),
+                mailbox.id,
+                mailbox.server,
+                mailbox.password_encrypted,
+                mailbox.oauth_encrypted,
+            )
         except UndecryptableSecret:
             reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
             await self._db(mailbox.id, self.runtime.system(login_failed, mailbox.id, reason, refused=True))
             return False
+        except LoginUnavailable as exc:  # a revoked grant is the mailbox's error; a passing one is retried
+            _log.info("inbox_token_unavailable", mailbox=mailbox.id, reason=exc.reason, revoked=exc.revoked)
+            if exc.revoked:
+                refused = self.runtime.system(login_failed, mailbox.id, exc.reason, refused=True)
+                await self._db(mailbox.id, refused)
+            return False
         try:
-            session = await connector.connect(mailbox.server, password)
+            session = await connector.connect(server, password)
         except InboxError as exc:
             _log.info("inbox_login_failed", mailbox=mailbox.id, reason=exc.reason, refused=exc.login)
             failed = self.runtime.system(login_failed, mailbox.id, exc.reason, refused=exc.login)

@@ -46,7 +46,7 @@ async def tick(runtime: Runtime) -> int:
 
         async def one(job: Job) -> Handoff:
             async with limit:
-                delivery = await deliver(job, smtp, runtime.settings)
+                delivery = await deliver(job, smtp, runtime.settings, runtime.ports.clock.now())
                 return Handoff(job, delivery, runtime.ports.clock.now())
 
         results = await asyncio.gather(*(one(job) for job in batch.jobs))

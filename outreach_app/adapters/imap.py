@@ -24,7 +24,7 @@ import structlog
 
 from outreach_app.adapters import imap_parse as parse
 from outreach_app.adapters.dns import configured_dns
-from outreach_app.adapters.mail_login import imap_starttls
+from outreach_app.adapters.mail_login import imap_login, imap_starttls
 from outreach_app.adapters.smtp import connection_problem
 from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
 from outreach_core.ports import (
@@ -82,7 +82,7 @@ class ImapInboxConnector:
                     problem = await imap_starttls(client, self._tls, server.host, self._timeout_s)
                     if problem is not None:
                         raise InboxError(problem)
-                response = await client.login(server.user, password)
+                response = await imap_login(client, server, password)
                 if response.result != "OK":
                     raise InboxError(
                         "IMAP login failed: the server refused the user name or password", login=True

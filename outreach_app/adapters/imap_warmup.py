@@ -21,7 +21,7 @@ import structlog
 
 from outreach_app.adapters import imap_parse as parse
 from outreach_app.adapters.dns import configured_dns
-from outreach_app.adapters.mail_login import imap_starttls
+from outreach_app.adapters.mail_login import imap_login, imap_starttls
 from outreach_app.adapters.smtp import connection_problem
 from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
 from outreach_core.ports import DnsResolver, MailServer, Tended
@@ -94,7 +94,7 @@ class ImapWarmupTender:
                 problem = await imap_starttls(client, self._tls, server.host, self._timeout_s)
                 if problem is not None:
                     raise _Refused(problem)
-            if (await client.login(server.user, password)).result != "OK":
+            if (await imap_login(client, server, password)).result != "OK":
                 raise _Refused("IMAP login failed: the server refused the user name or password")
             await client.protocol.capability()
             found: dict[str, Literal["inbox", "spam"]] = {}

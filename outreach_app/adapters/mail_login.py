@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
+from typing import Any
 
 import aioimaplib
 import aiosmtplib
 import structlog
 
 from outreach_app.adapters.dns import configured_dns
-from outreach_app.adapters.smtp import connection_problem, smtp_client, smtp_connect
+from outreach_app.adapters.smtp import connection_problem, smtp_client, smtp_connect, smtp_login
 from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
 from outreach_core.ports import DnsResolver, MailServer
 from outreach_core.settings import Settings
@@ -87,7 +88,7 @@ class MailLoginClient:
         except aiosmtplib.SMTPNotSupported:
             return "the SMTP server does not offer STARTTLS; try security tls (usually port 465)"
         try:
-            await client.login(server.user, password)
+            await smtp_login(client, server, password)
         except aiosmtplib.SMTPAuthenticationError as exc:
             return f"SMTP login failed: the server refused the user name or password ({exc.code})"
         except aiosmtplib.SMTPNotSupported:
@@ -114,7 +115,7 @@ class MailLoginClient:
                 problem = await imap_starttls(client, self._tls, server.host, self._timeout_s)
                 if problem is not None:
                     return problem
-            response = await client.login(server.user, password)
+            response = await imap_login(client, server, password)
             if response.result != "OK":
                 return "IMAP login failed: the server refused the user name or password"
             with contextlib.suppress(Exception):
@@ -124,6 +125,14 @@ class MailLoginClient:
             transport = client.protocol.transport if client.protocol is not None else None
             if transport is not None:
                 transport.close()
+
+
+async def imap_login(client: SocketIMAP4, server: MailServer, secret: str) -> Any:
+    """LOGIN with the password, or AUTHENTICATE XOAUTH2 with an access token (OAuth mailboxes); the
+    server's tagged response either way (result OK when logged in)."""
+    if server.auth == "xoauth2":
+        return await client.xoauth2(server.user, secret)  # aioimaplib says bytes; it formats a str
+    return await client.login(server.user, secret)
 
 
 async def imap_starttls(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import socket
 import ssl
@@ -20,6 +21,26 @@ from outreach_core.ports import Delivery, DnsResolver, MailServer
 from outreach_core.settings import Settings
 
 _log = structlog.get_logger()
+
+
+async def smtp_login(client: aiosmtplib.SMTP, server: MailServer, secret: str) -> None:
+    """Log in as the server says: AUTH with the password (aiosmtplib picks the method), or SASL XOAUTH2 with
+    an access token (Google's and Microsoft's OAuth mailboxes). A refused token raises
+    `SMTPAuthenticationError` like a refused password: after XOAUTH2's 334 error challenge the empty
+    answer the mechanism requires is sent and the final reply (535) is the error's."""
+    if server.auth != "xoauth2":
+        await client.login(server.user, secret)
+        return
+    if client.last_ehlo_response is None:
+        await client.ehlo()
+    if not client.supports_extension("auth"):
+        raise aiosmtplib.SMTPException("The SMTP AUTH extension is not supported by this server.")
+    initial = base64.b64encode(f"user={server.user}\x01auth=Bearer {secret}\x01\x01".encode())
+    response = await client.execute_command(b"AUTH", b"XOAUTH2", initial)
+    if response.code == 334:
+        response = await client.execute_command(b"")
+    if response.code != 235:
+        raise aiosmtplib.SMTPAuthenticationError(response.code, response.message)
 
 
 def smtp_client(server: MailServer, tls: ssl.SSLContext, timeout_s: float) -> aiosmtplib.SMTP:
@@ -202,7 +223,7 @@ class SmtpMailSender:
                             )
                         phase = "auth"
                         try:
-                            await client.login(server.user, password)
+                            await smtp_login(client, server, password)
                         except aiosmtplib.SMTPAuthenticationError as exc:
                             self._drop(key)
                             return Delivery(

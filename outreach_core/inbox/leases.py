@@ -39,11 +39,12 @@ class InboxMailbox:
     password_encrypted: str
     inbox_poll: bool
     inbox_since: datetime
+    oauth_encrypted: str | None = None  # an OAuth mailbox's tokens (mailboxes/oauth_tokens.py)
 
     @property
     def fingerprint(self) -> tuple[object, ...]:
         """Changes when the task must start again (new server settings, password or poll mode)."""
-        return (self.server, self.password_encrypted, self.inbox_poll)
+        return (self.server, self.password_encrypted, self.oauth_encrypted, self.inbox_poll)
 
 
 def readable() -> ColumnElement[bool]:
@@ -120,6 +121,7 @@ async def hold(
                 password_encrypted=row.password_encrypted,
                 inbox_poll=bool(row.inbox_poll),
                 inbox_since=since,
+                oauth_encrypted=row.oauth_encrypted,
             )
         )
     return found

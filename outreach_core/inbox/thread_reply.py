@@ -15,7 +15,7 @@ Three steps, no transaction open during network I/O (docs/inbox.md#replying-from
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
 from outreach_core.campaigns.sanitize import sanitize_body as sanitize
 from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.crypto import UndecryptableSecret
 from outreach_core.db.tables import inbox_messages, leads, mailboxes, suppressions, threads
 from outreach_core.endpoint import Outside
 from outreach_core.errors import DeliveryFailed, InvalidInput, InvalidState
@@ -37,6 +37,7 @@ from outreach_core.inbox.threads import (
     thread_row,
     who_acts,
 )
+from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.routes import proxy_urls
 from outreach_core.ports import MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
@@ -56,6 +57,8 @@ class ReplyPlan:
     imap: MailServer
     password_encrypted: str
     email: Outgoing
+    mailbox_id: str = ""
+    oauth_encrypted: str | None = None  # an OAuth mailbox's tokens (mailboxes/oauth_tokens.py)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,8 @@ async def plan_reply(ctx: WorkspaceContext, id: str, body: ReplyIn) -> ReplyPlan
         imap=MailServer(box.imap_host, box.imap_port, box.imap_security, box.imap_user),
         password_encrypted=box.password_encrypted,
         email=email,
+        mailbox_id=box.id,
+        oauth_encrypted=box.oauth_encrypted,
     )
 
 
@@ -233,12 +238,22 @@ async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> H
     """The hand-off and the Sent copy, with no transaction open."""
     plan = await outside.read(plan_reply, id, body)
     try:
-        password = decrypt(outside.settings, plan.password_encrypted)
+        smtp_server, password = await login_for(
+            outside.settings,
+            outside.now(),
+            plan.mailbox_id,
+            plan.smtp,
+            plan.password_encrypted,
+            plan.oauth_encrypted,
+        )
     except UndecryptableSecret:
         raise DeliveryFailed(
             "The mailbox's stored password cannot be decrypted with the server's keys; send it again "
             "(update_mailbox)."
         ) from None
+    except LoginUnavailable as exc:
+        raise DeliveryFailed(f"{exc.reason[:1].upper()}{exc.reason[1:]}. Nothing was sent.") from None
+    imap_server = replace(plan.imap, auth=smtp_server.auth)
     try:
         message = to_bytes(build_message(plan.email))
     except UnsafeHeader as exc:
@@ -248,7 +263,7 @@ async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> H
     smtp = outside.ports.smtp
     if smtp is None:
         raise RuntimeError("no SMTP client is configured (Ports.smtp): replies cannot be sent")
-    delivery = await smtp.send(plan.smtp, password, plan.email.from_email, plan.email.to_email, message)
+    delivery = await smtp.send(smtp_server, password, plan.email.from_email, plan.email.to_email, message)
     if not delivery.ok:
         raise DeliveryFailed(
             f"The mailbox's SMTP server did not take the reply ({delivery.phase}): {delivery.reason}. "
@@ -260,7 +275,7 @@ async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> H
     if imap is None:
         sent_folder = "not appended: no IMAP client is configured on this server"
     else:
-        problem = await imap.append_sent(plan.imap, password, message, sent_at)
+        problem = await imap.append_sent(imap_server, password, message, sent_at)
         sent_folder = "appended" if problem is None else f"not appended: {problem}"
     return Handed(plan=plan, sent_at=sent_at, sent_folder=sent_folder)
 

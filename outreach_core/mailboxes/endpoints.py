@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.endpoint import Endpoint
+from outreach_core.mailboxes.oauth_connect import start_mailbox_oauth
 from outreach_core.mailboxes.operations import (
     create_mailbox,
     delete_mailbox,
@@ -30,7 +31,9 @@ from outreach_core.mailboxes.schemas import (
     LoginTest,
     Mailbox,
     MailboxList,
+    MailboxOAuthUrl,
     RetestOut,
+    StartMailboxOAuthIn,
     UpdateMailboxIn,
     UpdateMailboxOut,
 )
@@ -90,6 +93,15 @@ ENDPOINTS = (
         prepare=prepare_import_mailboxes,
         tag="mailboxes",
         open_world=True,
+    ),
+    # Google and Microsoft mailboxes over OAuth (issue 32 item 3)
+    Endpoint(
+        "POST",
+        "/mailboxes/oauth/start",
+        start_mailbox_oauth,
+        MailboxOAuthUrl,
+        body=StartMailboxOAuthIn,
+        tag="mailboxes",
     ),
     Endpoint(
         "PATCH",

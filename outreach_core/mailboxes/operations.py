@@ -19,8 +19,8 @@ from outreach_core.deliverability.schemas import MailboxDns
 from outreach_core.deliverability.store import mailbox_dns, register_sending_domains
 from outreach_core.errors import InvalidInput, InvalidState
 from outreach_core.geo import normalize_timezone
-from outreach_core.ids import new_id
 from outreach_core.mailboxes import rules
+from outreach_core.mailboxes.oauth_providers import microsoft_enabled
 from outreach_core.mailboxes.prepare import ImportPlan, MxLookup
 from outreach_core.mailboxes.routes import route_new_mailbox, sending_ip_rows
 from outreach_core.mailboxes.schemas import (
@@ -49,14 +49,9 @@ from outreach_core.mailboxes.servers import (
     servers_for,
     stored_or_new,
 )
-from outreach_core.mailboxes.store import ensure_new, ensure_room, mailbox_row, slots_left
+from outreach_core.mailboxes.store import ensure_new, ensure_room, mailbox_row, new_mailbox_row, slots_left
 from outreach_core.mailboxes.warmup_settings import save_warmup, warmup_out, warmup_rows
-from outreach_core.ports import MailServer
 from outreach_core.wire import Ok
-
-# Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
-MICROSOFT_ENABLED = False
-
 
 # --- operations ---------------------------------------------------------------------------------------------
 
@@ -65,13 +60,13 @@ async def list_mailboxes(ctx: WorkspaceContext) -> MailboxList:
     """List the workspace's connected mailboxes, oldest first, with today's computed figures
     (effectiveLimit after ramp-up, rampDay, rampDaysLeft, sentToday in each mailbox's time zone).
     `slotsLeft` is how many more mailboxes the plan allows (null = no limit); `microsoftEnabled` says whether
-    Microsoft 365 OAuth connections are available on this server (they are not: connect Microsoft mailboxes
-    with create_mailbox as provider smtp)."""
+    Microsoft 365 mailboxes can connect over OAuth on this server (start_mailbox_oauth with provider
+    microsoft; otherwise connect them with create_mailbox as provider smtp)."""
     mb = scoped(ctx, mailboxes)
     rows = (await ctx.conn.execute(mb.select().order_by(mailboxes.c.created_at, mailboxes.c.id))).all()
     return MailboxList(
         mailboxes=await _mailboxes(ctx, rows),
-        microsoft_enabled=MICROSOFT_ENABLED,
+        microsoft_enabled=microsoft_enabled(ctx.settings),
         slots_left=await slots_left(ctx),
     )
 
@@ -97,7 +92,7 @@ async def create_mailbox(
     await ensure_new(ctx, body.email)
     ensure_room(await slots_left(ctx), 1)
     smtp, imap = servers_for(body.provider, body.email, body.smtp, body.imap)
-    row = _new_row(
+    row = new_mailbox_row(
         ctx, body.email, body.provider, body.display_name, body.daily_limit, smtp, imap, login_password(body)
     )
     await ctx.conn.execute(scoped(ctx, mailboxes).insert(row))
@@ -150,7 +145,9 @@ async def import_mailboxes(
             smtp, imap = servers_for("smtp", row.email, row.smtp, row.imap)
             password = row.password.get_secret_value()
             new_rows.append(
-                _new_row(ctx, row.email, "smtp", row.display_name, row.daily_limit, smtp, imap, password)
+                new_mailbox_row(
+                    ctx, row.email, "smtp", row.display_name, row.daily_limit, smtp, imap, password
+                )
             )
             results.append(ImportResult(email=row.email, status="added"))
     if new_rows:
@@ -239,7 +236,9 @@ async def retest_mailbox(ctx: WorkspaceContext, id: str, prepared: LoginTest) ->
     """Test the SMTP and IMAP logins of a connected mailbox again with its stored settings (POST
     /mailboxes/{id}/test; named retest_mailbox because test_mailbox tests settings that are not saved).
     Updates lastTestedAt. A failing login puts the mailbox in status error with the reason in statusReason
-    (it cannot send); a passing one brings a mailbox in error back to active."""
+    (it cannot send); a passing one brings a mailbox in error back to active. For a Google or Microsoft
+    mailbox connected over OAuth whose provider does not answer for the moment, the answer is the error
+    oauth_unavailable and nothing changes (try again later)."""
     row = await mailbox_row(ctx, id)
     values: dict[str, Any] = {"last_tested_at": ctx.now, "updated_at": ctx.now}
     error = None if prepared.ok else _summary(prepared)
@@ -326,41 +325,6 @@ def _mailbox(ctx: WorkspaceContext, row: Any, ip: Any, warmup: Any, dns: Mailbox
         warmup=warmup_out(warmup, today, max(0, limit - sent)),
         dns=dns,
     )
-
-
-def _new_row(
-    ctx: WorkspaceContext,
-    email: str,
-    provider: str,
-    display_name: str | None,
-    daily_limit: int,
-    smtp: MailServer,
-    imap: MailServer,
-    password: str,
-) -> dict[str, Any]:
-    return {
-        "id": new_id("mbx"),
-        "email": email,
-        "domain": domain_of(email),
-        "display_name": display_name,
-        "provider": provider,
-        "status": "active",
-        "status_reason": None,
-        "daily_limit": daily_limit,
-        "ramp_enabled": rules.DEFAULT_RAMP_ENABLED,
-        "ramp_start": rules.DEFAULT_RAMP_START,
-        "ramp_increment": rules.DEFAULT_RAMP_INCREMENT,
-        "ramp_started_on": rules.local_day(ctx.now, rules.DEFAULT_TIMEZONE).isoformat(),
-        "min_gap_s": rules.DEFAULT_MIN_GAP_S,
-        "max_gap_s": rules.DEFAULT_MAX_GAP_S,
-        "timezone": rules.DEFAULT_TIMEZONE,
-        "password_encrypted": encrypt(ctx.settings, password),
-        "inbox_poll": False,
-        "last_tested_at": ctx.now,
-        "sent_count": 0,
-        "created_at": ctx.now,
-        **server_columns(smtp, imap),
-    }
 
 
 def _summary(test: LoginTest | None) -> str:

@@ -6,13 +6,14 @@ operation as `prepared`, and the operation re-checks what may have changed meanw
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.crypto import UndecryptableSecret
 from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput
+from outreach_core.errors import InvalidInput, OAuthUnavailable
 from outreach_core.mailboxes import rules
+from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.schemas import (
     CreateMailboxIn,
     DetectQuery,
@@ -23,9 +24,6 @@ from outreach_core.mailboxes.schemas import (
 from outreach_core.mailboxes.servers import domain_of, login_password, servers_for, stored_or_new
 from outreach_core.mailboxes.store import check_new, ensure_room, import_state, mailbox_row
 from outreach_core.ports import MailServer, Ports
-
-# Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
-MICROSOFT_ENABLED = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +90,12 @@ async def prepare_update_mailbox(outside: Outside, id: str, body: UpdateMailboxI
     if body.credentials is None:
         return None
     row = await outside.read(mailbox_row, id)
+    if row.oauth_encrypted is not None:
+        raise InvalidInput.field(
+            "credentials",
+            f"a {row.provider} mailbox signs in with OAuth and has no password: connect it again with "
+            "start_mailbox_oauth",
+        )
     if row.provider != "smtp" and (body.credentials.smtp is not None or body.credentials.imap is not None):
         raise InvalidInput.field("credentials", f"a {row.provider} mailbox takes a new password only")
     smtp, imap = stored_or_new(row, body.credentials.smtp, body.credentials.imap)
@@ -102,10 +106,19 @@ async def prepare_retest_mailbox(outside: Outside, id: str) -> LoginTest:
     row = await outside.read(mailbox_row, id)
     smtp, imap = stored_or_new(row, None, None)
     try:
-        password = decrypt(outside.settings, row.password_encrypted)
+        smtp, password = await login_for(
+            outside.settings, outside.ports.clock.now(), id, smtp, row.password_encrypted, row.oauth_encrypted
+        )
     except UndecryptableSecret:
         reason = "the stored password cannot be decrypted with the server's secret keys; send it again"
         return LoginTest(ok=False, smtp=reason, imap=reason)
+    except LoginUnavailable as exc:
+        if not exc.revoked:  # a passing outage of the provider says nothing about the mailbox
+            raise OAuthUnavailable(
+                f"{exc.reason[:1].upper()}{exc.reason[1:]}. Nothing was changed."
+            ) from None
+        return LoginTest(ok=False, smtp=exc.reason, imap=exc.reason)
+    imap = replace(imap, auth=smtp.auth)
     return await _run_logins(outside.ports, smtp, imap, password)
 
 

@@ -363,3 +363,17 @@ class DetectOut(WireModel):
     smtp: ServerSettings | None
     imap: ServerSettings | None
     password_hint: PasswordHint | None
+
+
+# --- Google and Microsoft mailboxes over OAuth (issue 32 item 3) --------------------------------------------
+
+
+class StartMailboxOAuthIn(WireModel):
+    provider: Literal["google_oauth", "microsoft"] = Field(
+        description="google_oauth: a Google account (Gmail, Google Workspace); microsoft: Microsoft 365 / "
+        "Outlook (only when GET /mailboxes says microsoftEnabled)."
+    )
+
+
+class MailboxOAuthUrl(WireModel):
+    url: str = Field(description="Open this URL in a browser and sign in; the mailbox is saved afterwards.")

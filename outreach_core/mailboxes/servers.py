@@ -12,9 +12,6 @@ from outreach_core.mailboxes.schemas import (
 )
 from outreach_core.ports import MailServer
 
-# Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
-MICROSOFT_ENABLED = False
-
 
 def domain_of(email: str) -> str:
     return email.rsplit("@", 1)[1]

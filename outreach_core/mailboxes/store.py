@@ -10,11 +10,13 @@ from sqlalchemy import func
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.store import plan_row
 from outreach_core.context import WorkspaceContext, scoped
+from outreach_core.crypto import encrypt
 from outreach_core.db.tables import mailboxes
 from outreach_core.errors import Conflict, NotFound, QuotaExceeded
-
-# Microsoft 365 mailboxes connect with OAuth from a dashboard, which this self-hosted server does not offer.
-MICROSOFT_ENABLED = False
+from outreach_core.ids import new_id
+from outreach_core.mailboxes import rules
+from outreach_core.mailboxes.servers import domain_of, server_columns
+from outreach_core.ports import MailServer
 
 
 async def mailbox_row(ctx: WorkspaceContext, id: str) -> Any:
@@ -67,3 +69,39 @@ async def import_state(ctx: WorkspaceContext, emails: list[str]) -> tuple[set[st
         await ctx.conn.execute(mb.select(mailboxes.c.email).where(mailboxes.c.email.in_(emails)))
     ).scalars()
     return {str(e) for e in taken}, await slots_left(ctx)
+
+
+def new_mailbox_row(
+    ctx: WorkspaceContext,
+    email: str,
+    provider: str,
+    display_name: str | None,
+    daily_limit: int,
+    smtp: MailServer,
+    imap: MailServer,
+    password: str,
+) -> dict[str, Any]:
+    """A new mailbox row (active, default limits and ramp), its password encrypted."""
+    return {
+        "id": new_id("mbx"),
+        "email": email,
+        "domain": domain_of(email),
+        "display_name": display_name,
+        "provider": provider,
+        "status": "active",
+        "status_reason": None,
+        "daily_limit": daily_limit,
+        "ramp_enabled": rules.DEFAULT_RAMP_ENABLED,
+        "ramp_start": rules.DEFAULT_RAMP_START,
+        "ramp_increment": rules.DEFAULT_RAMP_INCREMENT,
+        "ramp_started_on": rules.local_day(ctx.now, rules.DEFAULT_TIMEZONE).isoformat(),
+        "min_gap_s": rules.DEFAULT_MIN_GAP_S,
+        "max_gap_s": rules.DEFAULT_MAX_GAP_S,
+        "timezone": rules.DEFAULT_TIMEZONE,
+        "password_encrypted": encrypt(ctx.settings, password),
+        "inbox_poll": False,
+        "last_tested_at": ctx.now,
+        "sent_count": 0,
+        "created_at": ctx.now,
+        **server_columns(smtp, imap),
+    }

@@ -164,6 +164,7 @@ async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random
                     proxies.get(box.sending_ip_id),
                 ),
                 password_encrypted=box.password_encrypted,
+                oauth_encrypted=box.oauth_encrypted,
                 mail_from=box.email,
                 email=outgoing,
                 gap_s=gap.total_seconds(),

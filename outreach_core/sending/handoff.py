@@ -16,7 +16,8 @@ from outreach_core.campaigns.compose import RENDERED_FIELDS, ComposedEmail, comp
 from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.campaigns.rendering import Sender, Unsubscribe
 from outreach_core.campaigns.schemas import Step
-from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.crypto import UndecryptableSecret
+from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.ports import Delivery, MailSender, MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 from outreach_core.settings import Settings
@@ -47,6 +48,7 @@ class Job:
     mail_from: str
     email: Outgoing  # turned into bytes just before the hand-off, outside the pass's transaction
     gap_s: float  # the mailbox waits this long after the hand-off before its next send
+    oauth_encrypted: str | None = None  # an OAuth mailbox's tokens (mailboxes/oauth_tokens.py)
 
 
 @dataclass(frozen=True)
@@ -138,16 +140,26 @@ def _thread_chain(thread_start: str, delivered: list[tuple[int, str]], steps: Se
     return chain
 
 
-async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
-    """Hand one claimed email to its mailbox's SMTP server (no transaction is open)."""
+async def deliver(job: Job, smtp: MailSender, settings: Any, now: dt.datetime | None = None) -> Delivery:
+    """Hand one claimed email to its mailbox's SMTP server (no transaction is open). The login credential
+    comes from `login_for` (a password, or an OAuth mailbox's access token, refreshed when due)."""
     try:
-        password = decrypt(settings, job.password_encrypted)
+        server, password = await login_for(
+            settings,
+            now or dt.datetime.now(dt.UTC),
+            job.mailbox_id,
+            job.server,
+            job.password_encrypted,
+            job.oauth_encrypted,
+        )
     except UndecryptableSecret:
         return Delivery(
             ok=False,
             phase="credentials",
             reason="the stored password cannot be decrypted with the configured keys; send it again",
         )
+    except LoginUnavailable as exc:
+        return Delivery(ok=False, phase="credentials" if exc.revoked else "token", reason=exc.reason)
     try:
         message = to_bytes(build_message(job.email))
     except UnsafeHeader as exc:
@@ -162,4 +174,4 @@ async def deliver(job: Job, smtp: MailSender, settings: Any) -> Delivery:
     except Exception:  # anything else the email package refuses: this email's
         _log.exception("sender_message_unbuildable", send_id=job.send_id)
         return Delivery(ok=False, phase="message", reason="the email could not be built")
-    return await smtp.send(job.server, password, job.mail_from, job.lead_email, message)
+    return await smtp.send(server, password, job.mail_from, job.lead_email, message)

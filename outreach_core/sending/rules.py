@@ -174,6 +174,8 @@ def classify(phase: Phase, code: int | None, text: str) -> Outcome:
     """
     if phase == "message":
         return "failed"
+    if phase == "token":  # an OAuth mailbox's token refresh failed for a passing reason (5xx, timeout)
+        return "retry"
     if phase in ("connect", "tls", "auth", "credentials", "sender"):
         return "mailbox_error"
     if code is None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import structlog
 
-from outreach_core.crypto import UndecryptableSecret, decrypt
+from outreach_core.crypto import UndecryptableSecret
+from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.ports import Delivery, MailSender, Tended, WarmupMail
 from outreach_core.settings import Settings
 from outreach_core.warmup.message import to_bytes
@@ -36,7 +38,7 @@ async def warmup_pass(runtime: Runtime, *, rng: random.Random | None = None) -> 
 
         async def one(job: WarmupJob) -> Sent:
             async with limit:
-                return Sent(job, await deliver_warmup(job, smtp, settings))
+                return Sent(job, await deliver_warmup(job, smtp, settings, runtime.ports.clock.now()))
 
         results = await asyncio.gather(*(one(j) for j in claimed.jobs))
         await runtime.system(record_sent, results)
@@ -49,33 +51,41 @@ async def warmup_pass(runtime: Runtime, *, rng: random.Random | None = None) -> 
 
             async def look(job: TendJob) -> tuple[TendJob, Tended]:
                 async with limit:
-                    return job, await tend_one(job, reader, settings)
+                    return job, await tend_one(job, reader, settings, runtime.ports.clock.now())
 
             results_ = await asyncio.gather(*(look(j) for j in looks))
             found = await runtime.system(record_tended, results_, rng=rng)
     return len(claimed.jobs) + found
 
 
-async def deliver_warmup(job: WarmupJob, smtp: MailSender, settings: Settings) -> Delivery:
+async def deliver_warmup(job: WarmupJob, smtp: MailSender, settings: Settings, now: datetime) -> Delivery:
     """Hand one warmup email to its mailbox's SMTP server."""
     try:
-        password = decrypt(settings, job.password_encrypted)
+        server, password = await login_for(
+            settings, now, job.from_mailbox_id, job.server, job.password_encrypted, job.oauth_encrypted
+        )
     except UndecryptableSecret:
         return Delivery(ok=False, phase="credentials", reason="the stored password cannot be decrypted")
+    except LoginUnavailable as exc:
+        return Delivery(ok=False, phase="credentials" if exc.revoked else "token", reason=exc.reason)
     try:
         message = to_bytes(job.email)
     except Exception:
         return Delivery(ok=False, phase="message", reason="the warmup email could not be built")
-    return await smtp.send(job.server, password, job.email.from_email, job.email.to_email, message)
+    return await smtp.send(server, password, job.email.from_email, job.email.to_email, message)
 
 
-async def tend_one(job: TendJob, reader: WarmupMail, settings: Settings) -> Tended:
+async def tend_one(job: TendJob, reader: WarmupMail, settings: Settings, now: datetime) -> Tended:
     """Look into one recipient's folders for its warmup emails."""
     try:
-        password = decrypt(settings, job.password_encrypted)
+        server, password = await login_for(
+            settings, now, job.mailbox_id, job.server, job.password_encrypted, job.oauth_encrypted
+        )
     except UndecryptableSecret:
         return Tended({}, "the stored password cannot be decrypted")
-    tended = await reader.tend(job.server, password, job.tokens)
+    except LoginUnavailable as exc:
+        return Tended({}, exc.reason)
+    tended = await reader.tend(server, password, job.tokens)
     if tended.error:
         _log.info("warmup_tend_failed", mailbox=job.mailbox_id, reason=tended.error)
     return tended

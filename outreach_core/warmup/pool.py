@@ -51,6 +51,7 @@ class WarmupJob:
     server: MailServer
     password_encrypted: str
     email: WarmupEmail
+    oauth_encrypted: str | None = None  # an OAuth mailbox's tokens (mailboxes/oauth_tokens.py)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ _COLUMNS = (
     mailboxes.c.smtp_security,
     mailboxes.c.smtp_user,
     mailboxes.c.password_encrypted,
+    mailboxes.c.oauth_encrypted,
 )
 
 
@@ -243,7 +245,17 @@ async def _claim(
             }
         )
         server = MailServer(r.smtp_host, r.smtp_port, r.smtp_security, r.smtp_user)
-        jobs.append(WarmupJob(row_id, r.mailbox_id, partner.mailbox_id, server, r.password_encrypted, email))
+        jobs.append(
+            WarmupJob(
+                row_id,
+                r.mailbox_id,
+                partner.mailbox_id,
+                server,
+                r.password_encrypted,
+                email,
+                r.oauth_encrypted,
+            )
+        )
         state[r.mailbox_id]["sent_today"] += 1
         state[r.mailbox_id]["room"] -= 1
     if new_rows:

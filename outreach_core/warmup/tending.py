@@ -39,6 +39,7 @@ class TendJob:
     server: MailServer
     password_encrypted: str
     tokens: list[str]
+    oauth_encrypted: str | None = None  # an OAuth mailbox's tokens (mailboxes/oauth_tokens.py)
 
 
 async def record_sent(ctx: SystemContext, results: Sequence[Sent]) -> int:
@@ -128,6 +129,7 @@ async def tend_due(ctx: SystemContext, *, limit: int = 50) -> list[TendJob]:
                 mailboxes.c.imap_security,
                 mailboxes.c.imap_user,
                 mailboxes.c.password_encrypted,
+                mailboxes.c.oauth_encrypted,
             )
             .select_from(
                 mailboxes.join(waiting, waiting.c.to_mailbox_id == mailboxes.c.id).outerjoin(
@@ -171,6 +173,7 @@ async def tend_due(ctx: SystemContext, *, limit: int = 50) -> list[TendJob]:
             MailServer(b.imap_host, b.imap_port, b.imap_security, b.imap_user),
             b.password_encrypted,
             tokens[b.id],
+            b.oauth_encrypted,
         )
         for b in boxes
     ]

@@ -8,7 +8,7 @@ import httpx
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import mailboxes
-from outreach_core.mailboxes.operations import _new_row
+from outreach_core.mailboxes.store import new_mailbox_row
 from outreach_core.ports import MailServer
 from outreach_core.runtime import Runtime
 from tests.conftest import WorkspaceHandle
@@ -32,7 +32,7 @@ async def seed_mailbox(
     async def insert(ctx: WorkspaceContext) -> str:
         smtp = MailServer(HOST, closed_port(), "tls", email)
         imap = MailServer(HOST, closed_port(), "tls", email)
-        row = _new_row(ctx, email, "smtp", None, 30, smtp, imap, password) | columns
+        row = new_mailbox_row(ctx, email, "smtp", None, 30, smtp, imap, password) | columns
         await ctx.conn.execute(scoped(ctx, mailboxes).insert(row))
         return str(row["id"])
 

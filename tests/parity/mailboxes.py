@@ -89,6 +89,11 @@ async def detect_mailbox_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> l
     return [{"email": "p1@gmail.com"}, {"email": "p1@no-mail-server.parity.test"}, {"email": "bad"}]
 
 
+async def start_mailbox_oauth_args(http: httpx.AsyncClient, ws: WorkspaceHandle) -> list[dict[str, Any]]:
+    """Google is configured for the session's server, Microsoft is not (409)."""
+    return [{"provider": "google_oauth"}, {"provider": "microsoft"}, {"provider": "smtp"}]
+
+
 CASES: dict[str, Prepare] = {
     "list_mailboxes": list_mailboxes_args,
     "get_mailbox": get_mailbox_args,
@@ -99,6 +104,7 @@ CASES: dict[str, Prepare] = {
     "delete_mailbox": delete_mailbox_args,
     "retest_mailbox": retest_mailbox_args,
     "detect_mailbox": detect_mailbox_args,
+    "start_mailbox_oauth": start_mailbox_oauth_args,
 }
 
 
@@ -151,6 +157,12 @@ async def their_address_detected(
     return [{"email": (await _their_mailbox(theirs))[1]}]
 
 
+async def their_oauth_start(http: httpx.AsyncClient, mine: WorkspaceHandle, theirs: WorkspaceHandle) -> Args:
+    """A sign-in started here names nothing of theirs (its state is bound to this workspace)."""
+    await _their_mailbox(theirs)
+    return [{"provider": "google_oauth"}]
+
+
 FOREIGN: dict[str, Foreign] = {
     "list_mailboxes": their_mailbox_listed,
     "get_mailbox": their_mailbox,
@@ -161,4 +173,5 @@ FOREIGN: dict[str, Foreign] = {
     "delete_mailbox": their_mailbox,
     "retest_mailbox": their_mailbox,
     "detect_mailbox": their_address_detected,
+    "start_mailbox_oauth": their_oauth_start,
 }

@@ -47,6 +47,7 @@ from outreach_core.db.tables.deliverability import sending_domains
 from outreach_core.db.tables.events import outbox, webhook_attempts, webhook_deliveries, webhooks
 from outreach_core.db.tables.inbox import inbox_folders, inbox_leases, inbox_messages, threads
 from outreach_core.db.tables.link_domains import link_domains
+from outreach_core.db.tables.mailbox_oauth import mailbox_oauth_states  # OAuth mailboxes (issue 32)
 from outreach_core.db.tables.sending import (
     campaign_lead_counters,
     campaign_leads,
@@ -98,6 +99,7 @@ __all__ = [
     "link_domains",
     "list_leads",
     "lists",
+    "mailbox_oauth_states",
     "mailboxes",
     "members",
     "metadata",

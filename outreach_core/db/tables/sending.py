@@ -66,6 +66,9 @@ mailboxes = Table(
     Column("imap_user", String(320), nullable=False),
     # MultiFernet token under OUTREACH_SECRET_KEY; never serialized in a response
     Column("password_encrypted", Text, nullable=False),
+    # google_oauth / microsoft (issue 32 item 3, docs/mailboxes.md "OAuth"): the grant's tokens, encrypted
+    # with their own purpose (`mailboxes/oauth_tokens.py`); null for password mailboxes
+    Column("oauth_encrypted", Text, nullable=True),
     Column("inbox_poll", Boolean, nullable=False, server_default="0"),
     Column("sending_route", String(10), nullable=False, server_default="own"),  # own|shared|dedicated|waiting
     Column("sending_ip_id", ID, nullable=True),  # the sending IP (proxy) of a shared or dedicated route
