@@ -229,8 +229,24 @@ async def count_sends(ctx: WorkspaceContext, send_ids: Sequence[str], sign: int 
     await apply(ctx, tally)
 
 
+def add_open(tally: Tally, r: Any) -> None:
+    """A ledger row's first open by a person (`opened_at`; the rebuild) into `tally`, counted on that hour."""
+    if r.opened_at is None:
+        return
+    tally.send(
+        at=r.opened_at,
+        campaign_id=r.campaign_id,
+        step=r.step,
+        variant_id=r.variant_id,
+        mailbox_id=r.mailbox_id,
+        esp=r.esp,
+        counts={"opened": 1},
+    )
+
+
 async def count_open(ctx: WorkspaceContext, send_id: str, at: dt.datetime) -> None:
-    """One open of the email `send_id` by a person (the tracking feature calls it; not wired yet)."""
+    """The first open of the email `send_id` by a person (tracking calls it in the transaction that records
+    it: `tracking/record.py`); an email opened again is not counted again."""
     found = (
         await ctx.conn.execute(
             scoped(ctx, sends)

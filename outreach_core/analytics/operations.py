@@ -37,6 +37,7 @@ from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes
 from outreach_core.db.tables.analytics import COUNTERS
 from outreach_core.rollups import SENTIMENTS, workspace_zone, zone_or_none
+from outreach_core.warmup.problems import warmup_problems
 
 SERIES = ("sent", "replied", "positive", "bounced", "opened")
 
@@ -73,7 +74,7 @@ async def get_analytics_overview(ctx: WorkspaceContext, query: OverviewQuery) ->
         series=_series(p, hours),
         totals=_counts(totals),
         previous=_counts(previous),
-        tracks_opens=False,  # until open tracking is merged (docs/analytics.md)
+        tracks_opens=await _tracks_opens(ctx, None),
         mailboxes=await _mailbox_health(ctx),
         sentiment=_sentiment(totals),
         heatmap=heat,
@@ -97,7 +98,7 @@ async def get_campaign_stats(ctx: WorkspaceContext, query: StatsQuery) -> Campai
         timezone=zone_name,
         series=_series(p, hours),
         totals=_counts(_total(hours)),
-        tracks_opens=False,  # until open tracking is merged (docs/analytics.md)
+        tracks_opens=await _tracks_opens(ctx, query.campaign_id),
     )
 
 
@@ -280,6 +281,16 @@ async def _mailbox_health(ctx: WorkspaceContext) -> MailboxHealth:
         for r in rows
         if r.status != "active" or r.sync_error or r.inbox_error
     ]
+    # warmup emails landing in spam (a score below the threshold) or bouncing (docs/warmup.md)
+    status = {r.id: r.status for r in rows}
+    shown = {p.id for p in problems}
+    for w in await warmup_problems(ctx, [r.id for r in rows]):
+        if w.kind in ("low_score", "removed") and w.mailbox_id not in shown:
+            shown.add(w.mailbox_id)
+            problems.append(
+                MailboxProblem(id=w.mailbox_id, email=w.email, status=status[w.mailbox_id], reason=w.message)
+            )
+    problems.sort(key=lambda p: p.email)
     return MailboxHealth(total=len(rows), healthy=len(rows) - len(problems), problems=problems)
 
 
@@ -352,3 +363,11 @@ async def _sequence(ctx: WorkspaceContext, campaign_id: str) -> dict[int, list[t
     for r in rows:
         out[r.step].append((r.id, r.subject, bool(r.active)))
     return out
+
+
+async def _tracks_opens(ctx: WorkspaceContext, campaign_id: str | None) -> bool:
+    """Whether a campaign in scope (the workspace's, or the one given) tracks opens: opens then count."""
+    query = scoped(ctx, campaigns).select(campaigns.c.id).where(campaigns.c.track_opens.is_(True))
+    if campaign_id is not None:
+        query = query.where(campaigns.c.id == campaign_id)
+    return (await ctx.conn.execute(query.limit(1))).first() is not None

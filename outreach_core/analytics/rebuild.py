@@ -24,7 +24,16 @@ from outreach_core.db.tables import (
     workspaces,
 )
 from outreach_core.errors import NotFound
-from outreach_core.rollups import COUNTED_SENDS, Tally, add_send, add_won, apply, sync_replies, workspace_zone
+from outreach_core.rollups import (
+    COUNTED_SENDS,
+    Tally,
+    add_open,
+    add_send,
+    add_won,
+    apply,
+    sync_replies,
+    workspace_zone,
+)
 from outreach_core.wire import WireModel
 
 PAGE = 20_000
@@ -65,6 +74,7 @@ async def rebuild_workspace(ctx: WorkspaceContext) -> Rebuilt:
             sends.c.mailbox_id,
             sends.c.status,
             sends.c.sent_at,
+            sends.c.opened_at,
             leads.c.esp,
         )
         .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
@@ -73,6 +83,7 @@ async def rebuild_workspace(ctx: WorkspaceContext) -> Rebuilt:
     async for page in found.partitions(PAGE):
         for row in page:
             add_send(tally, row)
+            add_open(tally, row)
         n_sends += len(page)
     won = (
         await ctx.conn.execute(

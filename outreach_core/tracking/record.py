@@ -14,9 +14,10 @@ from typing import Any
 from sqlalchemy import case
 
 from outreach_core.bulk import Values, chunks, update_each
-from outreach_core.context import SystemContext, system_scope
+from outreach_core.context import SystemContext, as_workspace, system_scope, workspace_itself
 from outreach_core.db.tables import sends, tracking_events
 from outreach_core.ids import new_id
+from outreach_core.rollups import count_open
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 
 _AGENT_LENGTH = 300
@@ -92,8 +93,13 @@ async def record_hits(ctx: SystemContext, hits: Sequence[Hit], *, replay: bool =
     ]
     for part in chunks(rows, _PER_STATEMENT):
         await update_each(ctx, system_scope(sends).update(), part, values=_added)
-    # A send's first open by a person is one whose `opened_at` was null before this batch and which has
-    # `opens` here: where an analytics rollup of opens would be told (same transaction).
+    # A send's first open by a person (its `opened_at` was null before this batch) is counted in the
+    # analytics rollups in this same transaction (`rollups.count_open`; docs/analytics.md).
+    for send_id, c in counts.items():
+        row = sent[send_id]
+        if c.first_open is not None and row.opened_at is None:
+            wctx = as_workspace(ctx, workspace_itself(row.workspace_id, "tracking"))
+            await count_open(wctx, send_id, c.first_open)
     return len(events)
 
 
@@ -123,7 +129,7 @@ async def _sends(ctx: SystemContext, ids: list[str]) -> dict[str, Any]:
     for part in chunks(ids, _PER_STATEMENT):
         rows = await ctx.conn.execute(
             system_scope(sends)
-            .select(sends.c.id, sends.c.workspace_id, sends.c.sent_at, sends.c.created_at)
+            .select(sends.c.id, sends.c.workspace_id, sends.c.sent_at, sends.c.created_at, sends.c.opened_at)
             .where(sends.c.id.in_(list(part)))
         )
         found.update({r.id: r for r in rows})

@@ -332,3 +332,39 @@ async def test_with_an_active_link_domain_every_link_goes_through_it(
     await committed(app)
     _lead, send = await sends_of(http, ws, cid)
     assert send["clickCount"] == 1
+
+
+async def test_a_persons_first_open_counts_in_analytics_once(
+    http: httpx.AsyncClient,
+    app: Any,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    """Opens reach the analytics rollups in the transaction that records them: an email opened twice by a
+    person is one open; a flagged open is none; the rebuild counts the same from the ledger."""
+    from outreach_core.analytics.rebuild import rebuild
+
+    ws = await make_workspace()
+    before = (await http.get("/api/v1/analytics/overview", headers=ws.headers, params={"days": 7})).json()
+    assert before["tracksOpens"] is False and before["totals"]["opened"] == 0
+    cid, _, markup, _ = await tracked_email(
+        http, ws, smtp_servers["starttls"], mail_users, "opens@people.example"
+    )
+    pixel = unescape(re.findall(r'<img src="([^"]+)"', markup)[0])
+    await read_later(ws, cid)
+    async with httpx.AsyncClient(timeout=10) as client:
+        assert (
+            await client.get(pixel, headers={"User-Agent": "Mozilla/5.0"})
+        ).status_code == 200  # Apple proxy
+        await committed(app)
+        for _ in range(2):
+            assert (await client.get(pixel, headers={"User-Agent": BROWSER})).status_code == 200
+            await committed(app)
+    overview = (await http.get("/api/v1/analytics/overview", headers=ws.headers, params={"days": 7})).json()
+    assert overview["tracksOpens"] is True and overview["totals"]["opened"] == 1
+    stats = (await http.get("/api/v1/campaigns/stats", headers=ws.headers, params={"campaignId": cid})).json()
+    assert stats["tracksOpens"] is True and stats["totals"]["opened"] == 1
+    await ws.runtime.system(rebuild, ws.workspace_id)
+    again = (await http.get("/api/v1/analytics/overview", headers=ws.headers, params={"days": 7})).json()
+    assert again["totals"] == overview["totals"]
