@@ -8,6 +8,8 @@ from typing import Any
 from outreach_core.billing.ai_allowance import record_ai_draft
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import workspaces
+from outreach_core.deliverability.rules import normalize_domain as checkable_domain
+from outreach_core.deliverability.store import register_sending_domains
 from outreach_core.errors import InvalidInput
 from outreach_core.offer.store import offer_profile_row, write_profile
 from outreach_core.onboarding.prepare import DraftPrepared
@@ -60,7 +62,19 @@ async def save_onboarding(ctx: WorkspaceContext, body: SaveOnboardingIn) -> Ok:
     if "sending_domain" in body.model_fields_set:
         values["sending_domain"] = _domain(body.sending_domain)
     await ctx.conn.execute(scoped(ctx, workspaces).update().values(**values))
+    if values.get("sending_domain"):
+        await _add_sending_domain(ctx, values["sending_domain"])
     return Ok()
+
+
+async def _add_sending_domain(ctx: WorkspaceContext, domain: str) -> None:
+    """The answer's domain becomes a sending domain (graded by the `domains` worker before any mailbox is
+    connected) when the domain checker accepts it; a name it refuses stays with the answers only."""
+    try:
+        checked = checkable_domain(domain)
+    except ValueError:
+        return
+    await register_sending_domains(ctx, [checked])
 
 
 async def draft_offer(ctx: WorkspaceContext, body: DraftOfferIn, prepared: DraftPrepared) -> OfferDraft:

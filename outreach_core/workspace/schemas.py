@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from outreach_core.billing.schemas import BillingSummary
-from outreach_core.wire import EmailAddress, Omittable, Timestamp, WireModel
+from outreach_core.wire import TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
 from outreach_core.workspace.rules import known_time_zone
 
 Role = Literal["owner", "admin", "member"]
@@ -105,6 +105,7 @@ class SendingSettingsPatch(WireModel):
 TimeZoneName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=64),
+    TIME_ZONE,
     AfterValidator(known_time_zone),
     Field(description="IANA time zone, e.g. Europe/Berlin; analytics days are calendar days in it."),
 ]

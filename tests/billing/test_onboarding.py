@@ -99,6 +99,17 @@ async def test_save_onboarding_keeps_the_answers_owners_and_admins_only(
             )
         ).one()
     assert (row.sending_domain, row.expected_volume) == ("mail.acme.io", 0)
+    # the answer's domain is a sending domain, graded before any mailbox is connected (issue 27)
+    domains = (await api.get("/api/v1/domains", headers=ws.headers)).json()
+    assert [d["domain"] for d in domains] == ["mail.acme.io"], domains
+    local = await api.post(
+        "/api/v1/onboarding/save",
+        headers=ws.headers,
+        json={"sendingDomain": "acme.test", "expectedVolume": 1},
+    )
+    assert local.status_code == 200  # kept with the answers; no public suffix, so no sending domain
+    domains = (await api.get("/api/v1/domains", headers=ws.headers)).json()
+    assert [d["domain"] for d in domains] == ["mail.acme.io"], domains
     for bad in (
         {"expectedVolume": -1},
         {"expectedVolume": 100_000_001},

@@ -41,7 +41,7 @@ def process(settings: Settings, *args: str, **env: str) -> Iterator[subprocess.P
                 proc.wait()
 
 
-def wait_ready(base: str, deadline_s: float = 60) -> dict[str, Any]:
+def wait_ready(base: str, deadline_s: float = 120) -> dict[str, Any]:  # a loaded machine starts slowly
     deadline = time.monotonic() + deadline_s
     last: Any = None
     while time.monotonic() < deadline:
