@@ -24,7 +24,8 @@ RUN python -m venv /opt/outreach \
 # Runtime stage: the virtualenv only, run by an unprivileged user.
 FROM python:3.12-slim
 RUN groupadd --system --gid 10001 outreach \
-    && useradd --system --uid 10001 --gid outreach --home-dir /data --create-home --shell /usr/sbin/nologin outreach
+    && useradd --system --uid 10001 --gid outreach --home-dir /data --create-home --shell /usr/sbin/nologin outreach \
+    && install -d -o outreach -g outreach /data/tracking-journal
 COPY --from=build /opt/outreach /opt/outreach
 ENV PATH=/opt/outreach/bin:$PATH \
     PYTHONUNBUFFERED=1 \
