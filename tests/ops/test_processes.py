@@ -70,12 +70,16 @@ def test_serve_is_ready_with_its_worker_process_and_reports_its_ticks(
         assert proc.wait(timeout=20) == 0
 
 
-def test_serve_without_its_worker_process_is_not_ready(runtime: Any, settings: Settings) -> None:
+def test_serve_without_its_worker_process_is_not_ready(
+    runtime: Any, settings: Settings, tmp_path: Path
+) -> None:
     """The worker process stops (SIGSTOP: alive, but neither ticking nor reporting): readiness says so,
-    and is back once it runs again."""
+    and is back once it runs again. On a database of its own: the session's, filled by every other test,
+    gives its workers minutes of work (hundreds of mailboxes to read) after the stop."""
+    own = settings.model_copy(update={"database_url": f"sqlite+aiosqlite:///{tmp_path / 'ready.db'}"})
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    with process(settings, "serve", "--port", str(port)) as server:
+    with process(own, "serve", "--port", str(port)) as server:
         wait_ready(base)
         child = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
         assert child, "the worker process runs"
