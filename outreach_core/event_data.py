@@ -17,7 +17,7 @@ as that change left it (a snapshot, not a reference that may have changed by the
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaign_variants, campaigns, leads, sends, threads
@@ -37,6 +37,62 @@ def iso_z(when: datetime) -> str:
 def variant_label(position: int) -> str:
     """A, B, C ... for variant positions 0, 1, 2 ..."""
     return chr(ord("A") + position)
+
+
+class LeadFacts(Protocol):
+    """What a `lead.*` event says of its lead (a `leads` row, or what a batch keeps of one)."""
+
+    @property
+    def email(self) -> str: ...
+    @property
+    def first_name(self) -> str | None: ...
+    @property
+    def last_name(self) -> str | None: ...
+    @property
+    def company(self) -> str | None: ...
+    @property
+    def status(self) -> str: ...
+
+
+def lead_payload(
+    lead_id: str,
+    lead: LeadFacts,
+    *,
+    campaign: dict[str, Any] | None,
+    thread: dict[str, Any] | None,
+    step: dict[str, Any] | None,
+    variant: dict[str, Any] | None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The one shape of a `lead.*` event's `data` (see the module docstring); `extra` holds the kind's own
+    fields (camelCase, JSON values)."""
+    return {
+        "lead": {
+            "id": lead_id,
+            "email": lead.email,
+            "firstName": lead.first_name,
+            "lastName": lead.last_name,
+            "company": lead.company,
+            "status": lead.status,
+        },
+        "campaign": campaign,
+        "thread": thread,
+        "step": step,
+        "variant": variant,
+        **extra,
+    }
+
+
+def step_refs(
+    step_id: str, position: int, variant_id: str | None, variant_position: int | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """`step` and `variant` of an event about a campaign email (the variant's label is null once the
+    variant was deleted)."""
+    variant = None
+    if variant_id is not None:
+        label = variant_label(variant_position) if variant_position is not None else None
+        variant = {"id": variant_id, "label": label}
+    return {"id": step_id, "position": position}, variant
 
 
 async def lead_event_data(
@@ -84,10 +140,7 @@ async def lead_event_data(
         ).one_or_none()
         if sent is not None:
             campaign_id = campaign_id or sent.campaign_id
-            step = {"id": sent.step_id, "position": sent.step}
-            if sent.variant_id is not None:
-                label = variant_label(sent.position) if sent.position is not None else None
-                variant = {"id": sent.variant_id, "label": label}
+            step, variant = step_refs(sent.step_id, sent.step, sent.variant_id, sent.position)
     thread: dict[str, Any] | None = None
     if thread_id is not None:
         found = (
@@ -100,21 +153,15 @@ async def lead_event_data(
         if found is not None:
             thread = {"id": found.id, "subject": found.subject}
             campaign_id = campaign_id or found.campaign_id
-    return {
-        "lead": {
-            "id": lead.id,
-            "email": lead.email,
-            "firstName": lead.first_name,
-            "lastName": lead.last_name,
-            "company": lead.company,
-            "status": lead.status,
-        },
-        "campaign": await campaign_ref(ctx, campaign_id),
-        "thread": thread,
-        "step": step,
-        "variant": variant,
+    return lead_payload(
+        lead.id,
+        lead,
+        campaign=await campaign_ref(ctx, campaign_id),
+        thread=thread,
+        step=step,
+        variant=variant,
         **extra,
-    }
+    )
 
 
 async def campaign_ref(ctx: WorkspaceContext, campaign_id: str | None) -> dict[str, Any] | None:
