@@ -32,7 +32,7 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from outreach_core.context import ROLE_RANK, Principal, Role, WorkspaceContext
+from outreach_core.context import ROLE_RANK, Principal, Role, SystemContext, WorkspaceContext
 from outreach_core.errors import Forbidden, InvalidInput
 from outreach_core.ports import Ports
 from outreach_core.settings import Settings
@@ -82,6 +82,38 @@ class Outside(Protocol):
         **kwargs: P.kwargs,
     ) -> R:
         """`op(ctx, ...)` in its own short read-only transaction, as the caller."""
+        ...
+
+
+class Background(Protocol):
+    """What a background pipeline (a worker's pass over due work) works with: the ports, the settings, and
+    transactions with no caller. The runtime is one; pipelines name this instead, so the core never
+    imports the runtime."""
+
+    @property
+    def ports(self) -> Ports: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    async def system(
+        self,
+        fn: Callable[Concatenate[SystemContext, P], Awaitable[R]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """`fn(ctx, ...)` with no caller, in one read-write transaction."""
+        ...
+
+    async def system_read(
+        self,
+        fn: Callable[Concatenate[SystemContext, P], Awaitable[R]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """`fn(ctx, ...)` with no caller, in one read-only transaction."""
         ...
 
 

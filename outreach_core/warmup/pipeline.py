@@ -20,12 +20,12 @@ from outreach_core.warmup.pool import WarmupJob, plan_and_claim
 from outreach_core.warmup.tending import Sent, TendJob, record_sent, record_tended, tend_due
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.endpoint import Background
 
 _log = structlog.get_logger()
 
 
-async def warmup_pass(runtime: Runtime, *, rng: random.Random | None = None) -> int:
+async def warmup_pass(runtime: Background, *, rng: random.Random | None = None) -> int:
     """One pass; returns the warmup emails handed off plus those found (0 when there was nothing to do)."""
     rng = rng or random.Random()
     settings = runtime.settings
