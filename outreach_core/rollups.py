@@ -130,6 +130,18 @@ class Tally:
         self._add("cm", campaign_id, mailbox, None, items)
         self._add("ce", campaign_id, provider, None, items)
 
+    def send_row(self, row: Any, at: dt.datetime, counts: Mapping[str, int]) -> None:
+        """`send` for a ledger row (`campaign_id, step, variant_id, mailbox_id, esp`), counted at `at`."""
+        self.send(
+            at=at,
+            campaign_id=row.campaign_id,
+            step=row.step,
+            variant_id=row.variant_id,
+            mailbox_id=row.mailbox_id,
+            esp=row.esp,
+            counts=counts,
+        )
+
     def nonzero(self) -> list[dict[str, Any]]:
         out = []
         for (dim, k1, k2, grain, ts), row in self.rows.items():
@@ -209,15 +221,7 @@ def add_send(tally: Tally, r: Any, sign: int = 1) -> None:
     if r.status not in COUNTED_SENDS or r.sent_at is None:
         return
     counts = {"sent": sign, "bounced": sign if r.status == "bounced" else 0}
-    tally.send(
-        at=r.sent_at,
-        campaign_id=r.campaign_id,
-        step=r.step,
-        variant_id=r.variant_id,
-        mailbox_id=r.mailbox_id,
-        esp=r.esp,
-        counts=counts,
-    )
+    tally.send_row(r, r.sent_at, counts)
 
 
 async def count_sends(ctx: WorkspaceContext, send_ids: Sequence[str], sign: int = 1) -> None:
@@ -233,15 +237,7 @@ def add_open(tally: Tally, r: Any) -> None:
     """A ledger row's first open by a person (`opened_at`; the rebuild) into `tally`, counted on that hour."""
     if r.opened_at is None:
         return
-    tally.send(
-        at=r.opened_at,
-        campaign_id=r.campaign_id,
-        step=r.step,
-        variant_id=r.variant_id,
-        mailbox_id=r.mailbox_id,
-        esp=r.esp,
-        counts={"opened": 1},
-    )
+    tally.send_row(r, r.opened_at, {"opened": 1})
 
 
 async def count_open(ctx: WorkspaceContext, send_id: str, at: dt.datetime) -> None:
@@ -258,15 +254,7 @@ async def count_open(ctx: WorkspaceContext, send_id: str, at: dt.datetime) -> No
     if found is None:
         return
     tally = Tally()
-    tally.send(
-        at=at,
-        campaign_id=found.campaign_id,
-        step=found.step,
-        variant_id=found.variant_id,
-        mailbox_id=found.mailbox_id,
-        esp=found.esp,
-        counts={"opened": 1},
-    )
+    tally.send_row(found, at, {"opened": 1})
     await apply(ctx, tally)
 
 

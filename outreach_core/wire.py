@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import functools
 import re
 from collections.abc import Callable, Iterable
@@ -9,11 +11,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import UnionType
 from typing import Annotated, Any, Literal, Self, TypeVar, Union, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Field,
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     PlainSerializer,
@@ -246,6 +250,47 @@ COUNTRY_CODE = NamedPattern("iso-country-code", lambda: one_of_pattern(iso_names
 """Every ISO 3166-1 alpha-2 code, as the OpenAPI document lists them."""
 
 
+def _iana(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError("must be an IANA time zone such as Europe/Paris") from exc
+    return value
+
+
+_YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+DATE_PATTERN = (
+    f"^(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    f"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)$"
+)
+"""A calendar date `YYYY-MM-DD` (years 0001-9999, leap days included): exactly the dates
+`datetime.date.fromisoformat` takes in that form, as a pattern the document states and the model checks."""
+
+
+def _date(value: str) -> str:
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError("must be a date YYYY-MM-DD") from exc
+    return value
+
+
+Timezone = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=64),
+    AfterValidator(_iana),
+    TIME_ZONE,
+    Field(description="An IANA time zone name such as Europe/Berlin."),
+]
+DateText = Annotated[
+    str,
+    StringConstraints(min_length=10, max_length=10, pattern=DATE_PATTERN),
+    AfterValidator(_date),
+    Field(json_schema_extra={"format": "date"}),
+]
+
+
 FROM_STRINGS = "from_strings"
 """Validation context flag for input that arrives as text (query strings), where "true" means true."""
 
@@ -297,6 +342,29 @@ def _is_bool(annotation: Any) -> bool:
 def _columns(row: Any) -> Any:
     """The mapping of a database row's columns (a SQLAlchemy `Row`, or a mapping already)."""
     return row._mapping if hasattr(row, "_mapping") else row
+
+
+class RowRecord:
+    """Mixin of the dataclasses made from database rows: `from_row` as `WireModel.from_row` has it."""
+
+    @classmethod
+    def from_row(cls, row: Any, /, **values: Any) -> Self:
+        """The record from a database row: every field not given in `values` is read from the row's column of
+        the same name; what is computed or named differently goes in `values`."""
+        columns = _columns(row)
+        read = {name: columns[name] for name in _field_names(cls) if name not in values and name in columns}
+        made: Self = cls(**read, **values)
+        return made
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    return names
 
 
 class WireModel(BaseModel):

@@ -350,18 +350,8 @@ def message_item(m: Any) -> ThreadMessage:
             reason=data.get("reason"),
             recipient=data.get("recipient"),
         )
-    return ThreadMessage(
-        id=m.id,
-        direction=m.direction,
-        kind=m.kind,
-        from_=m.from_email,
-        to=list(m.to_emails or []),
-        subject=m.subject,
-        text=m.text,
-        html=m.html,
-        at=m.arrived_at,
-        send_id=m.send_id,
-        bounce=bounce,
+    return ThreadMessage.from_row(
+        m, from_=m.from_email, to=list(m.to_emails or []), at=m.arrived_at, bounce=bounce
     )
 
 

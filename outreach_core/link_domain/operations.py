@@ -149,11 +149,8 @@ async def _shown(ctx: WorkspaceContext) -> LinkDomain:
             verified_at=None,
             checked_at=None,
         )
-    return LinkDomain(
-        hostname=row.hostname,
-        status=row.status,
-        dns=row.dns,
-        tls=row.tls,
+    return LinkDomain.from_row(
+        row,
         message=message(
             row.status,
             hostname=row.hostname,
@@ -166,6 +163,4 @@ async def _shown(ctx: WorkspaceContext) -> LinkDomain:
         record=CnameRecord(name=row.hostname, value=target) if target else None,
         suggestion=None,
         required=settings.link_domain_required,
-        verified_at=row.verified_at,
-        checked_at=row.checked_at,
     )

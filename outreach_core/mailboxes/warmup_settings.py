@@ -93,14 +93,6 @@ def warmup_out(row: Any, today: date, room: int) -> Warmup:
         if on and not row.removed
         else 0
     )
-    return Warmup(
-        enabled=on,
-        score=row.score,
-        sent_today=sent,
-        target_today=planned,
-        target=row.target,
-        ramp_start=row.ramp_start,
-        ramp_increment=row.ramp_increment,
-        reply_rate=row.reply_rate,
-        reason=row.reason if on else None,
+    return Warmup.from_row(
+        row, enabled=on, sent_today=sent, target_today=planned, reason=row.reason if on else None
     )

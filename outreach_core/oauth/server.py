@@ -289,17 +289,7 @@ async def load_authorization_code(
     ).one_or_none()
     if row is None:
         return None
-    return AuthorizationCodeRecord(
-        client_id=row.client_id,
-        grant_id=row.grant_id,
-        user_id=row.user_id,
-        redirect_uri=row.redirect_uri,
-        redirect_uri_explicit=row.redirect_uri_explicit,
-        code_challenge=row.code_challenge,
-        scopes=_split_scopes(row.scopes),
-        resource=row.resource,
-        expires_at=row.expires_at,
-    )
+    return AuthorizationCodeRecord.from_row(row, scopes=_split_scopes(row.scopes))
 
 
 async def exchange_authorization_code(ctx: SystemContext, client_id: str, code: str) -> IssuedTokens:
@@ -420,14 +410,7 @@ async def load_refresh_token(ctx: SystemContext, client_id: str, token: str) -> 
     ).one_or_none()
     if row is None:
         return None
-    return RefreshTokenRecord(
-        client_id=row.client_id,
-        grant_id=row.grant_id,
-        user_id=row.user_id,
-        scopes=_split_scopes(row.scopes),
-        resource=row.resource,
-        expires_at=row.expires_at,
-    )
+    return RefreshTokenRecord.from_row(row, scopes=_split_scopes(row.scopes))
 
 
 async def exchange_refresh_token(

@@ -252,34 +252,19 @@ async def _fail_pending(ctx: WorkspaceContext, id: str, error: str) -> None:
 
 
 def _webhook(row: Any, counts: dict[str, int]) -> Webhook:
-    return Webhook(
-        id=row.id,
-        url=row.url,
-        description=row.description,
+    return Webhook.from_row(
+        row,
         events=list(row.events),
-        enabled=row.enabled,
-        disabled_reason=row.disabled_reason,
-        last_delivery_at=row.last_delivery_at,
-        last_status=row.last_status,
         delivered=counts.get("delivered", 0),
         failed=counts.get("failed", 0),
         pending=counts.get("pending", 0),
-        created_at=row.created_at,
     )
 
 
 def _delivery(row: Any, tries: list[Try]) -> Delivery:
-    return Delivery(
-        id=row.id,
-        event_id=row.event_id,
-        type=row.type,
-        status=row.status,
-        attempts=row.attempts,
-        last_status=row.last_status,
-        last_error=row.last_error,
+    return Delivery.from_row(
+        row,
         next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
-        created_at=row.created_at,
-        delivered_at=row.delivered_at,
         payload=parse_body(row.body),
         tries=tries,
     )
