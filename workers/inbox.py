@@ -34,8 +34,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-from outreach_core.crypto import UndecryptableSecret
-from outreach_core.endpoint import Background
 from outreach_core.inbox.leases import InboxMailbox, hold, release
 from outreach_core.inbox.pipeline import FolderBatch, IngestBatch, LeaseLost, ingest_batch
 from outreach_core.inbox.sync import (
@@ -46,11 +44,13 @@ from outreach_core.inbox.sync import (
     sync_failed,
     sync_mailbox,
 )
+from outreach_core.kernel.crypto import UndecryptableSecret
+from outreach_core.kernel.endpoint import Background
+from outreach_core.kernel.ports import InboxError, InboxSession
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
-from outreach_core.ports import InboxError, InboxSession
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 T = TypeVar("T")
 TICK_S = 5.0

@@ -39,7 +39,7 @@ from outreach_core.webhooks.delivery import (
 )
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 POLL_S = 0.25
 """How often an idle worker looks for new events and due retries."""

@@ -27,8 +27,8 @@ from outreach_app.adapters.mail_client import GuardedMailClient
 from outreach_app.adapters.mail_login import imap_login, imap_starttls
 from outreach_app.adapters.smtp import connection_problem
 from outreach_app.outgoing import NotContacted, SocketIMAP4
-from outreach_core.ports import MailServer
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 
 _log = structlog.get_logger()
 

@@ -6,8 +6,8 @@ from typing import ClassVar, Self
 
 from outreach_app.adapters.dns import configured_dns
 from outreach_app.outgoing import AddressGuard, tls_context
-from outreach_core.ports import DnsResolver
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import DnsResolver
+from outreach_core.kernel.settings import Settings
 
 
 class GuardedMailClient:

@@ -14,8 +14,8 @@ import structlog
 from outreach_app.adapters.mail_client import GuardedMailClient
 from outreach_app.adapters.smtp import connection_problem, smtp_client, smtp_connect, smtp_login
 from outreach_app.outgoing import NotContacted, SocketIMAP4
-from outreach_core.ports import MailServer
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 
 _log = structlog.get_logger()
 

@@ -14,7 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from outreach_core.campaigns.rules import next_window_opening
-from outreach_core.wire import RowRecord
+from outreach_core.kernel.wire import RowRecord
 
 WINDOW_MARGIN = dt.timedelta(minutes=1)
 """No hand-off starts in the last minute of a window, so a send planned at its end cannot arrive after it."""

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from outreach_core.kernel.wire import NAME, DateText, Omittable, Timestamp, Timezone, WireModel
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, DateText, Omittable, Timestamp, Timezone, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
 CAMPAIGN_STATUSES: tuple[str, ...] = get_args(CampaignStatus)

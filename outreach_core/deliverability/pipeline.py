@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, or_
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import sending_domains
 from outreach_core.deliverability.checker import run_check
 from outreach_core.deliverability.schemas import DomainReport
 from outreach_core.deliverability.store import with_report
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import sending_domains
 
 if TYPE_CHECKING:
-    from outreach_core.endpoint import Background
+    from outreach_core.kernel.endpoint import Background
 
 LEASE = timedelta(minutes=15)
 CONCURRENCY = 4

@@ -13,9 +13,11 @@ from typing import Any
 
 from sqlalchemy import Integer, case
 
-from outreach_core.bulk import update_each
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import (
+from outreach_core.events.data import lead_payload, step_refs
+from outreach_core.events.outbox import EventKind, record_events
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
     campaign_leads,
     campaign_variants,
     campaigns,
@@ -25,10 +27,8 @@ from outreach_core.db.tables import (
     sends,
     threads,
 )
-from outreach_core.event_data import lead_payload, step_refs
 from outreach_core.labels.schemas import LabelTriggers
 from outreach_core.labels.store import LabelRow
-from outreach_core.outbox import EventKind, record_events
 
 
 @dataclass

@@ -16,11 +16,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, and_, func, literal, not_, or_
 
-from outreach_core.bulk import insert_skipping_duplicates
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import inbox_leases, mailboxes
-from outreach_core.ports import MailServer
-from outreach_core.wire import RowRecord
+from outreach_core.kernel.bulk import insert_skipping_duplicates
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import inbox_leases, mailboxes
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.wire import RowRecord
 
 FIRST_SYNC_WINDOW = timedelta(days=3)
 """On a mailbox's first sync, mail that arrived up to this long before it was connected is read too."""

@@ -18,19 +18,19 @@ import structlog
 from sqlalchemy import func
 
 from outreach_core.ai.keys import OwnKey, choose_ai, own_key
-from outreach_core.context import SystemContext, scoped
-from outreach_core.db.tables import labels, workspaces
 from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
 from outreach_core.inbox.folders import advance_checkpoint
 from outreach_core.inbox.leases import holds
 from outreach_core.inbox.matching import match_messages
 from outreach_core.inbox.record import Prepared, body_digest, inbox_context, record_messages, to_record
 from outreach_core.inbox.rules import classify, parse_message
+from outreach_core.kernel.context import SystemContext, scoped
+from outreach_core.kernel.db.tables import labels, workspaces
 from outreach_core.warmup.rules import header_token, quoted_tokens
 from outreach_core.warmup.tending import record_bounces
 
 if TYPE_CHECKING:
-    from outreach_core.endpoint import Background
+    from outreach_core.kernel.endpoint import Background
 
 FolderRole = Literal["inbox", "junk"]
 AI_CONCURRENCY = 8  # AI calls of one batch in flight at once (a batch of replies waits for the slowest)

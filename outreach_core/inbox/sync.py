@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import mailboxes
 from outreach_core.inbox.folders import Checkpoint, checkpoints
 from outreach_core.inbox.leases import InboxMailbox
 from outreach_core.inbox.pipeline import Fetched, FolderBatch, ingest_batch
-from outreach_core.ports import InboxFolder, InboxSession
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import mailboxes
+from outreach_core.kernel.ports import InboxFolder, InboxSession
 
 if TYPE_CHECKING:
-    from outreach_core.endpoint import Background
+    from outreach_core.kernel.endpoint import Background
 
 Ingest = Callable[["Background", FolderBatch], Awaitable[int]]
 LOGIN_FAILURES_FOR_ERROR = 3

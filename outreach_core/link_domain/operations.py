@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import link_domains
-from outreach_core.errors import Conflict
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import link_domains
+from outreach_core.kernel.errors import Conflict
+from outreach_core.kernel.wire import Ok
 from outreach_core.link_domain.prepare import Checked
 from outreach_core.link_domain.rules import (
     Dns,
@@ -33,7 +34,6 @@ from outreach_core.link_domain.store import (
     write_check,
     write_claim,
 )
-from outreach_core.wire import Ok
 
 
 async def get_link_domain(ctx: WorkspaceContext) -> LinkDomain:

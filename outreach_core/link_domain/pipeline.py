@@ -17,15 +17,15 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from outreach_core.bulk import update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import link_domains
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import link_domains
 from outreach_core.link_domain.probe import check_host
 from outreach_core.link_domain.rules import Dns, Tls, decide, link_target
 from outreach_core.link_domain.store import state_values
 
 if TYPE_CHECKING:
-    from outreach_core.endpoint import Background
+    from outreach_core.kernel.endpoint import Background
 
 CLAIM_FOR = dt.timedelta(minutes=5)
 BATCH = 50

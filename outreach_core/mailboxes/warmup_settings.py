@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import warmup_mailboxes
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import warmup_mailboxes
 from outreach_core.mailboxes.schemas import Warmup, WarmupIn
 
 DEFAULT_TARGET = 20

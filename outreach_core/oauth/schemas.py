@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from outreach_core.wire import RowRecord, Timestamp, WireModel
+from outreach_core.kernel.wire import RowRecord, Timestamp, WireModel
 
 # --- wire models ------------------------------------------------------------------------------------------
 

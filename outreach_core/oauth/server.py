@@ -27,7 +27,7 @@ from outreach_core.auth.authenticate import (
     grant_of,
     membership_of_grant,
 )
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
@@ -35,15 +35,15 @@ from outreach_core.context import (
     system_scope,
     unscoped,
 )
-from outreach_core.db.tables import members, oauth_clients, oauth_codes, oauth_grants, oauth_tokens
-from outreach_core.errors import BadRequest, InvalidInput, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.db.tables import members, oauth_clients, oauth_codes, oauth_grants, oauth_tokens
+from outreach_core.kernel.errors import BadRequest, InvalidInput, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import has_control_characters
 from outreach_core.oauth.schemas import (
     AuthorizationCodeRecord,
     IssuedTokens,
     RefreshTokenRecord,
 )
-from outreach_core.wire import has_control_characters
 
 CODE_PREFIX = "oac_"
 CODE_TTL = timedelta(minutes=5)

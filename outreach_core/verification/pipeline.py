@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, and_, func, literal, not_, or_
 
-from outreach_core.bulk import Values, update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import lead_imports, leads, workspaces
-from outreach_core.ports import HttpClient
-from outreach_core.settings import Settings
+from outreach_core.kernel.bulk import Values, update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import lead_imports, leads, workspaces
+from outreach_core.kernel.ports import HttpClient
+from outreach_core.kernel.settings import Settings
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
 from outreach_core.targets.mail_domains import (
     DomainInfo,
@@ -57,7 +57,7 @@ from outreach_core.verification.rules import (
 )
 
 if TYPE_CHECKING:
-    from outreach_core.endpoint import Background
+    from outreach_core.kernel.endpoint import Background
 
 API_CONCURRENCY = 16
 """Verifier API calls in flight at once, per worker."""

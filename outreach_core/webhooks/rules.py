@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from outreach_core.event_data import iso_z
-from outreach_core.urls import ALLOW_PRIVATE_HINT, url_problem
+from outreach_core.events.data import iso_z
+from outreach_core.kernel.urls import ALLOW_PRIVATE_HINT, url_problem
 
 EVENT_CATALOGUE: tuple[tuple[str, str], ...] = (
     ("lead.replied", "A lead answered a campaign email (read from the mailbox by the inbox worker)."),
@@ -31,7 +31,7 @@ EVENT_CATALOGUE: tuple[tuple[str, str], ...] = (
 
 SECRET_PREFIX = "whsec_"
 SECRET_PURPOSE = b"outreach webhook secret v1"
-"""The encryption purpose of stored signing secrets (`outreach_core.crypto`)."""
+"""The encryption purpose of stored signing secrets (`outreach_core.kernel.crypto`)."""
 ROTATION_OVERLAP = timedelta(hours=24)
 """After a rotation the previous secret still signs (a second v1=) for this long."""
 MAX_WEBHOOKS = 20
