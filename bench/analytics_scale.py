@@ -36,12 +36,12 @@ from outreach_core.analytics.operations import (
 from outreach_core.analytics.rebuild import rebuild
 from outreach_core.analytics.schemas import BreakdownQuery, CampaignAnalyticsQuery, OverviewQuery, StatsQuery
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.migrate import migrate
-from outreach_core.db.tables import sends
-from outreach_core.rollups import count_sends, sync_replies
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.db.tables import sends
+from outreach_core.kernel.rollups import count_sends, sync_replies
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.workspace.setup import init_workspace
 
 MAILBOXES = 50
@@ -241,7 +241,9 @@ async def main(args: argparse.Namespace) -> None:
     c1, t1 = time.process_time(), time.perf_counter()
     done = await rt.system(rebuild, ws)
     rebuild_s, rebuild_cpu = time.perf_counter() - t1, time.process_time() - c1
-    async with rt.engine.connect() as conn:  # fresh statistics, as autovacuum (or SQLite's refresh) leaves them
+    async with (
+        rt.engine.connect() as conn
+    ):  # fresh statistics, as autovacuum (or SQLite's refresh) leaves them
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         await conn.execute(text("VACUUM ANALYZE analytics_counters" if not rt.is_sqlite else "ANALYZE"))
     print("| stage | wall | rows | per row |")

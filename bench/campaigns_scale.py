@@ -29,10 +29,10 @@ BATCH = 20_000
 
 
 async def _write_rows(url: str, workspace_id: str, n: int) -> None:
-    from outreach_core.db.engine import create_engine
-    from outreach_core.db.maintenance import refresh_lead_statistics
-    from outreach_core.db.tables import leads, mailboxes
-    from outreach_core.ids import new_ids
+    from outreach_core.kernel.db.engine import create_engine
+    from outreach_core.kernel.db.maintenance import refresh_lead_statistics
+    from outreach_core.kernel.db.tables import leads, mailboxes
+    from outreach_core.kernel.ids import new_ids
 
     engine = create_engine(url)
     now = datetime.now(UTC)
@@ -87,7 +87,7 @@ async def _write_rows(url: str, workspace_id: str, n: int) -> None:
 
 
 async def _maintain(url: str) -> None:
-    from outreach_core.db.engine import create_engine
+    from outreach_core.kernel.db.engine import create_engine
 
     engine = create_engine(url)
     async with engine.connect() as conn:
@@ -104,8 +104,8 @@ async def _all_waiting(url: str, campaign_id: str) -> None:
     """Every lead of the campaign contacted, its follow-up due in three days."""
     from datetime import timedelta
 
-    from outreach_core.db.engine import create_engine
-    from outreach_core.db.tables import campaign_leads
+    from outreach_core.kernel.db.engine import create_engine
+    from outreach_core.kernel.db.tables import campaign_leads
 
     engine = create_engine(url)
     async with engine.begin() as conn:

@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT))
 from _seed import bench_lead  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.bulk import insert_rows  # noqa: E402
 from outreach_core.campaigns.forecast import forecast_campaign, forecast_facts  # noqa: E402
 from outreach_core.campaigns.forecast_rules import forecast  # noqa: E402
 from outreach_core.campaigns.store import campaign_row  # noqa: E402
-from outreach_core.context import Principal, WorkspaceContext  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import (  # noqa: E402
+from outreach_core.kernel.bulk import insert_rows  # noqa: E402
+from outreach_core.kernel.context import Principal, WorkspaceContext  # noqa: E402
+from outreach_core.kernel.db.migrate import migrate  # noqa: E402
+from outreach_core.kernel.db.tables import (  # noqa: E402
     campaign_leads,
     campaign_mailboxes,
     campaign_steps,
@@ -47,9 +47,9 @@ from outreach_core.db.tables import (  # noqa: E402
     leads,
     mailboxes,
 )
-from outreach_core.ids import new_ids  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.kernel.ids import new_ids  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
 BATCH = 20_000

@@ -188,7 +188,7 @@ def per_row(before: dict[str, float], after: dict[str, float], rows: int) -> str
 
 
 async def set_autovacuum(url: str, enabled: bool) -> None:
-    from outreach_core.db.engine import create_engine
+    from outreach_core.kernel.db.engine import create_engine
 
     engine = create_engine(url)
     async with engine.begin() as conn:

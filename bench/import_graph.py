@@ -29,7 +29,7 @@ import grimp
 
 PACKAGES = ("outreach_core", "http_api", "mcp_server", "workers", "outreach_app")
 LEAD_PEERS = ("leads", "lists", "labels", "suppressions", "enrichment", "verification")
-KERNEL_PACKAGES = ("db",)
+KERNEL_PACKAGES = ("kernel", "events", "db")  # db: the layout before issue 26 item 7
 
 # (rank, layer): higher ranks may import lower ones, never the other way round
 COMPOSITION, DOORS, CATALOGUE, DOMAINS, IMPORTS, PEERS, TARGETS, KERNEL = 8, 7, 6, 5, 4, 3, 2, 1

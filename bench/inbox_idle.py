@@ -38,11 +38,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import func, select
 
-from outreach_core.context import SystemContext
-from outreach_core.db.migrate import migrate
-from outreach_core.db.tables import mailboxes, threads
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import SystemContext
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.db.tables import mailboxes, threads
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.workspace.setup import init_workspace
 from tests import mail_servers
 from tests.campaigns.helpers import add_lead

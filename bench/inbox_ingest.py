@@ -36,11 +36,14 @@ sys.path.insert(0, str(ROOT))
 from _seed import bench_lead  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.bulk import insert_rows  # noqa: E402
-from outreach_core.context import SystemContext  # noqa: E402
-from outreach_core.crypto import encrypt  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import (  # noqa: E402
+from outreach_core.inbox.matching import match_messages  # noqa: E402
+from outreach_core.inbox.pipeline import Fetched, FolderBatch, ingest_batch, prepare  # noqa: E402
+from outreach_core.inbox.record import Prepared, inbox_context  # noqa: E402
+from outreach_core.kernel.bulk import insert_rows  # noqa: E402
+from outreach_core.kernel.context import SystemContext  # noqa: E402
+from outreach_core.kernel.crypto import encrypt  # noqa: E402
+from outreach_core.kernel.db.migrate import migrate  # noqa: E402
+from outreach_core.kernel.db.tables import (  # noqa: E402
     campaign_leads,
     campaign_steps,
     campaign_variants,
@@ -49,12 +52,9 @@ from outreach_core.db.tables import (  # noqa: E402
     mailboxes,
     sends,
 )
-from outreach_core.ids import new_ids  # noqa: E402
-from outreach_core.inbox.matching import match_messages  # noqa: E402
-from outreach_core.inbox.pipeline import Fetched, FolderBatch, ingest_batch, prepare  # noqa: E402
-from outreach_core.inbox.record import Prepared, inbox_context  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.kernel.ids import new_ids  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "bounces" / "bounces"

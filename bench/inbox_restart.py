@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 from bench.inbox_idle import _SCALE, append, synced_mailboxes, thread_count, unsubscribe_request
-from outreach_core.db.migrate import migrate
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.workspace.setup import init_workspace
 from tests import mail_servers
 from tests.campaigns.helpers import add_lead

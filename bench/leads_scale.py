@@ -96,8 +96,8 @@ def timed(http: httpx.Client, path: str, params: dict[str, Any], samples: int) -
 
 
 async def _refresh_statistics(url: str) -> None:
-    from outreach_core.db.engine import create_engine
-    from outreach_core.db.maintenance import refresh_lead_statistics
+    from outreach_core.kernel.db.engine import create_engine
+    from outreach_core.kernel.db.maintenance import refresh_lead_statistics
 
     engine = create_engine(url)
     if engine.dialect.name == "postgresql":  # autovacuum's job after the indexing pass rewrote every row
@@ -114,8 +114,8 @@ async def _drain(url: str, worker: str) -> tuple[int, float]:
     Returns the items handled and the seconds it took."""
     from importlib import import_module
 
-    from outreach_core.runtime import Runtime
-    from outreach_core.settings import Settings
+    from outreach_core.kernel.runtime import Runtime
+    from outreach_core.kernel.settings import Settings
 
     tick = import_module(f"workers.{worker}").tick
     runtime = Runtime(Settings(database_url=url, secret_key="bench-secret"))

@@ -30,14 +30,14 @@ sys.path.insert(0, str(ROOT))
 from http_api.link_host_gate import LinkHostGate  # noqa: E402
 from http_api.tls_ask import tls_ask_routes  # noqa: E402
 from outreach_app.adapters import DnspythonResolver  # noqa: E402
-from outreach_core.context import SystemContext, system_scope  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import link_domains, workspaces  # noqa: E402
-from outreach_core.ids import new_id  # noqa: E402
+from outreach_core.kernel.context import SystemContext, system_scope  # noqa: E402
+from outreach_core.kernel.db.migrate import migrate  # noqa: E402
+from outreach_core.kernel.db.tables import link_domains, workspaces  # noqa: E402
+from outreach_core.kernel.ids import new_id  # noqa: E402
+from outreach_core.kernel.ports import Ports  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.link_domain.pipeline import recheck_link_domains  # noqa: E402
-from outreach_core.ports import Ports  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
 from tests.dns_server import DnsServer  # noqa: E402
 from tests.mail_servers import free_port  # noqa: E402
 

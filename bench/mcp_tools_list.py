@@ -24,8 +24,8 @@ import mcp_server.tools as tools_module
 from mcp_server.server import api_key_principal_source, build_mcp
 from mcp_server.tools import OutreachMCP
 from mcp_server.toolsets import Selection
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 
 
 def _sizes(tools: list[Any]) -> tuple[int, int, int, int]:

@@ -23,8 +23,8 @@ from typing import Any
 from outreach_app.asgi import build_app
 from outreach_app.bootstrap import build_runtime
 from outreach_app.ops.metrics import Metrics, RequestMetrics, route_template
-from outreach_core.db.migrate import migrate
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.settings import Settings
 
 
 def scope_for(path: str) -> dict[str, Any]:

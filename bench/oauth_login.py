@@ -19,10 +19,10 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from outreach_core.crypto import encrypt
+from outreach_core.kernel.crypto import encrypt
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_tokens import Tokens, login_for, seal_tokens
-from outreach_core.ports import MailServer
-from outreach_core.settings import Settings
 
 
 async def _token(request: web.Request) -> web.Response:

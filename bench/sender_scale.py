@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 from _seed import bench_lead  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.bulk import insert_rows  # noqa: E402
-from outreach_core.crypto import encrypt  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import (  # noqa: E402
+from outreach_core.kernel.bulk import insert_rows  # noqa: E402
+from outreach_core.kernel.crypto import encrypt  # noqa: E402
+from outreach_core.kernel.db.migrate import migrate  # noqa: E402
+from outreach_core.kernel.db.tables import (  # noqa: E402
     campaign_leads,
     campaign_mailboxes,
     campaign_steps,
@@ -49,10 +49,10 @@ from outreach_core.db.tables import (  # noqa: E402
     leads,
     mailboxes,
 )
-from outreach_core.ids import new_ids  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.ids import new_ids  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.sending.planner import plan_batch  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
 from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
 BATCH = 20_000
@@ -296,7 +296,7 @@ async def sink_run(rt: Runtime, seconds: float) -> int:
 async def warm_up(rt: Runtime) -> None:
     """Warmup on for every mailbox (issue 32 item 1, docs/warmup.md), and one warmup pass claiming an email
     for each: the sender's passes then run with warmup rows, warmup emails and warmup-counted daily sends."""
-    from outreach_core.db.tables import warmup_mailboxes
+    from outreach_core.kernel.db.tables import warmup_mailboxes
     from outreach_core.warmup.pool import plan_and_claim
 
     today = datetime.now(UTC).date().isoformat()

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from import_ceiling import COLUMNS, rows
 
-from outreach_core.db.engine import create_engine
-from outreach_core.db.migrate import migrate
+from outreach_core.kernel.db.engine import create_engine
+from outreach_core.kernel.db.migrate import migrate
 
 SETTINGS: list[tuple[str, dict[str, str], bool]] = [
     ("cache 2 MB (SQLite's default)", {"cache_size": "-2000"}, False),

@@ -33,9 +33,9 @@ KINDS = ["reply"] * 14 + ["out_of_office"] * 2 + ["auto_reply"] * 2 + ["bounce",
 
 
 async def _write_rows(url: str, workspace_id: str, n: int, campaign_id: str, labels: list[str]) -> str:
-    from outreach_core.db.engine import create_engine
-    from outreach_core.db.tables import leads, mailboxes, threads
-    from outreach_core.ids import new_ids
+    from outreach_core.kernel.db.engine import create_engine
+    from outreach_core.kernel.db.tables import leads, mailboxes, threads
+    from outreach_core.kernel.ids import new_ids
 
     engine = create_engine(url)
     now = datetime.now(UTC)

@@ -38,11 +38,11 @@ from _seed import bench_lead  # noqa: E402
 from _server import served  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
 
-from outreach_core.bulk import insert_rows  # noqa: E402
-from outreach_core.db.tables import campaign_leads, leads, sends  # noqa: E402
-from outreach_core.ids import new_ids  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.kernel.bulk import insert_rows  # noqa: E402
+from outreach_core.kernel.db.tables import campaign_leads, leads, sends  # noqa: E402
+from outreach_core.kernel.ids import new_ids  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.tracking.journal import Journal  # noqa: E402
 from outreach_core.tracking.record import record_hits  # noqa: E402
 from outreach_core.tracking.recorder import HitRecorder  # noqa: E402
@@ -236,8 +236,10 @@ def main() -> None:
         paths = []
         for i in range(args.requests):
             send_id = send_ids[i % len(send_ids)]
-            url = click_url(secret, "", send_id, f"https://example.com/page/{i % 7}") if i % 2 else open_url(
-                secret, "", send_id
+            url = (
+                click_url(secret, "", send_id, f"https://example.com/page/{i % 7}")
+                if i % 2
+                else open_url(secret, "", send_id)
             )
             paths.append(url)
         assert server.process is not None

@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.crypto import encrypt  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import mailboxes, warmup_mailboxes, warmup_messages  # noqa: E402
-from outreach_core.ports import FixedClock, Ports  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.kernel.crypto import encrypt  # noqa: E402
+from outreach_core.kernel.db.migrate import migrate  # noqa: E402
+from outreach_core.kernel.db.tables import mailboxes, warmup_mailboxes, warmup_messages  # noqa: E402
+from outreach_core.kernel.ports import FixedClock, Ports  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.warmup.pool import plan_and_claim  # noqa: E402
 from outreach_core.workspace.setup import init_workspace  # noqa: E402
 

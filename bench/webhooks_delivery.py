@@ -45,13 +45,13 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.context import WorkspaceContext, scoped  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.db.tables import outbox  # noqa: E402
-from outreach_core.event_data import iso_z  # noqa: E402
-from outreach_core.ids import new_id  # noqa: E402
-from outreach_core.runtime import Runtime  # noqa: E402
-from outreach_core.settings import Settings  # noqa: E402
+from outreach_core.events.data import iso_z  # noqa: E402
+from outreach_core.kernel.context import WorkspaceContext, scoped  # noqa: E402
+from outreach_core.kernel.db.migrate import migrate  # noqa: E402
+from outreach_core.kernel.db.tables import outbox  # noqa: E402
+from outreach_core.kernel.ids import new_id  # noqa: E402
+from outreach_core.kernel.runtime import Runtime  # noqa: E402
+from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.webhooks.operations import create_webhook  # noqa: E402
 from outreach_core.webhooks.schemas import CreateWebhookIn  # noqa: E402
 from outreach_core.workspace.operations import init_workspace  # noqa: E402

@@ -15,9 +15,9 @@ from http_api.handlers import error_response, make_file_handler, make_handler
 from http_api.openapi import build_openapi
 from http_api.request_log import internal_error_handler
 from outreach_core.catalog import all_endpoints, all_files
-from outreach_core.endpoint import AnyEndpoint, Endpoint
-from outreach_core.errors import MethodNotAllowed, NotFound, OutreachError
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.endpoint import AnyEndpoint, Endpoint
+from outreach_core.kernel.errors import MethodNotAllowed, NotFound, OutreachError
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.workspace.operations import ping
 from outreach_core.workspace.schemas import Ping
 

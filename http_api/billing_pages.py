@@ -34,9 +34,9 @@ from outreach_core.billing.prepare import DONE_PATH
 from outreach_core.billing.rules import PLANS, Interval
 from outreach_core.billing.schemas import BillingSummary
 from outreach_core.billing.subscription import apply_billing_event
-from outreach_core.errors import NotFound, OutreachError
-from outreach_core.ports import BillingProviderError
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.errors import NotFound, OutreachError
+from outreach_core.kernel.ports import BillingProviderError
+from outreach_core.kernel.runtime import Runtime
 
 WEBHOOK_PATH = "/billing/stripe/webhook"
 MAX_FORM_BYTES = 4096

@@ -19,7 +19,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 
 from http_api.handlers import error_response
-from outreach_core.errors import NotFound
+from outreach_core.kernel.errors import NotFound
 
 ASSETS: dict[str, str] = {
     "swagger-ui.css": "text/css; charset=utf-8",

@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.endpoint import AnyEndpoint, FileRoute, path_arguments
-from outreach_core.errors import (
+from outreach_core.kernel.endpoint import AnyEndpoint, FileRoute, path_arguments
+from outreach_core.kernel.errors import (
     BadRequest,
     OutreachError,
     QuotaExceeded,
@@ -25,8 +25,8 @@ from outreach_core.errors import (
     Unauthorized,
     invalid_input_from_pydantic,
 )
-from outreach_core.runtime import Authenticate, Runtime
-from outreach_core.wire import FROM_STRINGS, dump
+from outreach_core.kernel.runtime import Authenticate, Runtime
+from outreach_core.kernel.wire import FROM_STRINGS, dump
 
 Handler = Callable[[Request], Awaitable[Response]]
 

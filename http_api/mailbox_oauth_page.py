@@ -12,8 +12,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from outreach_core.context import Principal, workspace_itself
-from outreach_core.errors import NotFound, OutreachError
+from outreach_core.kernel.context import Principal, workspace_itself
+from outreach_core.kernel.errors import NotFound, OutreachError
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.mailboxes.oauth_connect import (
     exchange_code,
     save_oauth_mailbox,
@@ -21,7 +22,6 @@ from outreach_core.mailboxes.oauth_connect import (
     take_state,
 )
 from outreach_core.mailboxes.oauth_providers import CALLBACK_PATH
-from outreach_core.runtime import Runtime
 
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; base-uri 'none'; frame-ancestors 'none'",

@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
 from http_api.examples import body_example
-from outreach_core.endpoint import AnyEndpoint
-from outreach_core.wire import NAMED_PATTERNS
+from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.wire import NAMED_PATTERNS
 
 OPENAPI_VERSION = "3.1.1"
 API_PREFIX = "/api/v1"
@@ -428,8 +428,8 @@ def _drop_impossible_defaults(components: dict[str, Any], paths: dict[str, Any])
 
 
 def _state_named_patterns(components: dict[str, Any], paths: dict[str, Any]) -> None:
-    """Replace each `format` naming a long rule (`outreach_core.wire.NamedPattern`: every IANA zone, every
-    top-level domain) by the rule itself, as a `pattern`. MCP tool schemas keep the short name."""
+    """Replace each `format` naming a long rule (`outreach_core.kernel.wire.NamedPattern`: every IANA zone,
+    every top-level domain) by the rule itself, as a `pattern`. MCP tool schemas keep the short name."""
     made: dict[str, str] = {}
 
     def visit(node: Any) -> None:

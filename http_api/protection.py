@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from outreach_core.errors import OutreachError, PayloadTooLarge, RateLimited
+from outreach_core.kernel.errors import OutreachError, PayloadTooLarge, RateLimited
 
 log = structlog.get_logger("outreach.http")
 

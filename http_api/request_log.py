@@ -22,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from http_api.protection import send_error
-from outreach_core.errors import Internal
+from outreach_core.kernel.errors import Internal
 
 REQUEST_ID_HEADER = b"x-request-id"
 _SAFE_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")

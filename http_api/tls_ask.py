@@ -9,9 +9,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.urls import NotAHost, normal_host
 from outreach_core.link_domain.store import is_served_host
-from outreach_core.runtime import Runtime
-from outreach_core.urls import NotAHost, normal_host
 
 TLS_ASK_PATH = "/tls/ask"
 

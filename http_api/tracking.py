@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.tracking.journal import Journal
 from outreach_core.tracking.record import record_hits
 from outreach_core.tracking.recorder import HitRecorder

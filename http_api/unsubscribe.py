@@ -17,8 +17,8 @@ from starlette.routing import Route
 
 from outreach_core.campaigns.links import UNSUBSCRIBE_PATH
 from outreach_core.campaigns.unsubscribe import describe_unsubscribe, read_unsubscribe_link, unsubscribe_lead
-from outreach_core.errors import NotFound
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.errors import NotFound
+from outreach_core.kernel.runtime import Runtime
 
 _HEADERS = {
     "Content-Security-Policy": (

@@ -33,11 +33,11 @@ from starlette.routing import Route
 
 from mcp_server.toolsets import READONLY, toolset_names
 from outreach_core.catalog import all_endpoints
-from outreach_core.errors import InvalidInput, NotFound, Unauthorized
+from outreach_core.kernel.errors import InvalidInput, NotFound, Unauthorized
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.signing import InvalidSignature, SignatureExpired, sign, verify
 from outreach_core.oauth.server import get_client, issue_authorization_code
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
-from outreach_core.signing import InvalidSignature, SignatureExpired, sign, verify
 
 CONSENT_PATH = "/oauth/consent"
 CONSENT_PURPOSE = "oauth-consent"

@@ -30,10 +30,10 @@ from pydantic import AnyHttpUrl, AnyUrl, ValidationError
 
 from mcp_server.consent import ConsentRequest, consent_url
 from outreach_core.auth.authenticate import authenticate_bearer
-from outreach_core.errors import InvalidInput, Unauthorized
+from outreach_core.kernel.errors import InvalidInput, Unauthorized
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.oauth import server as core
 from outreach_core.oauth.schemas import IssuedTokens
-from outreach_core.runtime import Runtime
 
 log = logging.getLogger("outreach.oauth")
 

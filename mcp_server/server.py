@@ -19,10 +19,10 @@ from mcp_server.tools import OutreachMCP, PrincipalSource, register_endpoint_too
 from mcp_server.toolsets import instructions, server_selection, toolset_names
 from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.catalog import all_endpoints
-from outreach_core.context import Principal
-from outreach_core.endpoint import AnyEndpoint
-from outreach_core.errors import Unauthorized
-from outreach_core.runtime import Caller, Runtime
+from outreach_core.kernel.context import Principal
+from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.errors import Unauthorized
+from outreach_core.kernel.runtime import Caller, Runtime
 
 
 def principal_from_request(ctx: Context[Any, Any]) -> Principal:

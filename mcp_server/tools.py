@@ -43,8 +43,8 @@ from pydantic.fields import FieldInfo
 
 from mcp_server.schemas import compact_schema
 from mcp_server.toolsets import instructions, request_selection, toolset_names
-from outreach_core.endpoint import AnyEndpoint, path_arguments
-from outreach_core.errors import (
+from outreach_core.kernel.endpoint import AnyEndpoint, path_arguments
+from outreach_core.kernel.errors import (
     ConfirmationRequired,
     Declined,
     Internal,
@@ -52,9 +52,9 @@ from outreach_core.errors import (
     OutreachError,
     invalid_input_from_pydantic,
 )
-from outreach_core.ids import new_id
-from outreach_core.runtime import Caller, Runtime
-from outreach_core.wire import dump
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.runtime import Caller, Runtime
+from outreach_core.kernel.wire import dump
 
 log = logging.getLogger("outreach.mcp")
 

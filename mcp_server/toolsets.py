@@ -24,8 +24,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from outreach_core.endpoint import AnyEndpoint
-from outreach_core.errors import InvalidInput
+from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.errors import InvalidInput
 
 READONLY = "readonly"
 """The path segment, and the OAuth scope, that leaves only read-only tools."""

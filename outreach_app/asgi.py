@@ -32,7 +32,7 @@ from mcp_server.tools import OutreachMCP
 from mcp_server.toolsets import ToolsetRouting, toolset_names
 from outreach_app.ops.metrics import Metrics, RequestMetrics
 from outreach_app.ops.routes import Ops, ops_routes
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from workers.loop import run_workers
 from workers.registry import ALL_WORKERS, select
 

@@ -16,9 +16,9 @@ from outreach_app.adapters.ai import ChatCompletionsClient, OwnKeyClients
 from outreach_app.adapters.stripe_billing import StripeBilling
 from outreach_app.adapters.tls_probe import TlsHandshakeProbe
 from outreach_app.adapters.web import WebPageFetcher
-from outreach_core.ports import Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 
 
 def build_runtime(settings: Settings | None = None) -> Runtime:

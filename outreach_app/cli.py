@@ -18,9 +18,9 @@ from sqlalchemy.engine import make_url
 
 from outreach_app.lead_files import Existing
 from outreach_app.ops.status_file import STATUS_ENV, report_status
-from outreach_core.errors import OutreachError
-from outreach_core.runtime import Runtime
-from outreach_core.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
+from outreach_core.kernel.errors import OutreachError
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
 from workers import WORKER_NAMES
 
 app = typer.Typer(
@@ -126,7 +126,7 @@ def _run(
 
     async def main() -> T:
         from outreach_app.bootstrap import build_runtime
-        from outreach_core.db.migrate import migrate
+        from outreach_core.kernel.db.migrate import migrate
 
         runtime = build_runtime(settings)
         try:
@@ -273,7 +273,7 @@ def serve(
     async def main() -> None:
         from outreach_app.bootstrap import build_runtime
         from outreach_app.worker_process import WorkerProcess
-        from outreach_core.db.migrate import migrate
+        from outreach_core.kernel.db.migrate import migrate
 
         runtime = build_runtime(settings)
         await migrate(runtime.engine)

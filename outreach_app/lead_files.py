@@ -31,14 +31,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from outreach_core.context import Principal, workspace_itself
-from outreach_core.endpoint import AnyEndpoint
-from outreach_core.errors import NotFound
 from outreach_core.imports.csv_rows import CsvRows, chunks, read_csv
 from outreach_core.imports.endpoints import ENDPOINTS as IMPORT_ENDPOINTS
 from outreach_core.imports.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport
+from outreach_core.kernel.context import Principal, workspace_itself
+from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.errors import NotFound
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.leads.export import COLUMNS, custom_keys, export_batch, list_id_named
-from outreach_core.runtime import Runtime
 from outreach_core.workspace.setup import workspace_id_of
 
 COUNTERS = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "overLimit")

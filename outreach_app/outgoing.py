@@ -1,8 +1,8 @@
 """Outgoing connections to hosts that users name: mail servers (login tests and sending), the verifier API,
 and any other outgoing HTTP (webhooks, website fetches).
 
-`AddressGuard` first checks the host itself with `outreach_core.urls.host_problem` (the one check of a host,
-also applied when a URL or a mail server is saved: its form as a client reads it, then, unless
+`AddressGuard` first checks the host itself with `outreach_core.kernel.urls.host_problem` (the one check of a
+host, also applied when a URL or a mail server is saved: its form as a client reads it, then, unless
 `OUTREACH_ALLOW_PRIVATE_URLS=1`, a public address or a registrable, non-local name). It then resolves a
 name **once**, refuses it unless every address is globally routable, and the caller connects to an address
 it returned, never to the name: a DNS answer cannot change between the check and the connection (DNS
@@ -35,8 +35,8 @@ from typing import Any
 import aioimaplib
 import dns.exception
 
-from outreach_core.ports import DnsResolver
-from outreach_core.urls import (
+from outreach_core.kernel.ports import DnsResolver
+from outreach_core.kernel.urls import (
     ALLOW_PRIVATE_HINT,
     address_kind,
     host_problem,
@@ -64,7 +64,7 @@ class AddressGuard:
 
     async def addresses(self, host: str, port: int) -> list[str]:
         """The addresses to connect to, in order; raises `NotContacted` when the host is refused
-        (`outreach_core.urls.host_problem`: its form, and unless private addresses are allowed a
+        (`outreach_core.kernel.urls.host_problem`: its form, and unless private addresses are allowed a
         non-public address or name) or has no address, or when one of its addresses is not globally
         routable (unless private addresses are allowed)."""
         problem = host_problem(host, allow_private=self.allow_private)

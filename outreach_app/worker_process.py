@@ -30,7 +30,7 @@ from pathlib import Path
 import structlog
 
 from outreach_app.ops.status_file import STATUS_ENV
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 
 STOP_GRACE_S = 8.0
 """How long a stopping child may finish its running ticks before it is killed."""

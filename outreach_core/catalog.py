@@ -2,7 +2,7 @@
 
 The doors build their routes and tools from `all_endpoints()`, the OpenAPI document is generated from it,
 and the parity test calls every tool and its route. It sits above every domain and nothing in the core
-imports it; what an entry is (`Endpoint`) is defined in `outreach_core.endpoint`.
+imports it; what an entry is (`Endpoint`) is defined in `outreach_core.kernel.endpoint`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from outreach_core.api_keys.endpoints import ENDPOINTS as api_keys
 from outreach_core.billing.endpoints import ENDPOINTS as billing
 from outreach_core.campaigns.endpoints import ENDPOINTS as campaigns
 from outreach_core.deliverability.endpoints import ENDPOINTS as deliverability
-from outreach_core.endpoint import AnyEndpoint, FileRoute
 from outreach_core.imports.endpoints import ENDPOINTS as imports
 from outreach_core.inbox.endpoints import ENDPOINTS as inbox
+from outreach_core.kernel.endpoint import AnyEndpoint, FileRoute
 from outreach_core.labels.endpoints import ENDPOINTS as labels
 from outreach_core.leads.endpoints import ENDPOINTS as leads
 from outreach_core.link_domain.endpoints import ENDPOINTS as link_domain

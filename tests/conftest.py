@@ -26,11 +26,11 @@ from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import text
 
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.context import Principal
-from outreach_core.db.migrate import migrate
-from outreach_core.ports import Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import Principal
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.workspace.setup import add_member, init_workspace
 from tests.dns_server import DnsServer
 from tests.mail_servers import (  # noqa: F401  (fixtures used by every test package)

@@ -9,7 +9,7 @@ import httpx
 from mcp import Client
 
 from outreach_core.catalog import all_endpoints
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
 
 ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in all_endpoints() if e.tool}
 

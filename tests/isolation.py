@@ -15,12 +15,12 @@ from mcp import Client
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from outreach_core.context import is_workspace_owned, scope_column
-from outreach_core.db.tables import metadata
-from outreach_core.endpoint import AnyEndpoint
-from outreach_core.errors import OutreachError
-from outreach_core.ids import new_id
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import is_workspace_owned, scope_column
+from outreach_core.kernel.db.tables import metadata
+from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.errors import OutreachError
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 from tests.doors import call_mcp, call_rest, normalize
 from tests.oauth.helpers import connect, register

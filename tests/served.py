@@ -11,7 +11,7 @@ from typing import Any
 import uvicorn
 
 from outreach_app.asgi import build_app
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import free_port
 
 

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from outreach_core.api_keys.rules import hash_secret
-from outreach_core.context import system_scope
-from outreach_core.db.tables import api_keys
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import system_scope
+from outreach_core.kernel.db.tables import api_keys
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from workers import usage_flush
 

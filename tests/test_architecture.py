@@ -21,9 +21,9 @@ import pytest
 from importlinter import configuration
 from importlinter.application.use_cases import lint_imports
 
-from outreach_core.context import SystemContext, WorkspaceContext, scoped, unscoped
-from outreach_core.db.tables import api_keys, metadata, users
-from outreach_core.endpoint import AnyEndpoint, Outside
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped, unscoped
+from outreach_core.kernel.db.tables import api_keys, metadata, users
+from outreach_core.kernel.endpoint import AnyEndpoint, Outside
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "outreach_core"
@@ -33,17 +33,20 @@ DOORS = ("starlette", "mcp", "mcp_types", "uvicorn", "typer")
 core in the import contract)."""
 # Modules allowed to build statements themselves: the scoping helpers and the database package.
 STATEMENT_BUILDERS = {
-    "context.py",
-    "bulk.py",
-    "db/engine.py",
-    "db/migrate.py",
-    "db/health.py",
-    "db/types.py",
-    *(f"db/tables/{m}.py" for m in ("accounts", "analytics", "audience", "sending", "events", "inbox")),
+    "kernel/context.py",
+    "kernel/bulk.py",
+    "kernel/db/engine.py",
+    "kernel/db/migrate.py",
+    "kernel/db/health.py",
+    "kernel/db/types.py",
+    *(
+        f"kernel/db/tables/{m}.py"
+        for m in ("accounts", "analytics", "audience", "sending", "events", "inbox")
+    ),
 }
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
 SYSTEM_SCOPE_ALLOWED = {
-    "context.py",
+    "kernel/context.py",
     "analytics/rebuild.py",
     "auth/authenticate.py",
     "billing/plan.py",
@@ -84,7 +87,7 @@ def core_modules() -> list[tuple[str, ast.Module]]:
     out = []
     for path in sorted(CORE.rglob("*.py")):
         rel = path.relative_to(CORE).as_posix()
-        if rel.startswith("db/migrations/"):
+        if rel.startswith("kernel/db/migrations/"):
             continue
         out.append((rel, ast.parse(path.read_text(), filename=str(path))))
     return out
@@ -173,7 +176,7 @@ def test_core_never_commits() -> None:
     commits = [
         rel
         for rel, tree in core_modules()
-        if rel != "db/migrate.py"
+        if rel != "kernel/db/migrate.py"
         for node in ast.walk(tree)
         if isinstance(node, ast.Attribute) and node.attr in {"commit", "rollback"}
     ]
@@ -289,4 +292,4 @@ def test_operations_leave_who_may_call_them_to_the_catalogue() -> None:
                 raising.add(rel)
             if isinstance(node, ast.Name) and node.id == "Forbidden":
                 raising.add(rel)
-    assert raising - {"errors.py", "endpoint.py"} == target_rules
+    assert raising - {"kernel/errors.py", "kernel/endpoint.py"} == target_rules

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from outreach_core.context import system_scope
-from outreach_core.db.tables import api_keys
+from outreach_core.kernel.context import system_scope
+from outreach_core.kernel.db.tables import api_keys
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.doors import MCP_HEADERS, MCP_INITIALIZE
 

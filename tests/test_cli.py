@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 
 OUTREACH = [sys.executable, "-m", "outreach_app.cli"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +150,7 @@ def test_help_lists_every_command(command: str, settings: Settings) -> None:
 
 def _opened(settings: Settings) -> str:
     """How the commands name the session's database: the absolute file of SQLite, else the URL."""
-    from outreach_core.settings import sqlite_path
+    from outreach_core.kernel.settings import sqlite_path
 
     path = sqlite_path(settings.database_url)
     return str(path) if path is not None else settings.database_url

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from outreach_core.kernel.settings import Settings
 from outreach_core.labels.builtin import BUILTIN_NAMES
-from outreach_core.settings import Settings
 from tests.campaigns.helpers import add_mailbox, call, ok
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.test_cli import run_cli

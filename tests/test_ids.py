@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from outreach_core.ids import new_id, new_ids
+from outreach_core.kernel.ids import new_id, new_ids
 
 SHAPE = re.compile(r"^lead_[0-9a-hjkmnp-tv-z]{26}$")
 

@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import ROLE_RANK
-from outreach_core.endpoint import ROLES
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import ROLE_RANK
+from outreach_core.kernel.endpoint import ROLES
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.doors import ENDPOINTS
 from tests.isolation import (

@@ -10,10 +10,10 @@ import pytest
 from mcp import Client
 
 from mcp_server.server import api_key_principal_source, build_mcp
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
-from outreach_core.errors import Conflict
-from outreach_core.wire import Ok, WireModel
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.errors import Conflict
+from outreach_core.kernel.wire import Ok, WireModel
 from tests.conftest import MakeWorkspace
 
 SECRET = "db-password-hunter2"

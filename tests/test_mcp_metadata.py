@@ -32,9 +32,9 @@ from mcp_server.schemas import compact_schema
 from mcp_server.toolsets import toolset_names
 from outreach_app.asgi import build_app
 from outreach_core.catalog import all_endpoints
-from outreach_core.endpoint import AnyEndpoint
+from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.oauth import server as oauth
-from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace, serving
 from tests.oauth.helpers import pkce_pair, register
 from tests.test_cli import ROOT, _env, run_cli

@@ -11,10 +11,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
-from outreach_core.db.migrate import alembic_config, migrate
-from outreach_core.db.tables import metadata
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.migrate import alembic_config, migrate
+from outreach_core.kernel.db.tables import metadata
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from tests.conftest import PG_URL
 
 
@@ -54,7 +54,7 @@ async def test_refreshed_sqlite_statistics_reach_connections_already_open(runtim
     """SQLite reads planner statistics when a connection loads the schema, and reloads it only when the
     schema version changes, which ANALYZE alone does not do once `sqlite_stat1` exists: the refresh after an
     import changes the version, so the server's pooled connections plan with the new statistics."""
-    from outreach_core.db.maintenance import refresh_lead_statistics
+    from outreach_core.kernel.db.maintenance import refresh_lead_statistics
 
     if not runtime.is_sqlite:
         return

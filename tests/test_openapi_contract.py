@@ -37,7 +37,7 @@ from schemathesis.specs.openapi.checks import (
 
 from outreach_app.adapters import MailLoginClient
 from outreach_app.asgi import build_app
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.workspace.setup import init_workspace
 from tests.conftest import WorkspaceHandle, free_port, served_ports, serving
 from tests.dns_server import DnsServer

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import outbox, workspaces
-from outreach_core.outbox import record_event
+from outreach_core.events.outbox import record_event
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import outbox, workspaces
 from tests.conftest import MakeWorkspace
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from outreach_app.adapters import DnspythonResolver, MailLoginClient, SmtpMailSender
 from outreach_app.adapters.http import GuardedHttpClient
-from outreach_core.ports import MailServer
+from outreach_core.kernel.ports import MailServer
 from tests.conftest import free_port, serving
 from tests.dns_server import DnsServer
 from tests.mail_servers import MailCA, MailServers, SmtpServer

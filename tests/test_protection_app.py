@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from outreach_app.asgi import build_app
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from tests.conftest import MakeWorkspace
 from tests.served import served
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from outreach_core import crypto
-from outreach_core.settings import Settings
+from outreach_core.kernel import crypto
+from outreach_core.kernel.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 10  # new databases
@@ -23,8 +23,8 @@ KEY_FILE_NAME = ".outreach-secret-key"  # the name README gives
 STARTER = """
 import fcntl, os, sys
 from pathlib import Path
-from outreach_core import crypto
-from outreach_core.settings import Settings
+from outreach_core.kernel import crypto
+from outreach_core.kernel.settings import Settings
 
 root, rounds, processes = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for r in range(rounds):

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import system_scope
-from outreach_core.db.tables import api_keys
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import system_scope
+from outreach_core.kernel.db.tables import api_keys
+from outreach_core.kernel.settings import Settings
 from tests.campaigns.helpers import ok
 from tests.conftest import MakeWorkspace, free_port
 from tests.test_cli import OUTREACH, ROOT, _env

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from outreach_core.context import SystemContext
-from outreach_core.db.engine import create_engine
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import SystemContext
+from outreach_core.kernel.db.engine import create_engine
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 
 
 @pytest.fixture
@@ -81,8 +81,8 @@ async def test_readers_do_not_wait_for_a_write_in_progress(impatient_runtime: Ru
 HOG = """
 import asyncio, sys, time
 from sqlalchemy import text
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 
 async def hold(ctx, n):
     await ctx.conn.execute(text("CREATE TEMP TABLE IF NOT EXISTS turns (n INTEGER)"))

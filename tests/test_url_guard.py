@@ -1,9 +1,9 @@
-"""The one check of an outgoing host (`outreach_core.urls.host_problem`, issue 25 item 2), as the HTTP client
-reads the host: property tests over Unicode spellings of IPv4 addresses, the legacy numeric IPv4 forms the
-system resolver accepts and the IPv6 forms that carry an IPv4 address or a zone, compared with what aiohttp's
-URL library (yarl) makes of each host; the same check on the address of every socket aiohttp opens, on mail
-servers stored before the check existed (a real SMTP server on loopback sees nothing), and on the verifier
-URL at start-up."""
+"""The one check of an outgoing host (`outreach_core.kernel.urls.host_problem`, issue 25 item 2), as the HTTP
+client reads the host: property tests over Unicode spellings of IPv4 addresses, the legacy numeric IPv4 forms
+the system resolver accepts and the IPv6 forms that carry an IPv4 address or a zone, compared with what
+aiohttp's URL library (yarl) makes of each host; the same check on the address of every socket aiohttp opens,
+on mail servers stored before the check existed (a real SMTP server on loopback sees nothing), and on the
+verifier URL at start-up."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from yarl import URL
 from outreach_app.adapters import MailLoginClient, SmtpMailSender
 from outreach_app.adapters.http import GuardedHttpClient
 from outreach_app.outgoing import NotContacted
-from outreach_core.ports import MailServer
-from outreach_core.settings import Settings
-from outreach_core.urls import (
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.urls import (
     LOWERCASE_HOST_SCHEMA,
     NotAHost,
     address_kind,

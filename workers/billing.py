@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from outreach_core.billing.renewal import roll_over_periods
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def tick(runtime: Runtime) -> int:

@@ -12,7 +12,7 @@ from outreach_core.campaigns.lifecycle import (
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 WORKSPACES_PER_TICK = 100
 

@@ -16,7 +16,7 @@ from outreach_core.targets.lead_counts import fold_lead_counters
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 WORKSPACES_PER_TICK = 20
 STALE_CHECK_S = 30.0

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
-from outreach_core.crypto import UndecryptableSecret
 from outreach_core.inbox.leases import InboxMailbox, hold, release
 from outreach_core.inbox.pipeline import FolderBatch, IngestBatch, LeaseLost, ingest_batch
 from outreach_core.inbox.sync import (
@@ -45,11 +44,13 @@ from outreach_core.inbox.sync import (
     sync_failed,
     sync_mailbox,
 )
+from outreach_core.kernel.crypto import UndecryptableSecret
+from outreach_core.kernel.endpoint import Background
+from outreach_core.kernel.ports import InboxError, InboxSession
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
-from outreach_core.ports import InboxError, InboxSession
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 T = TypeVar("T")
 TICK_S = 5.0
@@ -174,7 +175,7 @@ class Supervisor:
             # also raised to the task, unless it was stopped meanwhile: then this is the only trace
             _log.info("inbox_transaction_failed", exc_info=call.exception())
 
-    async def _ingest(self, runtime: Runtime, batch: FolderBatch) -> int:
+    async def _ingest(self, runtime: Background, batch: FolderBatch) -> int:
         """Only the recording transaction is shielded (not the parsing nor the AI calls before it); it
         records nothing unless this process still holds the mailbox's lease."""
 

@@ -8,7 +8,7 @@ from outreach_core.labels.timers import due_timer_workspaces, run_due_label_time
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 WORKSPACES_PER_TICK = 20
 

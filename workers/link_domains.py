@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from outreach_core.link_domain.pipeline import recheck_link_domains
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def tick(runtime: Runtime) -> int:

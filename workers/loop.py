@@ -29,7 +29,7 @@ import structlog
 from workers.health import BEATS
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 __all__ = ["Tick", "Worker", "backoff_delay", "install_signal_handlers", "run_workers"]
 

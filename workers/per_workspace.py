@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from outreach_core.context import Principal, SystemContext, WorkspaceContext
+from outreach_core.kernel.context import Principal, SystemContext, WorkspaceContext
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def run_per_workspace(

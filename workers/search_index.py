@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from outreach_core.enrichment.pipeline import index_search_batch
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def tick(runtime: Runtime) -> int:

@@ -20,7 +20,7 @@ from outreach_core.sending.recovery import recover_lost_sends
 from workers.health import record_sends
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 _log = structlog.get_logger()
 _RESOLVE_ATTEMPTS = 3

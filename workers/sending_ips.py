@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from outreach_core.mailboxes.routes import route_waiting_mailboxes
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def tick(runtime: Runtime) -> int:

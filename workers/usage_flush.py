@@ -1,5 +1,5 @@
-"""Writes remembered `lastUsedAt` times of API keys and OAuth grants (see `outreach_core.usage`), and the
-refresh tokens Google or Microsoft rotated for OAuth mailboxes (`mailboxes/oauth_tokens.py`)."""
+"""Writes remembered `lastUsedAt` times of API keys and OAuth grants (see `outreach_core.kernel.usage`), and
+the refresh tokens Google or Microsoft rotated for OAuth mailboxes (`mailboxes/oauth_tokens.py`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from outreach_core.api_keys.usage import flush_usage
 from outreach_core.mailboxes.oauth_tokens import keep_rotated_tokens, rotated_pending
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def tick(runtime: Runtime) -> int:

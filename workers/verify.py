@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from outreach_core.verification.pipeline import verify_batch
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 BATCH = 200
 

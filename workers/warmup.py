@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from outreach_core.warmup.pipeline import warmup_pass
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 
 async def tick(runtime: Runtime) -> int:

@@ -39,7 +39,7 @@ from outreach_core.webhooks.delivery import (
 )
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.runtime import Runtime
 
 POLL_S = 0.25
 """How often an idle worker looks for new events and due retries."""
@@ -50,10 +50,6 @@ PURGE_EVERY_S = 60.0
 GATHER, GATHER_S = 50, 0.01
 """While POSTs are in flight, a cycle waits up to 10 ms for at least 50 results, so that it records many in
 one transaction (a few statements each) instead of a few."""
-MAX_ROUNDS = 25
-"""An endpoint that answers fast may have up to this many times its concurrency claimed and queued in one
-process (fewer, down to 2 times, the slower it answers): see `Pipeline.cap`."""
-
 _log = structlog.get_logger()
 
 
@@ -91,14 +87,8 @@ class Pipeline:
         return handled + (1 if self.tasks else 0)
 
     def cap(self, webhook_id: str) -> int:
-        """How many deliveries of an endpoint this process may hold (POSTing or queued for a slot): twice its
-        concurrency, or for an endpoint that answers fast as many rounds as fit four times in one timeout
-        (at most `MAX_ROUNDS`), so a fast endpoint is never starved by the time a cycle takes."""
-        seconds = self.durations.get(webhook_id)
-        if seconds is None:
-            return 2 * self.concurrency
-        rounds = int(self.timeout_s / max(4 * seconds, 0.001))
-        return self.concurrency * max(2, min(MAX_ROUNDS, rounds))
+        """How many deliveries of an endpoint this process may hold (`rules.held_cap`)."""
+        return rules.held_cap(self.concurrency, self.timeout_s, self.durations.get(webhook_id))
 
     async def cycle(self, *, claim: bool = True) -> int:
         results, self.results = self.results, []
@@ -115,7 +105,7 @@ class Pipeline:
                 results,
                 outstanding=dict(self.outstanding),
                 caps={w: self.cap(w) for w in self.durations},
-                default_cap=2 * self.concurrency,
+                default_cap=rules.held_cap(self.concurrency, self.timeout_s, None),
                 probe=probe,
                 claim=claim,
                 rng=self.rng,
@@ -173,9 +163,7 @@ class Pipeline:
         limit = self.limits.setdefault(claimed.webhook_id, asyncio.Semaphore(self.concurrency))
         async with limit:
             started = time.monotonic()
-            # Its lease (2 x timeout + 5 s from the claim) must outlast the POST: one that waited too long
-            # for a slot is left alone, to become due again when the lease ends (never POSTed twice at once).
-            if started - claimed_at > self.timeout_s + 4:
+            if rules.waited_too_long(started - claimed_at, self.timeout_s):
                 self.skipped += 1
                 self._release(claimed.webhook_id)
                 return

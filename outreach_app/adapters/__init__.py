@@ -1,4 +1,4 @@
-"""Adapters for the core's ports (`outreach_core.ports`): the real outside I/O, one module per port.
+"""Adapters for the core's ports (`outreach_core.kernel.ports`): the real outside I/O, one module per port.
 
 - `dns`: `DnspythonResolver` (`ports.DnsResolver`), also the resolver of outgoing connections;
 - `http`: `GuardedHttpClient` (`ports.HttpClient`, aiohttp), for the verifier API and webhooks;

@@ -14,8 +14,8 @@ import json
 from typing import Any
 
 from outreach_app.adapters.http import GuardedHttpClient
-from outreach_core.ports import ChatAnswer, HttpClient
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import ChatAnswer, HttpClient
+from outreach_core.kernel.settings import Settings
 
 MAX_ANSWER_BYTES = 256 * 1024
 

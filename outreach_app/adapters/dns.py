@@ -23,8 +23,8 @@ import dns.rdatatype
 import dns.resolver
 import structlog
 
-from outreach_core.ports import DnsAnswer, DnsResolver
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import DnsAnswer, DnsResolver
+from outreach_core.kernel.settings import Settings
 
 _log = structlog.get_logger()
 

@@ -41,9 +41,9 @@ from yarl import URL
 
 from outreach_app.adapters.dns import DnspythonResolver
 from outreach_app.outgoing import AddressGuard, NotContacted, tls_context
-from outreach_core.ports import DnsResolver
-from outreach_core.settings import Settings
-from outreach_core.urls import host_problem, parse_ip, url_problem
+from outreach_core.kernel.ports import DnsResolver
+from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.urls import host_problem, parse_ip, url_problem
 
 _log = structlog.get_logger()
 

@@ -23,39 +23,24 @@ from datetime import datetime
 import structlog
 
 from outreach_app.adapters import imap_parse as parse
-from outreach_app.adapters.dns import configured_dns
+from outreach_app.adapters.mail_client import GuardedMailClient
 from outreach_app.adapters.mail_login import imap_login, imap_starttls
 from outreach_app.adapters.smtp import connection_problem
-from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
-from outreach_core.ports import DnsResolver, MailServer
-from outreach_core.settings import Settings
+from outreach_app.outgoing import NotContacted, SocketIMAP4
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 
 _log = structlog.get_logger()
 
 
-class ImapSentAppender:
+class ImapSentAppender(GuardedMailClient):
     """`ports.MailReader` (the part the core uses): `append_sent` over aioimaplib."""
 
-    def __init__(
-        self,
-        *,
-        tls_ca_file: str | None = None,
-        timeout_s: float = 20.0,
-        allow_private: bool = False,
-        dns: DnsResolver | None = None,
-    ) -> None:
-        self._tls = tls_context(tls_ca_file)
-        self._timeout_s = timeout_s
-        self._guard = AddressGuard(allow_private, dns)
+    default_timeout_s = 20.0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ImapSentAppender:
-        return cls(
-            tls_ca_file=settings.tls_ca_file,
-            timeout_s=max(settings.mail_login_timeout_s, 20.0),
-            allow_private=settings.allow_private_urls,
-            dns=configured_dns(settings),
-        )
+    def timeout_from(cls, settings: Settings) -> float:
+        return max(settings.mail_login_timeout_s, 20.0)
 
     async def append_sent(
         self, server: MailServer, password: str, message: bytes, when: datetime

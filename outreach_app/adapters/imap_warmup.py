@@ -20,12 +20,12 @@ from typing import Any, Literal
 import structlog
 
 from outreach_app.adapters import imap_parse as parse
-from outreach_app.adapters.dns import configured_dns
+from outreach_app.adapters.mail_client import GuardedMailClient
 from outreach_app.adapters.mail_login import imap_login, imap_starttls
 from outreach_app.adapters.smtp import connection_problem
-from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
-from outreach_core.ports import DnsResolver, MailServer, Tended
-from outreach_core.settings import Settings
+from outreach_app.outgoing import NotContacted, SocketIMAP4
+from outreach_core.kernel.ports import MailServer, Tended
+from outreach_core.kernel.settings import Settings
 from outreach_core.warmup.rules import HEADER, TOKEN_PREFIX, header_token
 
 _log = structlog.get_logger()
@@ -37,29 +37,14 @@ class _Refused(Exception):
         self.reason = reason
 
 
-class ImapWarmupTender:
+class ImapWarmupTender(GuardedMailClient):
     """`ports.WarmupMail` over aioimaplib (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        tls_ca_file: str | None = None,
-        timeout_s: float = 30.0,
-        allow_private: bool = False,
-        dns: DnsResolver | None = None,
-    ) -> None:
-        self._tls = tls_context(tls_ca_file)
-        self._timeout_s = timeout_s
-        self._guard = AddressGuard(allow_private, dns)
+    default_timeout_s = 30.0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ImapWarmupTender:
-        return cls(
-            tls_ca_file=settings.tls_ca_file,
-            timeout_s=max(settings.inbox_timeout_s, 20.0),
-            allow_private=settings.allow_private_urls,
-            dns=configured_dns(settings),
-        )
+    def timeout_from(cls, settings: Settings) -> float:
+        return max(settings.inbox_timeout_s, 20.0)
 
     async def tend(self, server: MailServer, password: str, tokens: Sequence[str]) -> Tended:
         wanted = {t.lower() for t in tokens}

@@ -11,16 +11,16 @@ import aioimaplib
 import aiosmtplib
 import structlog
 
-from outreach_app.adapters.dns import configured_dns
+from outreach_app.adapters.mail_client import GuardedMailClient
 from outreach_app.adapters.smtp import connection_problem, smtp_client, smtp_connect, smtp_login
-from outreach_app.outgoing import AddressGuard, NotContacted, SocketIMAP4, tls_context
-from outreach_core.ports import DnsResolver, MailServer
-from outreach_core.settings import Settings
+from outreach_app.outgoing import NotContacted, SocketIMAP4
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 
 _log = structlog.get_logger()
 
 
-class MailLoginClient:
+class MailLoginClient(GuardedMailClient):
     """`ports.MailLogin`: SMTP AUTH with aiosmtplib and IMAP LOGIN with aioimaplib, over implicit TLS or
     STARTTLS.
 
@@ -34,26 +34,11 @@ class MailLoginClient:
       caller, so neither can anything a server or library put in them.
     """
 
-    def __init__(
-        self,
-        *,
-        tls_ca_file: str | None = None,
-        timeout_s: float = 10.0,
-        allow_private: bool = False,
-        dns: DnsResolver | None = None,
-    ) -> None:
-        self._tls = tls_context(tls_ca_file)
-        self._timeout_s = timeout_s
-        self._guard = AddressGuard(allow_private, dns)
+    default_timeout_s = 10.0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> MailLoginClient:
-        return cls(
-            tls_ca_file=settings.tls_ca_file,
-            timeout_s=settings.mail_login_timeout_s,
-            allow_private=settings.allow_private_urls,
-            dns=configured_dns(settings),
-        )
+    def timeout_from(cls, settings: Settings) -> float:
+        return settings.mail_login_timeout_s
 
     async def test_smtp(self, server: MailServer, password: str) -> str | None:
         try:

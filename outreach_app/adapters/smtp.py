@@ -17,8 +17,8 @@ import structlog
 
 from outreach_app.adapters.dns import configured_dns
 from outreach_app.outgoing import AddressGuard, NotContacted, tls_context
-from outreach_core.ports import Delivery, DnsResolver, MailServer
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import Delivery, DnsResolver, MailServer
+from outreach_core.kernel.settings import Settings
 
 _log = structlog.get_logger()
 

@@ -20,8 +20,8 @@ from typing import Any
 import stripe
 
 from outreach_core.billing.rules import PLANS
-from outreach_core.ports import BillingEvent, BillingProviderError, Subscription
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import BillingEvent, BillingProviderError, Subscription
+from outreach_core.kernel.settings import Settings
 
 PREFIX = "outreach_"
 ADDON = "outreach_dedicated_ip_"

@@ -14,8 +14,8 @@ import contextlib
 import ssl
 
 from outreach_app.outgoing import AddressGuard, NotContacted, open_socket, tls_context
-from outreach_core.ports import DnsResolver, TlsHandshake
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import DnsResolver, TlsHandshake
+from outreach_core.kernel.settings import Settings
 
 
 class TlsHandshakeProbe:

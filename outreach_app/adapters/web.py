@@ -23,9 +23,9 @@ import aiohttp
 from outreach_app.adapters.dns import DnspythonResolver
 from outreach_app.adapters.http import GuardedHttpClient, describe
 from outreach_app.outgoing import NotContacted
-from outreach_core.ports import DnsResolver, WebFetchError, WebPage
-from outreach_core.settings import Settings
-from outreach_core.urls import url_problem
+from outreach_core.kernel.ports import DnsResolver, WebFetchError, WebPage
+from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.urls import url_problem
 
 MAX_REDIRECTS = 5
 HTML_TYPES = ("text/html", "application/xhtml+xml")

@@ -27,8 +27,8 @@ from starlette.routing import Route
 
 from outreach_app.ops.metrics import Metrics
 from outreach_app.ops.status_file import read_status
-from outreach_core.db.health import migration_problem, queue_depths
-from outreach_core.errors import Unauthorized
+from outreach_core.kernel.db.health import migration_problem, queue_depths
+from outreach_core.kernel.errors import Unauthorized
 from workers.health import BEATS, sends_by_outcome, worker_problems
 
 DB_TIMEOUT_S = 3.0

@@ -1,9 +1,9 @@
 """`.env.example`, generated from the settings model (`outreach settings example > .env.example`).
 
-Every field of `outreach_core.settings.Settings` is listed with its default and its meaning: the field's own
-`Field(description=...)` when it has one, otherwise the entry in `MEANINGS` below. A field with neither
-makes the generator fail, and tests/ops/test_env_example.py fails when the committed `.env.example` differs
-from what the command prints, so the file cannot drift from the code. A new setting: give it a
+Every field of `outreach_core.kernel.settings.Settings` is listed with its default and its meaning: the
+field's own `Field(description=...)` when it has one, otherwise the entry in `MEANINGS` below. A field with
+neither makes the generator fail, and tests/ops/test_env_example.py fails when the committed `.env.example`
+differs from what the command prints, so the file cannot drift from the code. A new setting: give it a
 `description=`, then run `outreach settings example > .env.example`.
 """
 
@@ -14,15 +14,15 @@ from typing import Any
 
 from pydantic_core import PydanticUndefined
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 
 HEADER = """\
 # Outreach settings. Copy this file to .env (read from the working directory when present) and uncomment
 # what you change; environment variables win over .env. Every setting is optional: the defaults run a
 # local server on SQLite.
 #
-# Generated from outreach_core/settings.py by `outreach settings example > .env.example`: do not edit by
-# hand (a test fails when this file and the settings model differ).
+# Generated from outreach_core/kernel/settings.py by `outreach settings example > .env.example`: do not edit
+# by hand (a test fails when this file and the settings model differ).
 """
 
 MEANINGS: dict[str, str] = {
@@ -114,7 +114,7 @@ def env_example() -> str:
         if not meaning:
             raise LookupError(
                 f"setting {name!r} has no meaning: give it Field(description=...) in "
-                "outreach_core/settings.py"
+                "outreach_core/kernel/settings.py"
             )
         lines = textwrap.wrap(meaning, width=108)
         parts.append(

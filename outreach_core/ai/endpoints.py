@@ -3,7 +3,7 @@ from __future__ import annotations
 from outreach_core.ai.operations import delete_ai_key, set_ai_key
 from outreach_core.ai.prepare import prepare_set_ai_key
 from outreach_core.ai.schemas import AiKey, SetAiKeyIn
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
 
 ENDPOINTS = (
     Endpoint(

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt
-from outreach_core.db.tables import workspaces
-from outreach_core.ports import AiChat, Ports
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import UndecryptableSecret, decrypt, encrypt
+from outreach_core.kernel.db.tables import workspaces
+from outreach_core.kernel.ports import AiChat, Ports
+from outreach_core.kernel.settings import Settings
 
 AI_KEY = b"outreach workspace ai key v1"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from outreach_core.ai.keys import seal
 from outreach_core.ai.schemas import AiKey, SetAiKeyIn
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import workspaces
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import workspaces
 
 
 async def set_ai_key(ctx: WorkspaceContext, body: SetAiKeyIn, prepared: None) -> AiKey:

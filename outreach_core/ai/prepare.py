@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from outreach_core.ai.schemas import SetAiKeyIn
-from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput
+from outreach_core.kernel.endpoint import Outside
+from outreach_core.kernel.errors import InvalidInput
 
 _PROBE = [
     {"role": "system", "content": 'Answer with the JSON object {"ok": true} and nothing else.'},

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import SINGLE_LINE, WireModel
+from outreach_core.kernel.wire import SINGLE_LINE, WireModel
 
 AiProvider = Literal["openai", "google"]
 

@@ -19,7 +19,7 @@ from outreach_core.analytics.schemas import (
     OverviewQuery,
     StatsQuery,
 )
-from outreach_core.endpoint import Endpoint, FileRoute
+from outreach_core.kernel.endpoint import Endpoint, FileRoute
 
 OVERVIEW = Endpoint(
     "GET",

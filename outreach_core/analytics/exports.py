@@ -10,8 +10,8 @@ from typing import Any
 
 from outreach_core.analytics.schemas import CampaignLeadExport
 from outreach_core.campaigns.store import campaign_row
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads, leads
 
 BOM = "\ufeff"
 CHUNK_ROWS = 1000

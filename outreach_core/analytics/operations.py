@@ -33,10 +33,10 @@ from outreach_core.analytics.schemas import (
 )
 from outreach_core.analytics.store import Sums
 from outreach_core.campaigns.store import campaign_row
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes
-from outreach_core.db.tables.analytics import COUNTERS
-from outreach_core.rollups import SENTIMENTS, workspace_zone, zone_or_none
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes
+from outreach_core.kernel.db.tables.analytics import COUNTERS
+from outreach_core.kernel.rollups import SENTIMENTS, workspace_zone, zone_or_none
 from outreach_core.warmup.problems import warmup_problems
 
 SERIES = ("sent", "replied", "positive", "bounced", "opened")

@@ -1,13 +1,13 @@
 """`outreach analytics rebuild [--workspace W]`: count every rollup again from the ledger, the inbox and the
-leads, with the same functions the recording transactions use (`outreach_core.rollups`). For a workspace
-whose counters were lost or predate the rollups; `tests/analytics/test_rebuild.py` proves the result equals
-what the transactions kept."""
+leads, with the same functions the recording transactions use (`outreach_core.kernel.rollups`). For a
+workspace whose counters were lost or predate the rollups; `tests/analytics/test_rebuild.py` proves the result
+equals what the transactions kept."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
@@ -15,7 +15,7 @@ from outreach_core.context import (
     system_scope,
     workspace_itself,
 )
-from outreach_core.db.tables import (
+from outreach_core.kernel.db.tables import (
     analytics_counters,
     analytics_replies,
     inbox_messages,
@@ -23,8 +23,8 @@ from outreach_core.db.tables import (
     sends,
     workspaces,
 )
-from outreach_core.errors import NotFound
-from outreach_core.rollups import (
+from outreach_core.kernel.errors import NotFound
+from outreach_core.kernel.rollups import (
     COUNTED_SENDS,
     Tally,
     add_open,
@@ -34,7 +34,7 @@ from outreach_core.rollups import (
     sync_replies,
     workspace_zone,
 )
-from outreach_core.wire import WireModel
+from outreach_core.kernel.wire import WireModel
 
 PAGE = 20_000
 

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema
 
+from outreach_core.kernel.wire import WireModel
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import WireModel
 
 PERIODS = (7, 30, 90)
 

@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import BigInteger, cast, func
 
 from outreach_core.analytics.rules import pieces
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import analytics_counters
-from outreach_core.db.tables.analytics import COUNTERS
-from outreach_core.rollups import EPOCH
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import analytics_counters
+from outreach_core.kernel.db.tables.analytics import COUNTERS
+from outreach_core.kernel.rollups import EPOCH
 
 Sums = dict[str, int]
 t = analytics_counters

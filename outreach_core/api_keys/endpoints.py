@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from outreach_core.api_keys.operations import create_api_key, list_api_keys, revoke_api_key
 from outreach_core.api_keys.schemas import ApiKeyItem, CreateApiKeyIn, CreatedApiKey, RevokeApiKeyIn
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import api_keys
-from outreach_core.endpoint import Endpoint
-from outreach_core.wire import Ok
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import api_keys
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 
 
 async def _describe_revoke(ctx: WorkspaceContext, body: RevokeApiKeyIn) -> str:

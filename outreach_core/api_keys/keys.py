@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from outreach_core.api_keys.rules import generate_key, hash_secret, key_start
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import api_keys
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import api_keys
+from outreach_core.kernel.ids import new_id
 
 
 async def insert_key(

@@ -12,10 +12,10 @@ from outreach_core.api_keys.schemas import (
     CreatedBy,
     RevokeApiKeyIn,
 )
-from outreach_core.context import WorkspaceContext, scoped, unscoped
-from outreach_core.db.tables import api_keys, users
-from outreach_core.errors import Conflict, Forbidden, NotFound
-from outreach_core.wire import Ok
+from outreach_core.kernel.context import WorkspaceContext, scoped, unscoped
+from outreach_core.kernel.db.tables import api_keys, users
+from outreach_core.kernel.errors import Conflict, Forbidden, NotFound
+from outreach_core.kernel.wire import Ok
 
 MAX_ACTIVE_KEYS_PER_WORKSPACE = 100
 

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import NAME, Timestamp, WireModel
+from outreach_core.kernel.wire import NAME, Timestamp, WireModel
 
 
 class CreatedBy(WireModel):

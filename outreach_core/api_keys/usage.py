@@ -1,4 +1,4 @@
-"""Flushing remembered `lastUsedAt` values (see `outreach_core.usage`)."""
+"""Flushing remembered `lastUsedAt` values (see `outreach_core.kernel.usage`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import datetime
 
 from sqlalchemy import bindparam
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import api_keys, oauth_grants
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import api_keys, oauth_grants
 
 
 async def flush_usage(ctx: SystemContext, pending: dict[tuple[str, str], datetime]) -> int:

@@ -2,7 +2,7 @@
 
 Checked against the database on every request (one indexed read), so a revoked or expired key, a removed
 member or a disconnected app is refused on the very next request. `lastUsedAt` is remembered in memory and
-flushed in batches (`outreach_core.usage`).
+flushed in batches (`outreach_core.kernel.usage`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.api_keys.rules import hash_secret, looks_like_api_key
-from outreach_core.context import Principal, SystemContext, system_scope
-from outreach_core.db.tables import api_keys, members, oauth_grants, oauth_tokens
-from outreach_core.errors import Unauthorized
+from outreach_core.kernel.context import Principal, SystemContext, system_scope
+from outreach_core.kernel.db.tables import api_keys, members, oauth_grants, oauth_tokens
+from outreach_core.kernel.errors import Unauthorized
 
 ACCESS_TOKEN_PREFIX = "oat_"
 REFRESH_TOKEN_PREFIX = "ort_"

@@ -17,10 +17,10 @@ from sqlalchemy import func
 from outreach_core.billing.rules import allowance_period, in_force
 from outreach_core.billing.schemas import AiDrafts
 from outreach_core.billing.store import billing_row
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import ai_drafts
-from outreach_core.errors import QuotaExceeded
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import ai_drafts
+from outreach_core.kernel.errors import QuotaExceeded
+from outreach_core.kernel.ids import new_id
 
 DraftKind = Literal["write_sequence", "draft_offer"]
 

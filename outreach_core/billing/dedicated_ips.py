@@ -13,9 +13,9 @@ from sqlalchemy import func
 
 from outreach_core.billing.rules import DEDICATED_IP_PRICE_USD, DEDICATED_IPS_MAX, in_force
 from outreach_core.billing.schemas import DedicatedIps
-from outreach_core.context import WorkspaceContext, unscoped
-from outreach_core.db.tables import sending_ips
-from outreach_core.errors import InvalidInput
+from outreach_core.kernel.context import WorkspaceContext, unscoped
+from outreach_core.kernel.db.tables import sending_ips
+from outreach_core.kernel.errors import InvalidInput
 
 
 async def dedicated_ips_in_use(ctx: WorkspaceContext) -> int:

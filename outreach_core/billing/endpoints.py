@@ -22,7 +22,7 @@ from outreach_core.billing.schemas import (
     SetDedicatedIpsIn,
     SyncResult,
 )
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
 
 ENDPOINTS = (
     Endpoint("GET", "/billing", get_billing, BillingStatus, read_only=True, tag="billing"),

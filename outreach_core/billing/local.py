@@ -20,11 +20,11 @@ from outreach_core.billing.plan import billing_summary, plan_values, renews_at
 from outreach_core.billing.rules import PLANS, Interval, effective_status, in_force
 from outreach_core.billing.schemas import BillingSummary
 from outreach_core.billing.store import billing_row
-from outreach_core.context import Principal, WorkspaceContext, scoped
-from outreach_core.db.tables import members, workspaces
-from outreach_core.errors import Forbidden, InvalidInput, NotFound
-from outreach_core.settings import Settings
-from outreach_core.signing import InvalidSignature, sign, verify
+from outreach_core.kernel.context import Principal, WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import members, workspaces
+from outreach_core.kernel.errors import Forbidden, InvalidInput, NotFound
+from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.signing import InvalidSignature, sign, verify
 
 CHECKOUT_PATH = "/billing/local/checkout/"
 PORTAL_PATH = "/billing/local/portal/"

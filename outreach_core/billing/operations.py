@@ -26,9 +26,9 @@ from outreach_core.billing.schemas import (
 )
 from outreach_core.billing.store import billing_row
 from outreach_core.billing.subscription import apply_subscription
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import workspaces
-from outreach_core.ports import Subscription
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import workspaces
+from outreach_core.kernel.ports import Subscription
 
 
 async def get_billing(ctx: WorkspaceContext) -> BillingStatus:

@@ -14,8 +14,8 @@ import datetime as dt
 from sqlalchemy import func
 
 from outreach_core.billing.rules import month_start
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import sends
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import sends
 
 IN_FLIGHT = ("sending", "unknown")
 

@@ -9,15 +9,15 @@ from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.billing.rules import PLANS, Interval, billing_period, effective_status, in_force
 from outreach_core.billing.schemas import BillingSummary
 from outreach_core.billing.store import PLAN_COLUMNS, plan_row
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
     system_scope,
     workspace_itself,
 )
-from outreach_core.db.tables import workspaces
-from outreach_core.errors import InvalidInput, NotFound, PlanRequired
+from outreach_core.kernel.db.tables import workspaces
+from outreach_core.kernel.errors import InvalidInput, NotFound, PlanRequired
 
 
 async def billing_summary(ctx: WorkspaceContext, row: Any) -> BillingSummary:

@@ -11,12 +11,12 @@ from outreach_core.billing.dedicated_ips import check_quantity, dedicated_ips_st
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.schemas import CheckoutIn, SetDedicatedIpsIn
 from outreach_core.billing.store import billing_row
-from outreach_core.context import WorkspaceContext, unscoped
-from outreach_core.db.tables import users
-from outreach_core.endpoint import Outside
-from outreach_core.errors import BillingUnavailable, InvalidState, PlanRequired
-from outreach_core.ports import BillingProvider, BillingProviderError, Subscription
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import WorkspaceContext, unscoped
+from outreach_core.kernel.db.tables import users
+from outreach_core.kernel.endpoint import Outside
+from outreach_core.kernel.errors import BillingUnavailable, InvalidState, PlanRequired
+from outreach_core.kernel.ports import BillingProvider, BillingProviderError, Subscription
+from outreach_core.kernel.settings import Settings
 
 DONE_PATH = "/billing/done"
 

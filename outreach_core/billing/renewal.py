@@ -10,8 +10,8 @@ readers of the database (reports, an operator's SQL) see the same.
 from __future__ import annotations
 
 from outreach_core.billing.rules import billing_period
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import workspaces
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import workspaces
 
 BATCH = 500
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.kernel.wire import Timestamp, WireModel
 
 PlanName = Literal["starter", "growth", "pro", "scale", "agency"]
 IntervalName = Literal["month", "year"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import workspaces
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import workspaces
 
 PLAN_COLUMNS = (
     workspaces.c.plan,

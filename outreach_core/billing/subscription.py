@@ -9,7 +9,7 @@ from __future__ import annotations
 import structlog
 
 from outreach_core.billing.rules import PLANS
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
@@ -18,8 +18,8 @@ from outreach_core.context import (
     unscoped,
     workspace_itself,
 )
-from outreach_core.db.tables import billing_events, workspaces
-from outreach_core.ports import BillingEvent, Subscription
+from outreach_core.kernel.db.tables import billing_events, workspaces
+from outreach_core.kernel.ports import BillingEvent, Subscription
 
 _log = structlog.get_logger(__name__)
 

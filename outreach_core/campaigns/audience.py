@@ -19,7 +19,6 @@ from sqlalchemy import (
     true,
 )
 
-from outreach_core.bulk import OuterLoopJoin, count_upto, insert_from_select, row_ids
 from outreach_core.campaigns.lifecycle import reopened
 from outreach_core.campaigns.schemas import (
     AddCampaignLeadsIn,
@@ -32,10 +31,19 @@ from outreach_core.campaigns.schemas import (
     SendList,
 )
 from outreach_core.campaigns.store import campaign_row, lead_counts
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, campaigns, leads, list_leads, lists, sends, suppressions
-from outreach_core.db.types import UtcDateTime
-from outreach_core.errors import NotFound
+from outreach_core.kernel.bulk import OuterLoopJoin, count_upto, insert_from_select, row_ids
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
+    campaign_leads,
+    campaigns,
+    leads,
+    list_leads,
+    lists,
+    sends,
+    suppressions,
+)
+from outreach_core.kernel.db.types import UtcDateTime
+from outreach_core.kernel.errors import NotFound
 from outreach_core.targets.schemas import LeadFilter, Removed
 from outreach_core.targets.selection import (
     SEARCH_TOTAL_LIMIT,

@@ -57,10 +57,10 @@ from outreach_core.campaigns.sequence import (
     update_variant,
 )
 from outreach_core.campaigns.store import campaign_row
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.targets.schemas import Removed
-from outreach_core.wire import Ok
 
 
 def _leads(n: int) -> str:

@@ -30,8 +30,8 @@ from outreach_core.campaigns.schedule import campaign_day, schedule_of, zone
 from outreach_core.campaigns.schemas import Forecast, ForecastDay
 from outreach_core.campaigns.stops import LeadFacts, StopRules, stop_reason
 from outreach_core.campaigns.store import campaign_row, load_steps
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import (
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
     campaign_leads,
     campaign_mailboxes,
     leads,
@@ -40,7 +40,7 @@ from outreach_core.db.tables import (
     suppressions,
     workspaces,
 )
-from outreach_core.endpoint import Outside
+from outreach_core.kernel.endpoint import Outside
 from outreach_core.mailboxes.rules import MailboxLimits
 
 WAITING = ("not_contacted", "contacted", "rescheduled")

@@ -28,7 +28,10 @@ from outreach_core.campaigns.rules import (
 )
 from outreach_core.campaigns.schemas import Checklist, ChecklistItem, Forecast, Launched, StatusOut
 from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
-from outreach_core.context import (
+from outreach_core.deliverability.store import weak_campaign_domains
+from outreach_core.events.data import PauseCause, campaign_ref
+from outreach_core.events.outbox import record_event
+from outreach_core.kernel.context import (
     Principal,
     SystemContext,
     WorkspaceContext,
@@ -36,7 +39,7 @@ from outreach_core.context import (
     system_scope,
     workspace_itself,
 )
-from outreach_core.db.tables import (
+from outreach_core.kernel.db.tables import (
     campaign_leads,
     campaign_mailboxes,
     campaigns,
@@ -44,11 +47,8 @@ from outreach_core.db.tables import (
     mailboxes,
     workspaces,
 )
-from outreach_core.deliverability.store import weak_campaign_domains
-from outreach_core.errors import InvalidState, LaunchBlocked
-from outreach_core.event_data import PauseCause, campaign_ref
+from outreach_core.kernel.errors import InvalidState, LaunchBlocked
 from outreach_core.link_domain.store import active_link_host
-from outreach_core.outbox import record_event
 from outreach_core.warmup.problems import warmup_problems
 
 WAITING = ("not_contacted", "contacted", "rescheduled")

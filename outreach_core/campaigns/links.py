@@ -12,8 +12,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from outreach_core.settings import Settings
-from outreach_core.signing import sign, verify
+from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.signing import sign, verify
 
 PURPOSE = "unsubscribe"
 UNSUBSCRIBE_PATH = "/u/"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from outreach_core.campaigns.schedule import in_window, schedule_of, window_opens, zone
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads, leads
 
 WAITING = ("not_contacted", "contacted", "rescheduled")
 SAMPLE = 1_000

@@ -11,7 +11,6 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.bulk import insert_rows
 from outreach_core.campaigns.schemas import (
     CAMPAIGN_LEAD_STATUSES,
     Campaign,
@@ -25,8 +24,9 @@ from outreach_core.campaigns.schemas import (
     UpdateCampaignIn,
 )
 from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps, write_steps
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import (
+from outreach_core.kernel.bulk import insert_rows
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
     campaign_mailboxes,
     campaign_steps,
     campaign_variants,
@@ -34,9 +34,9 @@ from outreach_core.db.tables import (
     mailboxes,
     workspaces,
 )
-from outreach_core.errors import InvalidInput, NotFound
-from outreach_core.ids import new_id
-from outreach_core.wire import Ok
+from outreach_core.kernel.errors import InvalidInput, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import Ok
 
 # Settings copied by duplicate_campaign (everything but identity, status and history).
 SETTINGS = (

@@ -10,9 +10,9 @@ from outreach_core.campaigns.rendering import REPLY_TEXT_LINE, Sender, Unsubscri
 from outreach_core.campaigns.rules import assign_mailbox
 from outreach_core.campaigns.schemas import Preview, PreviewEmail, PreviewLead, PreviewQuery, PreviewSender
 from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, workspaces
-from outreach_core.errors import NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, workspaces
+from outreach_core.kernel.errors import NotFound
 from outreach_core.tracking.base import tracking_base_url
 from outreach_core.tracking.rewrite import Tracking, track_email
 

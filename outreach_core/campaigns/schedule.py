@@ -14,6 +14,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from outreach_core.campaigns.rules import next_window_opening
+from outreach_core.kernel.wire import RowRecord
 
 WINDOW_MARGIN = dt.timedelta(minutes=1)
 """No hand-off starts in the last minute of a window, so a send planned at its end cannot arrive after it."""
@@ -31,7 +32,7 @@ def zone(name: str | None, fallback: str) -> ZoneInfo:
 
 
 @dataclass(frozen=True)
-class Schedule:
+class Schedule(RowRecord):
     """A campaign's sending schedule."""
 
     timezone_fallback: str
@@ -44,14 +45,7 @@ class Schedule:
 
 def schedule_of(row: Any) -> Schedule:
     """The sending schedule of a `campaigns` row."""
-    return Schedule(
-        timezone_fallback=row.timezone_fallback,
-        window_start=row.window_start,
-        window_end=row.window_end,
-        days=row.days,
-        start_on=row.start_on,
-        end_on=row.end_on,
-    )
+    return Schedule.from_row(row)
 
 
 def campaign_day(now: dt.datetime, schedule: Schedule) -> dt.date:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal, Self, get_args
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from outreach_core.kernel.wire import NAME, DateText, Omittable, Timestamp, Timezone, WireModel
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, TIME_ZONE, Omittable, Timestamp, WireModel
 
 CampaignStatus = Literal["draft", "running", "paused", "completed"]
 CAMPAIGN_STATUSES: tuple[str, ...] = get_args(CampaignStatus)
@@ -35,45 +33,6 @@ MAX_BODY = 50_000
 MINUTES_A_DAY = 1440
 
 
-def _iana(value: str) -> str:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError("must be an IANA time zone such as Europe/Paris") from exc
-    return value
-
-
-_YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
-_LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
-DATE_PATTERN = (
-    f"^(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
-    f"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)$"
-)
-"""A calendar date `YYYY-MM-DD` (years 0001-9999, leap days included): exactly the dates
-`datetime.date.fromisoformat` takes in that form, as a pattern the document states and the model checks."""
-
-
-def _date(value: str) -> str:
-    try:
-        dt.date.fromisoformat(value)
-    except ValueError as exc:
-        raise ValueError("must be a date YYYY-MM-DD") from exc
-    return value
-
-
-Timezone = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=64),
-    AfterValidator(_iana),
-    TIME_ZONE,
-    Field(description="An IANA time zone name such as Europe/Berlin."),
-]
-DateText = Annotated[
-    str,
-    StringConstraints(min_length=10, max_length=10, pattern=DATE_PATTERN),
-    AfterValidator(_date),
-    Field(json_schema_extra={"format": "date"}),
-]
 CampaignName = Annotated[str, StringConstraints(min_length=1, max_length=200), NAME]
 Minutes = Annotated[int, Field(ge=0, le=MINUTES_A_DAY)]
 Subject = Annotated[str, StringConstraints(max_length=MAX_SUBJECT)]

@@ -27,11 +27,11 @@ from outreach_core.campaigns.schemas import (
     VariantPatch,
 )
 from outreach_core.campaigns.store import campaign_row, load_steps, touch, write_steps
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_steps, campaign_variants
-from outreach_core.errors import Conflict, InvalidInput, InvalidState, NotFound
-from outreach_core.ids import new_id
-from outreach_core.wire import Ok
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_steps, campaign_variants
+from outreach_core.kernel.errors import Conflict, InvalidInput, InvalidState, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import Ok
 
 EDITABLE = ("draft", "paused")
 

@@ -7,12 +7,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from outreach_core.bulk import insert_rows
 from outreach_core.campaigns.rules import variant_label
 from outreach_core.campaigns.schemas import Step, Variant
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_lead_counters, campaign_steps, campaign_variants, campaigns
-from outreach_core.errors import NotFound
+from outreach_core.kernel.bulk import insert_rows
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
+    campaign_lead_counters,
+    campaign_steps,
+    campaign_variants,
+    campaigns,
+)
+from outreach_core.kernel.errors import NotFound
 
 
 async def campaign_row(ctx: WorkspaceContext, id: str, *, for_update: bool = False) -> Any:

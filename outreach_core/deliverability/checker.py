@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from outreach_core.deliverability.grading import grade
 from outreach_core.deliverability.lookups import gather_facts
 from outreach_core.deliverability.schemas import DomainReport
-from outreach_core.ports import Ports
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.settings import Settings
 
 CACHE_TTL = timedelta(minutes=10)
 CACHE_SIZE = 2000

@@ -13,8 +13,8 @@ from outreach_core.deliverability.prepare import (
     prepare_check_sending_domain,
 )
 from outreach_core.deliverability.schemas import CheckQuery, DomainIn, DomainItem, DomainReport
-from outreach_core.endpoint import Endpoint
-from outreach_core.wire import Ok
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 
 # `POST /domains/check` comes before anything with a path parameter: routes match in this order.
 ENDPOINTS = (

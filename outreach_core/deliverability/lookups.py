@@ -27,8 +27,8 @@ from outreach_core.deliverability.records import (
     txt_text,
 )
 from outreach_core.deliverability.rules import COMMON_SELECTORS, MAX_SPF_NAMES, organizational_domain
-from outreach_core.ports import DnsResolver, HttpClient
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import DnsResolver, HttpClient
+from outreach_core.kernel.settings import Settings
 
 CONCURRENCY = 32
 """DNS questions of one check in flight at once."""

@@ -6,8 +6,6 @@ only store and read what they found.
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import sending_domains
 from outreach_core.deliverability.rules import normalize_domain
 from outreach_core.deliverability.schemas import (
     CheckQuery,
@@ -17,8 +15,10 @@ from outreach_core.deliverability.schemas import (
     HistoryPoint,
 )
 from outreach_core.deliverability.store import domain_row, mailbox_counts, save_report
-from outreach_core.errors import Conflict
-from outreach_core.wire import Ok
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import sending_domains
+from outreach_core.kernel.errors import Conflict
+from outreach_core.kernel.wire import Ok
 
 
 async def check_domain(ctx: WorkspaceContext, query: CheckQuery, prepared: DomainReport) -> DomainReport:

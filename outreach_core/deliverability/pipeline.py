@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, or_
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import sending_domains
 from outreach_core.deliverability.checker import run_check
 from outreach_core.deliverability.schemas import DomainReport
 from outreach_core.deliverability.store import with_report
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import sending_domains
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
 LEASE = timedelta(minutes=15)
 CONCURRENCY = 4
@@ -72,7 +72,7 @@ def _row(workspace_id: str, domain: str) -> Any:
     return and_(sending_domains.c.workspace_id == workspace_id, sending_domains.c.domain == domain)
 
 
-async def recheck_domains(runtime: Runtime, batch: int) -> int:
+async def recheck_domains(runtime: Background, batch: int) -> int:
     """One batch: claim, check, record. Returns how many rows were claimed (0 when none were due)."""
     claimed = await runtime.system(claim_due_domains, batch)
     if not claimed:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from outreach_core.deliverability.checker import run_check
 from outreach_core.deliverability.schemas import CheckQuery, DomainIn, DomainReport
 from outreach_core.deliverability.store import domain_row
-from outreach_core.endpoint import Outside
+from outreach_core.kernel.endpoint import Outside
 
 
 async def prepare_check_domain(outside: Outside, query: CheckQuery) -> DomainReport:

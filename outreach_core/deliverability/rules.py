@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import tldextract
 
-from outreach_core.urls import NotAHost, is_local_name, normal_host, parse_ip
+from outreach_core.kernel.urls import NotAHost, is_local_name, normal_host, parse_ip
 
 COMMON_SELECTORS = (
     "google",  # Google Workspace

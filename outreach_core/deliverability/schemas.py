@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from outreach_core.deliverability.rules import normalize_domain, normalize_selector
-from outreach_core.wire import NamedPattern, Timestamp, WireModel
+from outreach_core.kernel.wire import NamedPattern, Timestamp, WireModel
 
 Status = Literal["pass", "warn", "fail", "info"]
 Badge = Status

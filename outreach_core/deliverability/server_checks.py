@@ -10,7 +10,7 @@ from outreach_core.deliverability.records import (
     parse_mx,
 )
 from outreach_core.deliverability.schemas import Check, MxFamily
-from outreach_core.urls import is_blocked_address
+from outreach_core.kernel.urls import is_blocked_address
 
 # --- existence and mail servers -----------------------------------------------------------------------------
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_mailboxes, mailboxes, sending_domains
 from outreach_core.deliverability.schemas import DnsBadges, DomainReport, HistoryPoint, MailboxDns
-from outreach_core.errors import NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_mailboxes, mailboxes, sending_domains
+from outreach_core.kernel.errors import NotFound
 
 HISTORY = 30
 """Earlier scores kept per domain."""

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from sqlalchemy.dialects import postgresql
 
-from outreach_core.bulk import byte_length, update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import lead_search, lead_search_pending, leads
 from outreach_core.enrichment.rules import infer_country, infer_timezone
-from outreach_core.geo import normalize_country, normalize_timezone
+from outreach_core.kernel.bulk import byte_length, update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import lead_search, lead_search_pending, leads
+from outreach_core.kernel.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
 from outreach_core.targets.lead_counts import fold_lead_counters
@@ -39,7 +39,7 @@ from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
 from outreach_core.targets.schemas import CountrySource
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
 BATCH = 5_000
 SEARCH_BATCH = 2_000
@@ -197,7 +197,7 @@ async def enrich_pending(
     return len(rows) + finished
 
 
-async def index_search_batch(runtime: Runtime) -> int:
+async def index_search_batch(runtime: Background) -> int:
     """What the `search-index` worker runs: one batch of `index_search`, unless an import has parts queued
     (storing comes first; until indexed, search finds the stored leads through `ix_leads_search_pending`)."""
     if await runtime.system_read(import_parts_queued):
@@ -273,7 +273,7 @@ async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
 # --- one batch ---------------------------------------------------------------------------------------------
 
 
-async def enrich_batch(runtime: Runtime) -> int:
+async def enrich_batch(runtime: Background) -> int:
     """What the `enrich` worker runs: up to `BATCH` leads enriched, then the imports that are done moved on;
     returns leads enriched plus imports finished.
 

@@ -1,5 +1,5 @@
 """Pure enrichment rules: a lead's country and timezone from what it says (the country and time-zone tables
-are in `outreach_core.geo`, the email provider of a domain in `outreach_core.targets.esp`).
+are in `outreach_core.kernel.geo`, the email provider of a domain in `outreach_core.targets.esp`).
 
 Nothing here does network I/O. The country and timezone tables come from data files shipped inside installed
 packages (`tzdata`'s `zone.tab`, `iso3166.tab` and `tzdata.zi`, `tldextract`'s public-suffix snapshot,
@@ -16,7 +16,7 @@ import phonenumbers
 import tldextract
 from phonenumbers import timezone as phone_timezones
 
-from outreach_core.geo import (
+from outreach_core.kernel.geo import (
     country_from_timezone,
     country_single_zone,
     iso_names,

@@ -5,8 +5,6 @@ as one final chunk, so counters, limits and the merge are exactly those of `POST
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.errors import InvalidInput, PayloadTooLarge
 from outreach_core.imports.csv_rows import Columns, CsvProblem, CsvRows, read_csv_text
 from outreach_core.imports.operations import import_leads
 from outreach_core.imports.schemas import (
@@ -17,6 +15,8 @@ from outreach_core.imports.schemas import (
     LeadImport,
     RejectedRow,
 )
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.errors import InvalidInput, PayloadTooLarge
 
 SHOWN_REJECTED = 20
 

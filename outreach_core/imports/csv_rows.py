@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from outreach_core.imports.schemas import TEXT_LIMITS
-from outreach_core.wire import unstorable
+from outreach_core.kernel.wire import unstorable
 
 HEADER_SEARCH_ROWS = 20
 MAX_CUSTOM_COLUMNS = 50

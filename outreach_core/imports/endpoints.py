@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
 from outreach_core.imports.csv_import import import_leads_csv, read_csv_body
 from outreach_core.imports.operations import get_import, import_leads, list_imports
 from outreach_core.imports.schemas import CsvImport, ImportCsvIn, ImportIn, LeadImport, LeadImports
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
 
 
 async def _describe_import(ctx: WorkspaceContext, body: ImportIn) -> str:

@@ -19,8 +19,10 @@ from typing import Any
 from sqlalchemy import Boolean, Text, case, cast, func, null
 from sqlalchemy.dialects.postgresql import JSONB
 
-from outreach_core.bulk import Values, insert_rows, one_of, try_lock, update_each
-from outreach_core.context import (
+from outreach_core.enrichment.pipeline import enrich_new_leads
+from outreach_core.imports.schemas import stored_row
+from outreach_core.kernel.bulk import Values, insert_rows, one_of, try_lock, update_each
+from outreach_core.kernel.context import (
     Principal,
     SystemContext,
     WorkspaceContext,
@@ -28,8 +30,8 @@ from outreach_core.context import (
     system_scope,
     workspace_itself,
 )
-from outreach_core.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
-from outreach_core.db.tables import (
+from outreach_core.kernel.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
+from outreach_core.kernel.db.tables import (
     import_chunks,
     import_queue,
     import_seen,
@@ -37,11 +39,9 @@ from outreach_core.db.tables import (
     lead_search_pending,
     leads,
 )
-from outreach_core.db.types import json_text
-from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.geo import normalize_country
-from outreach_core.ids import new_ids
-from outreach_core.imports.schemas import stored_row
+from outreach_core.kernel.db.types import json_text
+from outreach_core.kernel.geo import normalize_country
+from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
 from outreach_core.targets.list_members import add_known_leads_to_list

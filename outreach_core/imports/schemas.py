@@ -7,9 +7,17 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, PrivateAttr, StringConstraints, ValidationError
 
+from outreach_core.kernel.wire import (
+    NAME,
+    SINGLE_LINE,
+    ExactlyOne,
+    Omittable,
+    Timestamp,
+    WireModel,
+    unstorable,
+)
 from outreach_core.leads.schemas import Custom, LeadFields
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, SINGLE_LINE, ExactlyOne, Omittable, Timestamp, WireModel, unstorable
 
 MAX_IMPORT_ROWS = 5_000
 

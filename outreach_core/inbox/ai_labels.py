@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from outreach_core.ports import AiChat
+from outreach_core.kernel.ports import AiChat
 
 TEXT_LIMIT = 4000
 REASON_LIMIT = 300

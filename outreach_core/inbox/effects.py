@@ -24,13 +24,13 @@ from typing import Any, Literal
 
 from outreach_core.campaigns.schedule import zone
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, inbox_messages, leads, sends
-from outreach_core.event_data import iso_z
+from outreach_core.events.data import iso_z
 from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
 from outreach_core.inbox.rules import BounceRecipient, Classification
 from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data, status_moves
-from outreach_core.rollups import count_sends
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads, inbox_messages, leads, sends
+from outreach_core.kernel.rollups import count_sends
 from outreach_core.sending import rules as send_rules
 from outreach_core.sending.outcomes import check_bounce_rate
 from outreach_core.targets.suppression import SUPPRESSIBLE_STATUSES, suppress_lead_ids

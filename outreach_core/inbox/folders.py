@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import inbox_folders, mailboxes
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import inbox_folders, mailboxes
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from typing import Any
 
 from sqlalchemy import Integer, case
 
-from outreach_core.bulk import update_each
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import (
+from outreach_core.events.data import lead_payload, step_refs
+from outreach_core.events.outbox import EventKind, record_events
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
     campaign_leads,
     campaign_variants,
     campaigns,
@@ -25,10 +27,8 @@ from outreach_core.db.tables import (
     sends,
     threads,
 )
-from outreach_core.event_data import variant_label
 from outreach_core.labels.schemas import LabelTriggers
 from outreach_core.labels.store import LabelRow
-from outreach_core.outbox import EventKind, record_events
 
 
 @dataclass
@@ -142,13 +142,7 @@ async def load_known(
             .where(sends.c.id.in_(sids[start : start + 500]))
         )
         for r in rows:
-            variant = None
-            if r.variant_id is not None:
-                variant = {
-                    "id": r.variant_id,
-                    "label": variant_label(r.position) if r.position is not None else None,
-                }
-            known.steps[r.id] = ({"id": r.step_id, "position": r.step}, variant)
+            known.steps[r.id] = step_refs(r.step_id, r.step, r.variant_id, r.position)
     return known
 
 
@@ -167,21 +161,15 @@ async def event_data(
     lead = known.people[lead_id]
     step, variant = known.steps.get(send_id or "", (None, None))
     facts = known.campaigns.get(campaign_id or "")
-    return {
-        "lead": {
-            "id": lead_id,
-            "email": lead.email,
-            "firstName": lead.first_name,
-            "lastName": lead.last_name,
-            "company": lead.company,
-            "status": lead.status,
-        },
-        "campaign": None if facts is None or campaign_id is None else {"id": campaign_id, "name": facts.name},
-        "thread": thread,
-        "step": step,
-        "variant": variant,
+    return lead_payload(
+        lead_id,
+        lead,
+        campaign=None if facts is None or campaign_id is None else {"id": campaign_id, "name": facts.name},
+        thread=thread,
+        step=step,
+        variant=variant,
         **extra,
-    }
+    )
 
 
 @dataclass

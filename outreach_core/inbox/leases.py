@@ -16,10 +16,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, and_, func, literal, not_, or_
 
-from outreach_core.bulk import insert_skipping_duplicates
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import inbox_leases, mailboxes
-from outreach_core.ports import MailServer
+from outreach_core.kernel.bulk import insert_skipping_duplicates
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import inbox_leases, mailboxes
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.wire import RowRecord
 
 FIRST_SYNC_WINDOW = timedelta(days=3)
 """On a mailbox's first sync, mail that arrived up to this long before it was connected is read too."""
@@ -29,7 +30,7 @@ share them out."""
 
 
 @dataclass(frozen=True)
-class InboxMailbox:
+class InboxMailbox(RowRecord):
     """What a worker task needs to read one mailbox."""
 
     id: str
@@ -113,15 +114,11 @@ async def hold(
                 .values(inbox_since=since)
             )
         found.append(
-            InboxMailbox(
-                id=row.id,
-                workspace_id=row.workspace_id,
-                email=row.email,
+            InboxMailbox.from_row(
+                row,
                 server=MailServer(row.imap_host, row.imap_port, row.imap_security, row.imap_user),
-                password_encrypted=row.password_encrypted,
                 inbox_poll=bool(row.inbox_poll),
                 inbox_since=since,
-                oauth_encrypted=row.oauth_encrypted,
             )
         )
     return found

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 from sqlalchemy import Select
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_messages, leads, mailboxes, sends, threads
 from outreach_core.inbox.rules import Classification, ParsedMessage
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import inbox_messages, leads, mailboxes, sends, threads
 
 LOOKUP_CHUNK = 500
 

@@ -18,19 +18,19 @@ import structlog
 from sqlalchemy import func
 
 from outreach_core.ai.keys import OwnKey, choose_ai, own_key
-from outreach_core.context import SystemContext, scoped
-from outreach_core.db.tables import labels, workspaces
 from outreach_core.inbox.ai_labels import AiLabel, LabelChoice, ai_label
 from outreach_core.inbox.folders import advance_checkpoint
 from outreach_core.inbox.leases import holds
 from outreach_core.inbox.matching import match_messages
 from outreach_core.inbox.record import Prepared, body_digest, inbox_context, record_messages, to_record
 from outreach_core.inbox.rules import classify, parse_message
+from outreach_core.kernel.context import SystemContext, scoped
+from outreach_core.kernel.db.tables import labels, workspaces
 from outreach_core.warmup.rules import header_token, quoted_tokens
 from outreach_core.warmup.tending import record_bounces
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
 FolderRole = Literal["inbox", "junk"]
 AI_CONCURRENCY = 8  # AI calls of one batch in flight at once (a batch of replies waits for the slowest)
@@ -138,12 +138,12 @@ class IngestBatch(Protocol):
     """The signature of `ingest_batch` (the worker's `ingest`; tests wrap it)."""
 
     def __call__(
-        self, runtime: Runtime, batch: FolderBatch, *, holder: str | None = ..., guard: Guard | None = ...
+        self, runtime: Background, batch: FolderBatch, *, holder: str | None = ..., guard: Guard | None = ...
     ) -> Awaitable[int]: ...
 
 
 async def ingest_batch(
-    runtime: Runtime, batch: FolderBatch, *, holder: str | None = None, guard: Guard | None = None
+    runtime: Background, batch: FolderBatch, *, holder: str | None = None, guard: Guard | None = None
 ) -> int:
     """Everything one batch causes, then its checkpoint, in one transaction; returns the messages recorded.
 
@@ -155,7 +155,7 @@ async def ingest_batch(
     return await (work if guard is None else guard(work))
 
 
-async def label_batch(runtime: Runtime, batch: FolderBatch) -> tuple[list[Prepared], dict[int, AiLabel]]:
+async def label_batch(runtime: Background, batch: FolderBatch) -> tuple[list[Prepared], dict[int, AiLabel]]:
     """Parse and classify the batch, and label by AI the replies that belong to a lead (matched in a read
     transaction first), one AI call each, up to `AI_CONCURRENCY` at once; no transaction is held open."""
     prepared = prepare(batch)

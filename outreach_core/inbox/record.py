@@ -12,9 +12,6 @@ from typing import Any, Protocol
 
 import nh3
 
-from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, workspace_itself
-from outreach_core.db.tables import inbox_messages, leads, mailboxes
-from outreach_core.ids import new_id
 from outreach_core.inbox.ai_labels import AiLabel
 from outreach_core.inbox.effects import (
     Received,
@@ -27,8 +24,17 @@ from outreach_core.inbox.known import Known, Pending, ThreadState, load_known, l
 from outreach_core.inbox.labeling import THREAD_KIND, LabelVerdict, rule_label
 from outreach_core.inbox.matching import LOOKUP_CHUNK, Match, match_messages
 from outreach_core.inbox.rules import Classification, ParsedMessage
+from outreach_core.kernel.context import (
+    SystemContext,
+    WorkspaceContext,
+    as_workspace,
+    scoped,
+    workspace_itself,
+)
+from outreach_core.kernel.db.tables import inbox_messages, leads, mailboxes
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.rollups import sync_replies
 from outreach_core.labels.builtin import builtin_label_ids
-from outreach_core.rollups import sync_replies
 
 INBOX_TASK = "inbox"
 REPLY_KINDS = ("reply", "auto_reply", "out_of_office", "unsubscribe_request")

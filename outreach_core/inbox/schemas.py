@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from outreach_core.kernel.wire import Omittable, Timestamp, WireModel
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import Omittable, Timestamp, WireModel
 
 ThreadKind = Literal["reply", "auto_reply", "out_of_office", "bounce", "unsubscribe_request"]
 LabelSource = Literal["ai", "rules", "manual"]

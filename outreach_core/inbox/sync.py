@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import mailboxes
 from outreach_core.inbox.folders import Checkpoint, checkpoints
 from outreach_core.inbox.leases import InboxMailbox
 from outreach_core.inbox.pipeline import Fetched, FolderBatch, ingest_batch
-from outreach_core.ports import InboxFolder, InboxSession
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import mailboxes
+from outreach_core.kernel.ports import InboxFolder, InboxSession
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
-Ingest = Callable[["Runtime", FolderBatch], Awaitable[int]]
+Ingest = Callable[["Background", FolderBatch], Awaitable[int]]
 LOGIN_FAILURES_FOR_ERROR = 3
 """Refused logins in a row after which the mailbox becomes `error`."""
 REASON_LIMIT = 500
@@ -46,7 +46,7 @@ _log = structlog.get_logger()
 
 
 async def sync_mailbox(
-    runtime: Runtime,
+    runtime: Background,
     session: InboxSession,
     mailbox: InboxMailbox,
     folders: Sequence[InboxFolder],
@@ -65,7 +65,7 @@ async def sync_mailbox(
 
 
 async def sync_folder(
-    runtime: Runtime,
+    runtime: Background,
     session: InboxSession,
     mailbox: InboxMailbox,
     folder: InboxFolder,

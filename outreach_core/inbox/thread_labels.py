@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import lead_labels, leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import lead_labels, leads
 from outreach_core.labels.apply import put_label_on
 from outreach_core.labels.store import LabelRow
 

@@ -22,12 +22,6 @@ from typing import Any
 from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
 from outreach_core.campaigns.sanitize import sanitize_body as sanitize
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import UndecryptableSecret
-from outreach_core.db.tables import inbox_messages, leads, mailboxes, suppressions, threads
-from outreach_core.endpoint import Outside
-from outreach_core.errors import DeliveryFailed, InvalidInput, InvalidState
-from outreach_core.ids import new_id
 from outreach_core.inbox.schemas import ReplyIn, ReplySent
 from outreach_core.inbox.threads import (
     arrival_order,
@@ -37,9 +31,15 @@ from outreach_core.inbox.threads import (
     thread_row,
     who_acts,
 )
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import UndecryptableSecret
+from outreach_core.kernel.db.tables import inbox_messages, leads, mailboxes, suppressions, threads
+from outreach_core.kernel.endpoint import Outside
+from outreach_core.kernel.errors import DeliveryFailed, InvalidInput, InvalidState
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.ports import MailServer
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.routes import proxy_urls
-from outreach_core.ports import MailServer
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 
 MAX_REFERENCES = 20

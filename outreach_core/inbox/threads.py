@@ -14,19 +14,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, func
 
-from outreach_core.context import WorkspaceContext, scoped, unscoped
-from outreach_core.db.tables import (
-    campaign_leads,
-    inbox_messages,
-    labels,
-    leads,
-    mailboxes,
-    sends,
-    threads,
-    users,
-)
-from outreach_core.errors import NotFound
-from outreach_core.event_data import lead_event_data
+from outreach_core.events.data import lead_event_data
+from outreach_core.events.outbox import record_event
 from outreach_core.inbox.schemas import (
     Bounce,
     ListThreadsQuery,
@@ -39,9 +28,20 @@ from outreach_core.inbox.schemas import (
     UpdateThreadIn,
 )
 from outreach_core.inbox.thread_labels import label_thread_leads, labeled_data
+from outreach_core.kernel.context import WorkspaceContext, scoped, unscoped
+from outreach_core.kernel.db.tables import (
+    campaign_leads,
+    inbox_messages,
+    labels,
+    leads,
+    mailboxes,
+    sends,
+    threads,
+    users,
+)
+from outreach_core.kernel.errors import NotFound
+from outreach_core.kernel.rollups import sync_replies
 from outreach_core.labels.store import label_row
-from outreach_core.outbox import record_event
-from outreach_core.rollups import sync_replies
 
 NO_LABEL = "none"
 LEDGER_SENT = ("sent", "bounced")
@@ -350,18 +350,8 @@ def message_item(m: Any) -> ThreadMessage:
             reason=data.get("reason"),
             recipient=data.get("recipient"),
         )
-    return ThreadMessage(
-        id=m.id,
-        direction=m.direction,
-        kind=m.kind,
-        from_=m.from_email,
-        to=list(m.to_emails or []),
-        subject=m.subject,
-        text=m.text,
-        html=m.html,
-        at=m.arrived_at,
-        send_id=m.send_id,
-        bounce=bounce,
+    return ThreadMessage.from_row(
+        m, from_=m.from_email, to=list(m.to_emails or []), at=m.arrived_at, bounce=bounce
     )
 
 

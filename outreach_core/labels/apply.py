@@ -10,12 +10,12 @@ from typing import Any
 
 from sqlalchemy import Select, String, exists, literal
 
-from outreach_core.bulk import insert_from_select, row_ids
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import label_timers, lead_labels, leads, list_leads
-from outreach_core.db.types import UtcDateTime
+from outreach_core.events.outbox import record_lead_events
+from outreach_core.kernel.bulk import insert_from_select, row_ids
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import label_timers, lead_labels, leads, list_leads
+from outreach_core.kernel.db.types import UtcDateTime
 from outreach_core.labels.store import LabelRow
-from outreach_core.outbox import record_lead_events
 from outreach_core.targets.list_members import add_to_list
 from outreach_core.targets.suppression import suppress_lead_ids
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import labels
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import labels
+from outreach_core.kernel.ids import new_id
 from outreach_core.labels.schemas import LabelTriggers
 
 BuiltinKey = Literal[

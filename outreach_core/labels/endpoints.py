@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.labels.operations import (
     create_label,
     delete_label,
@@ -13,7 +14,6 @@ from outreach_core.labels.operations import (
 from outreach_core.labels.schemas import CreateLabelIn, Label, Labels, UpdateLabelIn
 from outreach_core.labels.store import get_label, labels_applying
 from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
-from outreach_core.wire import Ok
 
 
 async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:

@@ -11,10 +11,12 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import label_timers, labels, lead_labels
-from outreach_core.errors import Conflict, InvalidInput
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import label_timers, labels, lead_labels
+from outreach_core.kernel.errors import Conflict, InvalidInput
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.rollups import leads_of_threads_labeled, sync_replies
+from outreach_core.kernel.wire import Ok
 from outreach_core.labels.apply import put_label_on
 from outreach_core.labels.schemas import (
     MAX_LABELS,
@@ -25,13 +27,11 @@ from outreach_core.labels.schemas import (
     UpdateLabelIn,
 )
 from outreach_core.labels.store import get_label, label_item, label_row, labels_applying, labels_with_counts
-from outreach_core.rollups import leads_of_threads_labeled, sync_replies
 from outreach_core.targets.groups import ensure_name_free
 from outreach_core.targets.label_triggers import without_label
 from outreach_core.targets.list_members import list_name
 from outreach_core.targets.schemas import Labeled, LabelTargetIn, Removed
 from outreach_core.targets.selection import target_ids
-from outreach_core.wire import Ok
 
 
 async def list_labels(ctx: WorkspaceContext) -> Labels:

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints
 
+from outreach_core.kernel.wire import NAME, Omittable, Timestamp, WireModel
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import NAME, Omittable, Timestamp, WireModel
 
 MAX_LABELS = 500
 LabelType = Literal["positive", "negative", "neutral", "warning"]

@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import Select
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import labels, lead_labels
-from outreach_core.errors import NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import labels, lead_labels
+from outreach_core.kernel.errors import NotFound
 from outreach_core.labels.schemas import (
     Label,
     LabelTriggers,

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import exists
 
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     Principal,
     SystemContext,
     WorkspaceContext,
@@ -20,7 +20,7 @@ from outreach_core.context import (
     system_scope,
     workspace_itself,
 )
-from outreach_core.db.tables import label_timers, lead_labels
+from outreach_core.kernel.db.tables import label_timers, lead_labels
 from outreach_core.labels.apply import put_label_on
 from outreach_core.labels.store import label_row
 

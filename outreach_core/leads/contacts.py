@@ -9,8 +9,8 @@ from sqlalchemy import func
 
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.store import plan_row
-from outreach_core.context import WorkspaceContext
-from outreach_core.errors import QuotaExceeded
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.errors import QuotaExceeded
 from outreach_core.leads.schemas import ListLeadsQuery
 from outreach_core.targets.lead_counts import lead_counts
 

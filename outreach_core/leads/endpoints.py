@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads
+from outreach_core.kernel.endpoint import Endpoint
 from outreach_core.leads.operations import (
     create_lead,
     delete_leads,

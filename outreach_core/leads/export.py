@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, list_leads, lists
-from outreach_core.errors import NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, list_leads, lists
+from outreach_core.kernel.errors import NotFound
 
 EXPORT_BATCH = 5_000
 COLUMNS: tuple[tuple[str, str], ...] = (

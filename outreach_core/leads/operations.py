@@ -8,9 +8,11 @@ from typing import Any
 
 from sqlalchemy import func, literal, tuple_
 
-from outreach_core.bulk import count_upto
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import (
+from outreach_core.events.data import lead_event_data
+from outreach_core.events.outbox import record_event
+from outreach_core.kernel.bulk import count_upto
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
     campaigns,
     labels,
     lead_imports,
@@ -19,11 +21,11 @@ from outreach_core.db.tables import (
     leads,
     lists,
 )
-from outreach_core.db.tables import list_leads as list_memberships
-from outreach_core.errors import Conflict, InvalidInput, NotFound
-from outreach_core.event_data import lead_event_data
-from outreach_core.geo import normalize_country
-from outreach_core.ids import new_id
+from outreach_core.kernel.db.tables import list_leads as list_memberships
+from outreach_core.kernel.errors import Conflict, InvalidInput, NotFound
+from outreach_core.kernel.geo import normalize_country
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.rollups import count_won
 from outreach_core.leads.contacts import counted_leads, ensure_contacts_room
 from outreach_core.leads.schemas import (
     CreateLeadIn,
@@ -38,8 +40,6 @@ from outreach_core.leads.schemas import (
     MarkWonIn,
     UpdateLeadIn,
 )
-from outreach_core.outbox import record_event
-from outreach_core.rollups import count_won
 from outreach_core.targets.lead_counts import lead_counts
 from outreach_core.targets.list_members import add_to_list, list_name
 from outreach_core.targets.rules import (

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from outreach_core.kernel.wire import COUNTRY_CODE, Omittable, SchemaPattern, Timestamp, WireModel
 from outreach_core.targets.schemas import CountrySource, Esp, Id, LeadFilter, LeadStatus, VerifyStatus
-from outreach_core.wire import COUNTRY_CODE, Omittable, SchemaPattern, Timestamp, WireModel
 
 CustomValue = str | int | float | bool | None
 CustomKey = Annotated[str, StringConstraints(min_length=1, max_length=64)]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.link_domain.operations import (
     check_link_cname,
     check_link_domain,
@@ -14,7 +15,6 @@ from outreach_core.link_domain.prepare import (
     prepare_set_link_domain,
 )
 from outreach_core.link_domain.schemas import CheckLinkQuery, LinkCname, LinkDomain, SetLinkDomainIn
-from outreach_core.wire import Ok
 
 # Setting and removing the link domain changes every email's links: owners and admins, as workspace
 # settings (docs/api.md "Roles"). Checking only refreshes what DNS and the certificate show: any member.

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import link_domains
-from outreach_core.errors import Conflict
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import link_domains
+from outreach_core.kernel.errors import Conflict
+from outreach_core.kernel.wire import Ok
 from outreach_core.link_domain.prepare import Checked
 from outreach_core.link_domain.rules import (
     Dns,
@@ -33,7 +34,6 @@ from outreach_core.link_domain.store import (
     write_check,
     write_claim,
 )
-from outreach_core.wire import Ok
 
 
 async def get_link_domain(ctx: WorkspaceContext) -> LinkDomain:
@@ -149,11 +149,8 @@ async def _shown(ctx: WorkspaceContext) -> LinkDomain:
             verified_at=None,
             checked_at=None,
         )
-    return LinkDomain(
-        hostname=row.hostname,
-        status=row.status,
-        dns=row.dns,
-        tls=row.tls,
+    return LinkDomain.from_row(
+        row,
         message=message(
             row.status,
             hostname=row.hostname,
@@ -166,6 +163,4 @@ async def _shown(ctx: WorkspaceContext) -> LinkDomain:
         record=CnameRecord(name=row.hostname, value=target) if target else None,
         suggestion=None,
         required=settings.link_domain_required,
-        verified_at=row.verified_at,
-        checked_at=row.checked_at,
     )

@@ -17,15 +17,15 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from outreach_core.bulk import update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import link_domains
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import link_domains
 from outreach_core.link_domain.probe import check_host
 from outreach_core.link_domain.rules import Dns, Tls, decide, link_target
 from outreach_core.link_domain.store import state_values
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
 CLAIM_FOR = dt.timedelta(minutes=5)
 BATCH = 50
@@ -101,7 +101,7 @@ async def record_checks(ctx: SystemContext, results: list[tuple[DueCheck, Dns, T
     return len(rows)
 
 
-async def recheck_link_domains(runtime: Runtime, batch: int = BATCH) -> int:
+async def recheck_link_domains(runtime: Background, batch: int = BATCH) -> int:
     """One pass: check every due link domain (up to `batch`); returns how many were checked."""
     if not await runtime.system_read(any_due_checks):  # idle polls take no write lock
         return 0

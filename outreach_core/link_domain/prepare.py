@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Outside
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Outside
 from outreach_core.link_domain.probe import check_host, look_up
 from outreach_core.link_domain.rules import Dns, Tls, link_target, refuse_replacing
 from outreach_core.link_domain.schemas import CheckLinkQuery, SetLinkDomainIn

@@ -8,9 +8,9 @@ import asyncio
 
 import dns.exception
 
+from outreach_core.kernel.ports import DnsResolver, Ports
+from outreach_core.kernel.settings import Settings
 from outreach_core.link_domain.rules import Dns, Tls
-from outreach_core.ports import DnsResolver, Ports
-from outreach_core.settings import Settings
 
 
 def _name(record: str) -> str:

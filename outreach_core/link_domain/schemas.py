@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from outreach_core.kernel.wire import NamedPattern, Timestamp, WireModel
 from outreach_core.link_domain.rules import (
     MAX_HOSTNAME,
     DnsState,
@@ -15,7 +16,6 @@ from outreach_core.link_domain.rules import (
     checked_domain,
     link_hostname,
 )
-from outreach_core.wire import NamedPattern, Timestamp, WireModel
 
 _LABEL = "[a-z0-9]{1,30}(?:-[a-z0-9]{1,30})?"
 

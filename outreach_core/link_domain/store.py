@@ -11,9 +11,9 @@ from sqlalchemy import func
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
-from outreach_core.db.tables import link_domains, mailboxes, workspaces
-from outreach_core.errors import Conflict
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.kernel.db.tables import link_domains, mailboxes, workspaces
+from outreach_core.kernel.errors import Conflict
 from outreach_core.link_domain.rules import Decision, is_free_mail, suggested_hostname
 
 TAKEN = (

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.lists.operations import (
     add_leads_to_list,
     create_list,
@@ -14,7 +15,6 @@ from outreach_core.lists.schemas import CreateListIn, LeadList, LeadLists, Updat
 from outreach_core.lists.store import get_list
 from outreach_core.targets.label_triggers import labels_moving_to
 from outreach_core.targets.schemas import Added, ListTargetIn, Removed
-from outreach_core.wire import Ok
 
 
 def _leads(n: int) -> str:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import list_leads, lists
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import list_leads, lists
+from outreach_core.kernel.wire import Ok
 from outreach_core.lists.schemas import CreateListIn, LeadList, LeadLists, UpdateListIn
 from outreach_core.lists.store import create_named, ensure_name_free, get_list, list_item, lists_with_counts
 from outreach_core.targets.label_triggers import switch_off_list_triggers
 from outreach_core.targets.list_members import add_to_list
 from outreach_core.targets.schemas import Added, ListTargetIn, Removed
 from outreach_core.targets.selection import target_ids
-from outreach_core.wire import Ok
 
 
 async def list_lists(ctx: WorkspaceContext) -> LeadLists:

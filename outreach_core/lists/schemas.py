@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import NAME, Timestamp, WireModel
+from outreach_core.kernel.wire import NAME, Timestamp, WireModel
 
 MAX_LISTS = 1_000
 # 1 to 120 characters, not blank, no control characters; stored without surrounding spaces.

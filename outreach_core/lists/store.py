@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy import Select, func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import list_leads, lists
-from outreach_core.errors import Conflict, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import list_leads, lists
+from outreach_core.kernel.errors import Conflict, NotFound
+from outreach_core.kernel.ids import new_id
 from outreach_core.lists.schemas import MAX_LISTS, LeadList
 from outreach_core.targets.groups import ensure_name_free as ensure_group_name_free
 from outreach_core.targets.groups import with_lead_counts

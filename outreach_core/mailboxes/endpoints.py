@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.mailboxes.oauth_connect import start_mailbox_oauth
 from outreach_core.mailboxes.operations import (
     create_mailbox,
@@ -37,7 +38,6 @@ from outreach_core.mailboxes.schemas import (
     UpdateMailboxIn,
     UpdateMailboxOut,
 )
-from outreach_core.wire import Ok
 
 # `GET /mailboxes/detect` comes before `GET /mailboxes/{id}`: routes match in this order.
 ENDPOINTS = (

@@ -20,10 +20,12 @@ from typing import Any
 from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 from sqlalchemy import and_
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import decrypt, encrypt
-from outreach_core.db.tables import mailbox_oauth_states, mailboxes, members
-from outreach_core.errors import Conflict, NotFound, OAuthProviderNotConfigured
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import decrypt, encrypt
+from outreach_core.kernel.db.tables import mailbox_oauth_states, mailboxes, members
+from outreach_core.kernel.errors import Conflict, NotFound, OAuthProviderNotConfigured
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_providers import (
     CALLBACK_PATH,
     OAuthProvider,
@@ -40,8 +42,6 @@ from outreach_core.mailboxes.oauth_tokens import (
 from outreach_core.mailboxes.routes import route_new_mailbox
 from outreach_core.mailboxes.schemas import LoginTest, MailboxOAuthUrl, StartMailboxOAuthIn
 from outreach_core.mailboxes.store import ensure_room, new_mailbox_row, slots_left
-from outreach_core.ports import Ports
-from outreach_core.settings import Settings
 
 STATE_TTL = timedelta(minutes=10)
 PKCE_VERIFIER = b"outreach mailbox oauth pkce v1"

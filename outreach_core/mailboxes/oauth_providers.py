@@ -8,8 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from outreach_core.ports import MailServer
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 
 OAuthProvider = Literal["google_oauth", "microsoft"]
 OAUTH_PROVIDERS: tuple[OAuthProvider, ...] = ("google_oauth", "microsoft")

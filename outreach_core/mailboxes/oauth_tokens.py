@@ -21,12 +21,12 @@ from typing import Any
 import structlog
 from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt
-from outreach_core.db.tables import mailboxes
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.crypto import UndecryptableSecret, decrypt, encrypt
+from outreach_core.kernel.db.tables import mailboxes
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_providers import OAUTH_PROVIDERS, OAuthProvider, provider_config
-from outreach_core.ports import MailServer
-from outreach_core.settings import Settings
 
 OAUTH_TOKENS = b"outreach mailbox oauth tokens v1"
 _log = structlog.get_logger()

@@ -4,7 +4,7 @@ Login tests and DNS lookups are network I/O and never run inside a transaction. 
 them has a `prepare_*` step (`Endpoint.prepare`) that the runtime runs first, outside any transaction; it
 may read in short read transactions of its own, and its result arrives in the operation as `prepared`. The
 operation then re-checks what may have changed meanwhile (address taken, plan slots) inside its one
-transaction. Passwords are encrypted at rest (`outreach_core.crypto`) and are never part of a response.
+transaction. Passwords are encrypted at rest (`outreach_core.kernel.crypto`) and are never part of a response.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import encrypt
-from outreach_core.db.tables import mailboxes
 from outreach_core.deliverability.schemas import MailboxDns
 from outreach_core.deliverability.store import mailbox_dns, register_sending_domains
-from outreach_core.errors import InvalidInput, InvalidState
-from outreach_core.geo import normalize_timezone
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import encrypt
+from outreach_core.kernel.db.tables import mailboxes
+from outreach_core.kernel.errors import InvalidInput, InvalidState
+from outreach_core.kernel.geo import normalize_timezone
+from outreach_core.kernel.wire import Ok
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.oauth_providers import microsoft_enabled
 from outreach_core.mailboxes.prepare import ImportPlan, MxLookup
@@ -51,7 +52,6 @@ from outreach_core.mailboxes.servers import (
 )
 from outreach_core.mailboxes.store import ensure_new, ensure_room, mailbox_row, new_mailbox_row, slots_left
 from outreach_core.mailboxes.warmup_settings import save_warmup, warmup_out, warmup_rows
-from outreach_core.wire import Ok
 
 # --- operations ---------------------------------------------------------------------------------------------
 

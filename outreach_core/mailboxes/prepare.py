@@ -9,9 +9,10 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from outreach_core.crypto import UndecryptableSecret
-from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput, OAuthUnavailable
+from outreach_core.kernel.crypto import UndecryptableSecret
+from outreach_core.kernel.endpoint import Outside
+from outreach_core.kernel.errors import InvalidInput, OAuthUnavailable
+from outreach_core.kernel.ports import MailServer, Ports
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.schemas import (
@@ -23,7 +24,6 @@ from outreach_core.mailboxes.schemas import (
 )
 from outreach_core.mailboxes.servers import domain_of, login_password, servers_for, stored_or_new
 from outreach_core.mailboxes.store import check_new, ensure_room, import_state, mailbox_row
-from outreach_core.ports import MailServer, Ports
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from sqlalchemy import func
 
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.store import billing_row
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
@@ -37,10 +37,10 @@ from outreach_core.context import (
     unscoped,
     workspace_itself,
 )
-from outreach_core.crypto import decrypt, encrypt
-from outreach_core.db.tables import mailboxes, sending_ips
-from outreach_core.errors import InvalidInput, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.crypto import decrypt, encrypt
+from outreach_core.kernel.db.tables import mailboxes, sending_ips
+from outreach_core.kernel.errors import InvalidInput, NotFound
+from outreach_core.kernel.ids import new_id
 
 PROXY_SECRET = b"sending-ip-proxy"
 DEFAULT_CAPACITY = {"shared": 50, "dedicated": 20}

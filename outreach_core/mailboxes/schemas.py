@@ -15,8 +15,8 @@ from pydantic import (
 )
 
 from outreach_core.deliverability.schemas import MailboxDns
-from outreach_core.urls import LOWERCASE_HOST_SCHEMA, normal_host
-from outreach_core.wire import SINGLE_LINE, TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
+from outreach_core.kernel.urls import LOWERCASE_HOST_SCHEMA, normal_host
+from outreach_core.kernel.wire import SINGLE_LINE, TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
 
 Provider = Literal["google_app", "google_oauth", "microsoft", "smtp"]
 Status = Literal["active", "paused", "error", "quarantined"]

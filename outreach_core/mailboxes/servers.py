@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from outreach_core.kernel.ports import MailServer
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.schemas import (
     CreateMailboxIn,
     ServerIn,
 )
-from outreach_core.ports import MailServer
 
 
 def domain_of(email: str) -> str:

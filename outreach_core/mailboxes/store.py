@@ -9,14 +9,14 @@ from sqlalchemy import func
 
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.store import plan_row
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import encrypt
-from outreach_core.db.tables import mailboxes
-from outreach_core.errors import Conflict, NotFound, QuotaExceeded
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import encrypt
+from outreach_core.kernel.db.tables import mailboxes
+from outreach_core.kernel.errors import Conflict, NotFound, QuotaExceeded
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.ports import MailServer
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.servers import domain_of, server_columns
-from outreach_core.ports import MailServer
 
 
 async def mailbox_row(ctx: WorkspaceContext, id: str) -> Any:

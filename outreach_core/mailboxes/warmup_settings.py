@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import warmup_mailboxes
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import warmup_mailboxes
 from outreach_core.mailboxes.schemas import Warmup, WarmupIn
 
 DEFAULT_TARGET = 20
@@ -93,14 +93,6 @@ def warmup_out(row: Any, today: date, room: int) -> Warmup:
         if on and not row.removed
         else 0
     )
-    return Warmup(
-        enabled=on,
-        score=row.score,
-        sent_today=sent,
-        target_today=planned,
-        target=row.target,
-        ramp_start=row.ramp_start,
-        ramp_increment=row.ramp_increment,
-        reply_rate=row.reply_rate,
-        reason=row.reason if on else None,
+    return Warmup.from_row(
+        row, enabled=on, sent_today=sent, target_today=planned, reason=row.reason if on else None
     )

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import oauth_clients, oauth_grants, users
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import oauth_clients, oauth_grants, users
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.oauth.operations import disconnect_app, list_connected_apps
 from outreach_core.oauth.schemas import ConnectedApp
-from outreach_core.wire import Ok
 
 
 async def _connected_app(ctx: WorkspaceContext, id: str) -> str | None:

@@ -3,11 +3,11 @@ the MCP SDK calls)."""
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import oauth_clients, oauth_grants, oauth_tokens, users
-from outreach_core.errors import Forbidden, NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import oauth_clients, oauth_grants, oauth_tokens, users
+from outreach_core.kernel.errors import Forbidden, NotFound
+from outreach_core.kernel.wire import Ok
 from outreach_core.oauth.schemas import ConnectedApp, ConnectedAppUser
-from outreach_core.wire import Ok
 
 
 async def list_connected_apps(ctx: WorkspaceContext) -> list[ConnectedApp]:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import Field
 
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.kernel.wire import RowRecord, Timestamp, WireModel
 
 # --- wire models ------------------------------------------------------------------------------------------
 
@@ -33,7 +33,7 @@ class ConnectedApp(WireModel):
 
 
 @dataclass(frozen=True)
-class AuthorizationCodeRecord:
+class AuthorizationCodeRecord(RowRecord):
     """An authorization code that is unused, unexpired and belongs to the asking client."""
 
     client_id: str
@@ -48,7 +48,7 @@ class AuthorizationCodeRecord:
 
 
 @dataclass(frozen=True)
-class RefreshTokenRecord:
+class RefreshTokenRecord(RowRecord):
     """A refresh token that is unrevoked, unexpired, of a live grant and belongs to the asking client."""
 
     client_id: str

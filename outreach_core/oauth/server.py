@@ -27,7 +27,7 @@ from outreach_core.auth.authenticate import (
     grant_of,
     membership_of_grant,
 )
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
@@ -35,15 +35,15 @@ from outreach_core.context import (
     system_scope,
     unscoped,
 )
-from outreach_core.db.tables import members, oauth_clients, oauth_codes, oauth_grants, oauth_tokens
-from outreach_core.errors import BadRequest, InvalidInput, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.db.tables import members, oauth_clients, oauth_codes, oauth_grants, oauth_tokens
+from outreach_core.kernel.errors import BadRequest, InvalidInput, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import has_control_characters
 from outreach_core.oauth.schemas import (
     AuthorizationCodeRecord,
     IssuedTokens,
     RefreshTokenRecord,
 )
-from outreach_core.wire import has_control_characters
 
 CODE_PREFIX = "oac_"
 CODE_TTL = timedelta(minutes=5)
@@ -289,17 +289,7 @@ async def load_authorization_code(
     ).one_or_none()
     if row is None:
         return None
-    return AuthorizationCodeRecord(
-        client_id=row.client_id,
-        grant_id=row.grant_id,
-        user_id=row.user_id,
-        redirect_uri=row.redirect_uri,
-        redirect_uri_explicit=row.redirect_uri_explicit,
-        code_challenge=row.code_challenge,
-        scopes=_split_scopes(row.scopes),
-        resource=row.resource,
-        expires_at=row.expires_at,
-    )
+    return AuthorizationCodeRecord.from_row(row, scopes=_split_scopes(row.scopes))
 
 
 async def exchange_authorization_code(ctx: SystemContext, client_id: str, code: str) -> IssuedTokens:
@@ -420,14 +410,7 @@ async def load_refresh_token(ctx: SystemContext, client_id: str, token: str) -> 
     ).one_or_none()
     if row is None:
         return None
-    return RefreshTokenRecord(
-        client_id=row.client_id,
-        grant_id=row.grant_id,
-        user_id=row.user_id,
-        scopes=_split_scopes(row.scopes),
-        resource=row.resource,
-        expires_at=row.expires_at,
-    )
+    return RefreshTokenRecord.from_row(row, scopes=_split_scopes(row.scopes))
 
 
 async def exchange_refresh_token(

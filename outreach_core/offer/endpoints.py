@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
 from outreach_core.offer.operations import get_offer_profile, save_offer_profile
 from outreach_core.offer.schemas import OfferProfile, StoredOfferProfile
 

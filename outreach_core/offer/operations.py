@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
+from outreach_core.kernel.context import WorkspaceContext
 from outreach_core.offer.schemas import OfferProfile, StoredOfferProfile
 from outreach_core.offer.store import offer_profile_row, stored_profile, write_profile
 

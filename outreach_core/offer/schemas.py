@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import SINGLE_LINE, Timestamp, WireModel
+from outreach_core.kernel.wire import SINGLE_LINE, Timestamp, WireModel
 
 Tone = Literal["plain", "friendly", "direct", "formal"]
 LIMITS: dict[str, int] = {

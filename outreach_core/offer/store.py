@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import offer_profiles
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import offer_profiles
 from outreach_core.offer.schemas import OfferProfile, StoredOfferProfile
 
 FIELDS = tuple(OfferProfile.model_fields)

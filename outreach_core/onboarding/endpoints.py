@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.onboarding.operations import create_workspace, draft_offer, save_onboarding
 from outreach_core.onboarding.prepare import prepare_draft_offer
 from outreach_core.onboarding.schemas import (
@@ -10,7 +11,6 @@ from outreach_core.onboarding.schemas import (
     OfferDraft,
     SaveOnboardingIn,
 )
-from outreach_core.wire import Ok
 
 ENDPOINTS = (
     Endpoint(

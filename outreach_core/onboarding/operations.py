@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.billing.ai_allowance import record_ai_draft
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import workspaces
 from outreach_core.deliverability.rules import normalize_domain as checkable_domain
 from outreach_core.deliverability.store import register_sending_domains
-from outreach_core.errors import InvalidInput
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import workspaces
+from outreach_core.kernel.errors import InvalidInput
+from outreach_core.kernel.wire import Ok
 from outreach_core.offer.store import offer_profile_row, write_profile
 from outreach_core.onboarding.prepare import DraftPrepared
 from outreach_core.onboarding.rules import normalize_domain
@@ -21,7 +22,6 @@ from outreach_core.onboarding.schemas import (
     OfferDraft,
     SaveOnboardingIn,
 )
-from outreach_core.wire import Ok
 from outreach_core.workspace.setup import ensure_slug_free, new_workspace
 
 

@@ -12,16 +12,16 @@ from outreach_core.ai.keys import OwnKey, choose_ai, own_key
 from outreach_core.billing.ai_allowance import ensure_ai_draft_left
 from outreach_core.billing.rules import in_force
 from outreach_core.billing.store import billing_row
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Outside
-from outreach_core.errors import InvalidInput, WebUnavailable
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Outside
+from outreach_core.kernel.errors import InvalidInput, WebUnavailable
+from outreach_core.kernel.ports import WebFetchError
+from outreach_core.kernel.urls import url_problem
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.onboarding.offer_draft import prompt, read_profile
 from outreach_core.onboarding.rules import website_url
 from outreach_core.onboarding.schemas import DraftOfferIn
 from outreach_core.onboarding.website import page_draft, read_website
-from outreach_core.ports import WebFetchError
-from outreach_core.urls import url_problem
 
 FILL_IN = "Check it, fill in audience, problem, proof and cta, and save it with save_offer_profile."
 

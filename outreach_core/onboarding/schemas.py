@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from outreach_core.kernel.wire import NAME, SINGLE_LINE, NamedPattern, WireModel
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.webhooks.schemas import public_host_pattern, public_website_pattern
-from outreach_core.wire import NAME, SINGLE_LINE, NamedPattern, WireModel
 
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,58}[a-z0-9])?$"
 # The document states the plain forms every server accepts (a public domain name; a website on a public

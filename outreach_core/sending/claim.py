@@ -11,15 +11,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from outreach_core.bulk import insert_rows, update_each
 from outreach_core.campaigns.lifecycle import lifecycle_principal
 from outreach_core.campaigns.schemas import Step
-from outreach_core.context import SystemContext, as_workspace, system_scope
-from outreach_core.db.tables import campaign_leads, mailboxes, sends
-from outreach_core.ids import new_id
+from outreach_core.kernel.bulk import insert_rows, update_each
+from outreach_core.kernel.context import SystemContext, as_workspace, system_scope
+from outreach_core.kernel.db.tables import campaign_leads, mailboxes, sends
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.ports import MailServer
 from outreach_core.mailboxes.routes import proxy_urls
 from outreach_core.mailboxes.rules import local_day, sent_today
-from outreach_core.ports import MailServer
 from outreach_core.sending import rules
 from outreach_core.sending.handoff import Job, email_for
 from outreach_core.tracking.base import tracking_base_url

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
 from outreach_core.sending.recovery import describe_send, resolve_unknown_send
 from outreach_core.sending.schemas import ResolvedSend, ResolveUnknownSendIn
 

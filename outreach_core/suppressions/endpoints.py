@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
 from outreach_core.suppressions.operations import (
     add_suppressions,
     list_suppressions,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from sqlalchemy import ColumnElement, func
 
-from outreach_core.bulk import chunks
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, suppressions
-from outreach_core.ids import new_id
+from outreach_core.kernel.bulk import chunks
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, suppressions
+from outreach_core.kernel.ids import new_id
 from outreach_core.suppressions.rules import Kind, parse_entries
 from outreach_core.suppressions.schemas import (
     AddSuppressionsIn,

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import Timestamp, WireModel
+from outreach_core.kernel.wire import Timestamp, WireModel
 
 MAX_ENTRIES = 10_000
 Entry = Annotated[str, StringConstraints(max_length=1000)]

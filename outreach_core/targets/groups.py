@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import Select, Table, func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.errors import Conflict
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.errors import Conflict
 
 
 def with_lead_counts(

@@ -8,9 +8,9 @@ from datetime import timedelta
 
 from sqlalchemy import not_, or_
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.maintenance import refresh_lead_statistics
-from outreach_core.db.tables import import_queue, lead_imports, leads
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.maintenance import refresh_lead_statistics
+from outreach_core.kernel.db.tables import import_queue, lead_imports, leads
 
 STORING_WINDOW = timedelta(seconds=60)
 """An import counts as being stored while it has parts queued that arrived, or it had a part merged, within

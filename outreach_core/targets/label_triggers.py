@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import labels
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import labels
 
 # Keys of the stored `labels.triggers` document (the wire form of `LabelTriggers`).
 MOVE_TO_LIST = "moveToListId"

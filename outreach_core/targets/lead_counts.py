@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import func, union_all
 
-from outreach_core.context import SystemContext, WorkspaceContext, scoped
-from outreach_core.db.tables import lead_counter_deltas, lead_counters
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import lead_counter_deltas, lead_counters
 
 KEY = "workspace_id, status, verify_status, esp"
 _FOLD = f"""WITH moved AS (DELETE FROM lead_counter_deltas RETURNING {KEY}, n)

@@ -8,11 +8,11 @@ from typing import Any
 
 from sqlalchemy import ARRAY, Select, bindparam, func, literal
 
-from outreach_core.bulk import insert_from_select, insert_rows, insert_skipping_duplicates
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, list_leads, lists
-from outreach_core.db.types import UtcDateTime
-from outreach_core.errors import NotFound
+from outreach_core.kernel.bulk import insert_from_select, insert_rows, insert_skipping_duplicates
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, list_leads, lists
+from outreach_core.kernel.db.types import UtcDateTime
+from outreach_core.kernel.errors import NotFound
 
 
 async def list_name(ctx: WorkspaceContext, list_id: str) -> str:

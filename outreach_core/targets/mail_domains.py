@@ -24,9 +24,9 @@ import dns.exception
 import structlog
 from sqlalchemy.dialects import postgresql, sqlite
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import domain_cache
-from outreach_core.ports import DnsResolver
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import domain_cache
+from outreach_core.kernel.ports import DnsResolver
 from outreach_core.targets.esp import classify_esp, consumer_esp, parse_mx
 from outreach_core.targets.schemas import ESPS, Esp
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints
 
-from outreach_core.wire import ExactlyOne, Omittable, WireModel
+from outreach_core.kernel.wire import ExactlyOne, Omittable, WireModel
 
 LeadStatus = Literal["active", "replied", "interested", "won", "bounced", "unsubscribed", "suppressed"]
 VerifyStatus = Literal["unknown", "verifying", "valid", "risky", "invalid", "catch_all"]

@@ -26,9 +26,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 
-from outreach_core.bulk import OuterLoopJoin, count_sample, holds
-from outreach_core.context import WorkspaceContext, scoped, unscoped
-from outreach_core.db.tables import (
+from outreach_core.kernel.bulk import OuterLoopJoin, count_sample, holds
+from outreach_core.kernel.context import WorkspaceContext, scoped, unscoped
+from outreach_core.kernel.db.tables import (
     lead_labels,
     lead_search,
     lead_search_pending,

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, String, exists, literal
 
-from outreach_core.bulk import chunks, insert_from_select, one_of, row_ids
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, suppressions
-from outreach_core.db.types import UtcDateTime
+from outreach_core.kernel.bulk import chunks, insert_from_select, one_of, row_ids
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, suppressions
+from outreach_core.kernel.db.types import UtcDateTime
 
 # Statuses that suppression overrides; won, bounced and unsubscribed say more and are kept.
 SUPPRESSIBLE_STATUSES = ("active", "replied", "interested")

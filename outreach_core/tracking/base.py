@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from outreach_core.context import SystemContext, WorkspaceContext
+from outreach_core.kernel.context import SystemContext, WorkspaceContext
 from outreach_core.link_domain.store import active_link_host
 
 

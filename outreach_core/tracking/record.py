@@ -13,11 +13,11 @@ from typing import Any
 
 from sqlalchemy import case
 
-from outreach_core.bulk import Values, chunks, update_each
-from outreach_core.context import SystemContext, as_workspace, system_scope, workspace_itself
-from outreach_core.db.tables import sends, tracking_events
-from outreach_core.ids import new_id
-from outreach_core.rollups import count_open
+from outreach_core.kernel.bulk import Values, chunks, update_each
+from outreach_core.kernel.context import SystemContext, as_workspace, system_scope, workspace_itself
+from outreach_core.kernel.db.tables import sends, tracking_events
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.rollups import count_open
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 
 _AGENT_LENGTH = 300

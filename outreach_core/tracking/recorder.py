@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
-from outreach_core.ids import new_id
+from outreach_core.kernel.ids import new_id
 from outreach_core.tracking.journal import Journal, Segment, orphans, read
 from outreach_core.tracking.rules import Hit
 

@@ -14,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from outreach_core.signing import InvalidSignature, sign, verify
+from outreach_core.kernel.signing import InvalidSignature, sign, verify
 
 CLICK = "click"
 OPEN = "open"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.endpoint import Endpoint
 from outreach_core.targets.schemas import TargetIn
 from outreach_core.verification.operations import verify_leads
 from outreach_core.verification.schemas import VerifyQueued

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from outreach_core.billing.plan import require_active_plan
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads
 from outreach_core.targets.schemas import TargetIn
 from outreach_core.targets.selection import target_ids
 from outreach_core.verification.rules import verifier_enabled

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, and_, func, literal, not_, or_
 
-from outreach_core.bulk import Values, update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import lead_imports, leads, workspaces
-from outreach_core.ports import HttpClient
-from outreach_core.settings import Settings
+from outreach_core.kernel.bulk import Values, update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import lead_imports, leads, workspaces
+from outreach_core.kernel.ports import HttpClient
+from outreach_core.kernel.settings import Settings
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
 from outreach_core.targets.mail_domains import (
     DomainInfo,
@@ -57,7 +57,7 @@ from outreach_core.verification.rules import (
 )
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
 API_CONCURRENCY = 16
 """Verifier API calls in flight at once, per worker."""
@@ -255,7 +255,7 @@ async def _count_undeliverable(ctx: SystemContext, candidates: list[ClaimedLead]
 # --- one batch ---------------------------------------------------------------------------------------------
 
 
-async def verify_batch(runtime: Runtime, batch: int) -> int:
+async def verify_batch(runtime: Background, batch: int) -> int:
     """Verify one batch of up to `batch` queued leads; returns how many leads were claimed (0 when none
     were due)."""
     if not await runtime.system_read(any_due):  # idle polls take no write lock (SQLite has only one)
@@ -270,7 +270,7 @@ async def verify_batch(runtime: Runtime, batch: int) -> int:
     return len(claimed)
 
 
-async def _mail_servers(runtime: Runtime, domains: list[str]) -> dict[str, DomainInfo]:
+async def _mail_servers(runtime: Background, domains: list[str]) -> dict[str, DomainInfo]:
     """Mail-server facts for `domains`, keyed as given. Cached mail servers are trusted; a cached "no mail
     servers" is looked up again, since someone asked to verify and the domain may have been fixed since.
     DNS runs with no transaction open; the answers are stored in the shared cache in a short one."""
@@ -285,7 +285,7 @@ async def _mail_servers(runtime: Runtime, domains: list[str]) -> dict[str, Domai
     return {d: known[clean_domain(d)] for d in domains}
 
 
-async def _verify(runtime: Runtime, claimed: list[ClaimedLead]) -> list[Outcome]:
+async def _verify(runtime: Background, claimed: list[ClaimedLead]) -> list[Outcome]:
     settings = runtime.settings
     use_api = verifier_enabled(settings.verifier_url)
     http = runtime.ports.http

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from outreach_core.wire import WireModel
+from outreach_core.kernel.wire import WireModel
 
 
 class VerifyQueued(WireModel):

@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from outreach_core.crypto import UndecryptableSecret
+from outreach_core.kernel.crypto import UndecryptableSecret
+from outreach_core.kernel.ports import Delivery, MailSender, Tended, WarmupMail
+from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
-from outreach_core.ports import Delivery, MailSender, Tended, WarmupMail
-from outreach_core.settings import Settings
 from outreach_core.warmup.message import to_bytes
 from outreach_core.warmup.pool import WarmupJob, plan_and_claim
 from outreach_core.warmup.tending import Sent, TendJob, record_sent, record_tended, tend_due
 
 if TYPE_CHECKING:
-    from outreach_core.runtime import Runtime
+    from outreach_core.kernel.endpoint import Background
 
 _log = structlog.get_logger()
 
 
-async def warmup_pass(runtime: Runtime, *, rng: random.Random | None = None) -> int:
+async def warmup_pass(runtime: Background, *, rng: random.Random | None = None) -> int:
     """One pass; returns the warmup emails handed off plus those found (0 when there was nothing to do)."""
     rng = rng or random.Random()
     settings = runtime.settings

@@ -21,13 +21,13 @@ from typing import Any
 
 from sqlalchemy import case
 
-from outreach_core.bulk import update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import mailboxes, warmup_mailboxes, warmup_messages
-from outreach_core.ids import new_id
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import mailboxes, warmup_mailboxes, warmup_messages
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.ports import MailServer
 from outreach_core.mailboxes.rules import effective_limit, ramp_day, sent_today
 from outreach_core.mailboxes.warmup_settings import warmup_day, warmup_target_today
-from outreach_core.ports import MailServer
 from outreach_core.warmup import corpus
 from outreach_core.warmup.message import WarmupEmail, new_message_id
 from outreach_core.warmup.rules import (

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import mailboxes, warmup_mailboxes
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import mailboxes, warmup_mailboxes
 from outreach_core.warmup.rules import LOW_SCORE
 
 ProblemKind = Literal["low_score", "removed", "waiting"]

@@ -13,10 +13,10 @@ from typing import Any
 
 from sqlalchemy import func, or_
 
-from outreach_core.bulk import update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import mailboxes, warmup_mailboxes, warmup_messages
-from outreach_core.ports import Delivery, MailServer, Tended
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import mailboxes, warmup_mailboxes, warmup_messages
+from outreach_core.kernel.ports import Delivery, MailServer, Tended
 from outreach_core.warmup.pool import WarmupJob
 from outreach_core.warmup.rules import BOUNCED, KEEP, MISSING_AFTER, SCORE_DAYS, permanent_refusal, score
 

@@ -19,11 +19,11 @@ from typing import Any
 from sqlalchemy import ARRAY, Boolean, ColumnElement, Integer, String, any_, bindparam, case, func
 from sqlalchemy.types import TypeEngine
 
-from outreach_core.bulk import update_each
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import webhook_attempts, webhook_deliveries, webhooks
-from outreach_core.db.types import UtcDateTime
-from outreach_core.ids import new_ids
+from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import webhook_attempts, webhook_deliveries, webhooks
+from outreach_core.kernel.db.types import UtcDateTime
+from outreach_core.kernel.ids import new_ids
 from outreach_core.webhooks import rules
 
 d = webhook_deliveries

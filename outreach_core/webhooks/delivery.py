@@ -26,11 +26,11 @@ from typing import Any
 
 from sqlalchemy import ARRAY, Integer, String, bindparam, func, or_, true, union_all
 
-from outreach_core.bulk import insert_skipping_duplicates
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.crypto import UndecryptableSecret, decrypt
-from outreach_core.db.tables import outbox, webhook_deliveries, webhooks
-from outreach_core.ids import new_ids
+from outreach_core.kernel.bulk import insert_skipping_duplicates
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.crypto import UndecryptableSecret, decrypt
+from outreach_core.kernel.db.tables import outbox, webhook_deliveries, webhooks
+from outreach_core.kernel.ids import new_ids
 from outreach_core.webhooks import rules
 from outreach_core.webhooks.attempts import Attempt, Claimed, among, record_attempts
 

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.webhooks.operations import (
     create_webhook,
     delete_webhook,
@@ -26,7 +27,6 @@ from outreach_core.webhooks.schemas import (
     WebhookList,
 )
 from outreach_core.webhooks.store import pending_count
-from outreach_core.wire import Ok
 
 
 async def _describe_delete(ctx: WorkspaceContext, id: str) -> str:

@@ -1,9 +1,9 @@
 """Webhook endpoints: list, create (secret shown once), change, delete, test, deliveries, redeliver, rotate.
 
 Reads are open to every member; every write, the test and redelivery need the owner or admin role. Signing
-secrets are stored encrypted (`outreach_core.crypto`, key rotation) and never appear in a response after the
-one that creates them. `test_webhook` POSTs outside any transaction (its `prepare` step). The worker side of
-delivery is `outreach_core.webhooks.delivery`; docs/webhooks.md describes both.
+secrets are stored encrypted (`outreach_core.kernel.crypto`, key rotation) and never appear in a response
+after the one that creates them. `test_webhook` POSTs outside any transaction (its `prepare` step). The worker
+side of delivery is `outreach_core.webhooks.delivery`; docs/webhooks.md describes both.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import encrypt
-from outreach_core.db.tables import webhook_attempts, webhook_deliveries, webhooks
-from outreach_core.errors import Conflict, InvalidInput, InvalidState, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import encrypt
+from outreach_core.kernel.db.tables import webhook_attempts, webhook_deliveries, webhooks
+from outreach_core.kernel.errors import Conflict, InvalidInput, InvalidState, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import Ok
 from outreach_core.webhooks import rules
 from outreach_core.webhooks.delivery import parse_body
 from outreach_core.webhooks.schemas import (
@@ -36,7 +37,6 @@ from outreach_core.webhooks.schemas import (
     WebhookList,
 )
 from outreach_core.webhooks.store import webhook_row
-from outreach_core.wire import Ok
 
 d = webhook_deliveries
 
@@ -252,34 +252,19 @@ async def _fail_pending(ctx: WorkspaceContext, id: str, error: str) -> None:
 
 
 def _webhook(row: Any, counts: dict[str, int]) -> Webhook:
-    return Webhook(
-        id=row.id,
-        url=row.url,
-        description=row.description,
+    return Webhook.from_row(
+        row,
         events=list(row.events),
-        enabled=row.enabled,
-        disabled_reason=row.disabled_reason,
-        last_delivery_at=row.last_delivery_at,
-        last_status=row.last_status,
         delivered=counts.get("delivered", 0),
         failed=counts.get("failed", 0),
         pending=counts.get("pending", 0),
-        created_at=row.created_at,
     )
 
 
 def _delivery(row: Any, tries: list[Try]) -> Delivery:
-    return Delivery(
-        id=row.id,
-        event_id=row.event_id,
-        type=row.type,
-        status=row.status,
-        attempts=row.attempts,
-        last_status=row.last_status,
-        last_error=row.last_error,
+    return Delivery.from_row(
+        row,
         next_attempt_at=row.next_attempt_at if row.status == "pending" else None,
-        created_at=row.created_at,
-        delivered_at=row.delivered_at,
         payload=parse_body(row.body),
         tries=tries,
     )

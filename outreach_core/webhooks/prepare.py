@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from outreach_core.crypto import UndecryptableSecret, decrypt
-from outreach_core.endpoint import Outside
-from outreach_core.ids import new_id
+from outreach_core.kernel.crypto import UndecryptableSecret, decrypt
+from outreach_core.kernel.endpoint import Outside
+from outreach_core.kernel.ids import new_id
 from outreach_core.webhooks import rules
 from outreach_core.webhooks.schemas import TestResult
 from outreach_core.webhooks.store import webhook_row

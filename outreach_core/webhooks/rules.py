@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from outreach_core.event_data import iso_z
-from outreach_core.urls import ALLOW_PRIVATE_HINT, url_problem
+from outreach_core.events.data import iso_z
+from outreach_core.kernel.urls import ALLOW_PRIVATE_HINT, url_problem
 
 EVENT_CATALOGUE: tuple[tuple[str, str], ...] = (
     ("lead.replied", "A lead answered a campaign email (read from the mailbox by the inbox worker)."),
@@ -31,7 +31,7 @@ EVENT_CATALOGUE: tuple[tuple[str, str], ...] = (
 
 SECRET_PREFIX = "whsec_"
 SECRET_PURPOSE = b"outreach webhook secret v1"
-"""The encryption purpose of stored signing secrets (`outreach_core.crypto`)."""
+"""The encryption purpose of stored signing secrets (`outreach_core.kernel.crypto`)."""
 ROTATION_OVERLAP = timedelta(hours=24)
 """After a rotation the previous secret still signs (a second v1=) for this long."""
 MAX_WEBHOOKS = 20
@@ -142,6 +142,28 @@ def lease_seconds(timeout_s: float) -> float:
     its endpoint (at most one timeout, since a worker claims at most twice the endpoint's concurrency)
     and then POST (one more timeout); a worker that died meanwhile lets it become due again."""
     return 2 * timeout_s + 5
+
+
+MAX_ROUNDS = 25
+"""An endpoint that answers fast may have up to this many times its concurrency claimed and queued in one
+process (fewer, down to 2 times, the slower it answers): see `held_cap`."""
+
+
+def held_cap(concurrency: int, timeout_s: float, average_s: float | None) -> int:
+    """How many deliveries of an endpoint one process may hold (POSTing or queued for a slot): twice its
+    concurrency, or for an endpoint that answers fast (`average_s`, the moving average of its POSTs'
+    duration) as many rounds as fit four times in one timeout (at most `MAX_ROUNDS`), so a fast endpoint is
+    never starved by the time a cycle takes."""
+    if average_s is None:
+        return 2 * concurrency
+    rounds = int(timeout_s / max(4 * average_s, 0.001))
+    return concurrency * max(2, min(MAX_ROUNDS, rounds))
+
+
+def waited_too_long(waited_s: float, timeout_s: float) -> bool:
+    """A claimed delivery that waited `waited_s` for a free slot is left alone (to become due again when
+    its lease ends, never POSTed twice at once): its lease (`lease_seconds`) must outlast the POST."""
+    return waited_s > timeout_s + 4
 
 
 def body_bytes(

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from outreach_core.outbox import EventKind
-from outreach_core.wire import NamedPattern, Omittable, Timestamp, WireModel
+from outreach_core.events.outbox import EventKind
+from outreach_core.kernel.wire import NamedPattern, Omittable, Timestamp, WireModel
 
 DeliveryStatus = Literal["pending", "delivered", "failed"]
 MAX_DESCRIPTION = 500

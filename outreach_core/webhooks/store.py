@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import webhook_deliveries, webhooks
-from outreach_core.errors import NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import webhook_deliveries, webhooks
+from outreach_core.kernel.errors import NotFound
 
 
 async def webhook_row(ctx: WorkspaceContext, id: str) -> Any:

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.endpoint import Endpoint
-from outreach_core.wire import Ok
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok
 from outreach_core.workspace.operations import (
     create_invitation,
     delete_invitation,

@@ -7,17 +7,17 @@ from datetime import timedelta
 from sqlalchemy import func
 
 from outreach_core.billing.plan import billing_summary
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
     scoped,
     unscoped,
 )
-from outreach_core.db.tables import invitations, members, users, workspaces
-from outreach_core.errors import Conflict, Forbidden, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.db.tables import invitations, members, users, workspaces
+from outreach_core.kernel.errors import Conflict, Forbidden, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import Ok
 from outreach_core.oauth.server import revoke_member_grants
-from outreach_core.wire import Ok
 from outreach_core.workspace.schemas import (
     CreateInvitationIn,
     Invitation,

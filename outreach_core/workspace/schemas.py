@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, StringConstraints
 
 from outreach_core.billing.schemas import BillingSummary
-from outreach_core.wire import TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
+from outreach_core.kernel.wire import TIME_ZONE, EmailAddress, Omittable, Timestamp, WireModel
 from outreach_core.workspace.rules import known_time_zone
 
 Role = Literal["owner", "admin", "member"]

@@ -11,7 +11,7 @@ from sqlalchemy import func
 
 from outreach_core.api_keys.keys import insert_key
 from outreach_core.billing.plan import set_plan
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     Principal,
     SystemContext,
     as_workspace,
@@ -19,11 +19,11 @@ from outreach_core.context import (
     system_scope,
     unscoped,
 )
-from outreach_core.db.tables import invitations, members, users, workspaces
-from outreach_core.errors import Conflict, InvalidInput, NotFound
-from outreach_core.ids import new_id
+from outreach_core.kernel.db.tables import invitations, members, users, workspaces
+from outreach_core.kernel.errors import Conflict, InvalidInput, NotFound
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.wire import CONTROL_MESSAGE, has_control_characters
 from outreach_core.labels.builtin import ensure_builtin_labels
-from outreach_core.wire import CONTROL_MESSAGE, has_control_characters
 
 
 class InitResult(BaseModel):

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from outreach_core.context import (
+from outreach_core.kernel.context import (
     WorkspaceContext,
     scoped,
 )
-from outreach_core.db.tables import members, users
-from outreach_core.errors import NotFound
+from outreach_core.kernel.db.tables import members, users
+from outreach_core.kernel.errors import NotFound
 from outreach_core.workspace.schemas import (
     Member,
     MemberUser,

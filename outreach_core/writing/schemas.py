@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from outreach_core.campaigns.schemas import MAX_STEPS, Campaign
+from outreach_core.kernel.wire import WireModel
 from outreach_core.targets.schemas import Id
-from outreach_core.wire import WireModel
 
 Mode = Literal["sequence", "rewrite", "shorter", "angle"]
 ShortText = Annotated[str, StringConstraints(min_length=1, max_length=300, strip_whitespace=True)]

@@ -21,8 +21,8 @@ from outreach_core.analytics.schemas import (
     OverviewQuery,
     StatsQuery,
 )
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.analytics.ledger import Ledger
 from tests.conftest import MakeWorkspace
 

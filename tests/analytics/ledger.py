@@ -1,6 +1,6 @@
 """Hand-built ledgers for the analytics tests: campaigns, mailboxes, leads, sends, replies, bounces and wins
 written as the sender and the inbox write them, each in its own transaction that also calls the rollup
-function the real transaction calls (`outreach_core.rollups`)."""
+function the real transaction calls (`outreach_core.kernel.rollups`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import (
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
     analytics_counters,
     campaign_leads,
     campaign_steps,
@@ -23,8 +23,8 @@ from outreach_core.db.tables import (
     threads,
     workspaces,
 )
-from outreach_core.ids import new_id
-from outreach_core.rollups import count_sends, count_won, sync_replies
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.rollups import count_sends, count_won, sync_replies
 from tests.conftest import WorkspaceHandle
 
 UTC = dt.UTC

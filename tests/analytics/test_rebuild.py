@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from outreach_core.analytics.rebuild import rebuild
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.analytics.ledger import Ledger
 from tests.conftest import MakeWorkspace
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 from tests.analytics.ledger import Ledger
 from tests.conftest import MakeWorkspace
 from tests.test_cli import run_cli

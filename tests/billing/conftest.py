@@ -21,9 +21,9 @@ from outreach_app.adapters.ai import ChatCompletionsClient, OwnKeyClients
 from outreach_app.adapters.stripe_billing import StripeBilling
 from outreach_app.adapters.web import WebPageFetcher
 from outreach_app.asgi import build_app
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from tests.billing.servers import API_KEY, WEBHOOK_SECRET, FakeAi, FakeStripe, Website, running
 from tests.conftest import MakeWorkspace, WorkspaceHandle, serving
 from tests.dns_server import DnsServer

@@ -12,12 +12,12 @@ from sqlalchemy import select
 
 from outreach_app.adapters.ai import ChatCompletionsClient, OwnKeyClients
 from outreach_core.ai.keys import AI_KEY
-from outreach_core.crypto import decrypt
-from outreach_core.db.tables import workspaces
 from outreach_core.inbox.pipeline import ingest_batch
-from outreach_core.ports import Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.crypto import decrypt
+from outreach_core.kernel.db.tables import workspaces
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from tests.billing.conftest import Served, _settings
 from tests.billing.servers import FakeAi
 from tests.conftest import MakeWorkspace

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 
 from outreach_core.billing.rules import PLANS
-from outreach_core.bulk import insert_rows
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import ai_drafts, leads
-from outreach_core.ids import new_id
+from outreach_core.kernel.bulk import insert_rows
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import ai_drafts, leads
+from outreach_core.kernel.ids import new_id
 from outreach_core.targets.rules import search_text, sort_name
 from tests.billing.conftest import Served
 from tests.billing.servers import FakeAi

@@ -13,8 +13,8 @@ from sqlalchemy import select
 from outreach_app.adapters.dns import DnspythonResolver
 from outreach_app.adapters.web import WebPageFetcher
 from outreach_app.outgoing import AddressGuard
-from outreach_core.db.tables import workspaces
-from outreach_core.ports import WebFetchError
+from outreach_core.kernel.db.tables import workspaces
+from outreach_core.kernel.ports import WebFetchError
 from tests.billing.conftest import AI_TIMEOUT_S, Served
 from tests.billing.servers import FakeAi, Slow, Website
 from tests.conftest import MakeWorkspace, WorkspaceHandle

@@ -12,10 +12,10 @@ from sqlalchemy import select
 
 from outreach_core.billing.plan import set_plan
 from outreach_core.billing.rules import add_months
-from outreach_core.bulk import insert_rows
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import ai_drafts, sends, workspaces
-from outreach_core.ids import new_id
+from outreach_core.kernel.bulk import insert_rows
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import ai_drafts, sends, workspaces
+from outreach_core.kernel.ids import new_id
 from tests.billing.conftest import Served
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.lists.helpers import add_leads

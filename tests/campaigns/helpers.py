@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, leads, mailboxes, sends
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads, leads, mailboxes, sends
+from outreach_core.kernel.ids import new_id
 from outreach_core.targets.rules import normalize_email, search_text, sort_name
 from tests.conftest import WorkspaceHandle
 from tests.lists.helpers import call, ok

@@ -14,10 +14,10 @@ from mcp import Client
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from mcp_server.server import api_key_principal_source, build_mcp
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import suppressions
-from outreach_core.ids import new_id
-from outreach_core.ports import Clock, FixedClock
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import suppressions
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.ports import Clock, FixedClock
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
 from tests.sending.helpers import FIRST, FOLLOW_UP, add_lead, launched_campaign, rows, smtp_mailbox

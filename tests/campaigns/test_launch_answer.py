@@ -12,8 +12,8 @@ import pytest
 
 from outreach_app.asgi import build_app
 from outreach_core.catalog import all_endpoints
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.campaigns.helpers import add_lead, add_mailbox, new_campaign, ok
 from tests.campaigns.test_lifecycle import READY_SEQUENCE, items_by_id
 from tests.conftest import MakeWorkspace, serving

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads, campaigns, outbox
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads, campaigns, outbox
 from tests.campaigns.helpers import add_lead, add_mailbox, call, new_campaign, ok
 from tests.campaigns.test_sequence import set_status
 from tests.conftest import MakeWorkspace, WorkspaceHandle

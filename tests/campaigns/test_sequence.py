@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaigns
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaigns
 from tests.campaigns.helpers import call, new_campaign, ok
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 

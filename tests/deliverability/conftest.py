@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from outreach_app.asgi import build_app
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import served_ports, serving
 from tests.deliverability.zones import DBL, DNSBL
 from tests.dns_server import DnsServer

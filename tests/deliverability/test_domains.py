@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext
 from outreach_core.deliverability.store import register_sending_domains
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.campaigns.helpers import add_mailbox
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.deliverability.zones import GOOGLE_MX, bare, good, txt

@@ -10,10 +10,10 @@ from alembic import command
 from sqlalchemy import text
 
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.db.migrate import alembic_config, migrate
 from outreach_core.deliverability.operations import list_domains
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.migrate import alembic_config, migrate
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.workspace.setup import init_workspace
 from tests.conftest import WorkspaceHandle
 from tests.mailboxes.helpers import seed_mailbox

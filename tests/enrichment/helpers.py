@@ -7,10 +7,10 @@ from typing import Any
 
 from sqlalchemy.engine import Row
 
-from outreach_core.context import SystemContext, WorkspaceContext, scoped, system_scope
-from outreach_core.db.tables import domain_cache, lead_imports, leads
-from outreach_core.ids import new_id
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped, system_scope
+from outreach_core.kernel.db.tables import domain_cache, lead_imports, leads
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 
 # Server defaults of the columns a test may set on some rows only (the others default to NULL).

@@ -18,11 +18,11 @@ import pytest
 
 from outreach_app.adapters import DnspythonResolver
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.db.migrate import migrate
 from outreach_core.enrichment.pipeline import enrich_pending
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.targets.mail_domains import DomainInfo, mx_for_domains
 from outreach_core.workspace.setup import init_workspace
 from tests.conftest import MakeWorkspace, WorkspaceHandle

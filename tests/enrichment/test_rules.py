@@ -15,7 +15,7 @@ from outreach_core.enrichment.rules import (
     infer_country,
     infer_timezone,
 )
-from outreach_core.geo import (
+from outreach_core.kernel.geo import (
     country_from_timezone,
     country_zones,
     iso_names,

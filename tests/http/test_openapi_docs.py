@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from http_api.app import api_endpoints
-from outreach_core.endpoint import SUMMARY_MAX
+from outreach_core.kernel.endpoint import SUMMARY_MAX
 
 
 class _Links(HTMLParser):

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from http_api.app import api_endpoints
 from http_api.openapi import build_openapi
-from outreach_core.campaigns.schemas import DATE_PATTERN, UpdateCampaignIn
-from outreach_core.geo import normalize_country, normalize_timezone, valid_zones
+from outreach_core.campaigns.schemas import UpdateCampaignIn
+from outreach_core.kernel.geo import normalize_country, normalize_timezone, valid_zones
+from outreach_core.kernel.wire import DATE_PATTERN, NAMED_PATTERNS
 from outreach_core.leads.schemas import LEAD_EMAIL
 from outreach_core.targets.rules import normalize_email
 from outreach_core.webhooks.rules import webhook_url_problem
-from outreach_core.wire import NAMED_PATTERNS
 
 SEEDED = settings(
     max_examples=300, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)

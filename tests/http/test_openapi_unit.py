@@ -11,8 +11,8 @@ from pydantic import Field
 
 from http_api.openapi import build_openapi
 from outreach_core.catalog import all_endpoints
-from outreach_core.endpoint import Endpoint
-from outreach_core.wire import Ok, WireModel
+from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.kernel.wire import Ok, WireModel
 from outreach_core.workspace.operations import ping
 from outreach_core.workspace.schemas import Ping
 

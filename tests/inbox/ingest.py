@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_messages, labels, leads, threads
 from outreach_core.inbox.pipeline import Fetched, FolderBatch, ingest_batch
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import inbox_messages, labels, leads, threads
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
 from tests.sending.helpers import add_lead, launched_campaign, received_by, smtp_mailbox

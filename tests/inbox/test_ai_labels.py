@@ -18,9 +18,9 @@ from aiohttp import web
 from outreach_app.adapters.ai import ChatCompletionsClient
 from outreach_app.adapters.http import GuardedHttpClient
 from outreach_core.inbox.pipeline import ingest_batch
-from outreach_core.ports import Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import Sent, batch, builtin_id, fetched, lead_row, reply_to, sent_campaign, threads_of
 from tests.inbox.test_ingest import events

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_folders, outbox
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import inbox_folders, outbox
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import (
     Sent,

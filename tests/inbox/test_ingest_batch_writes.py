@@ -11,11 +11,11 @@ import httpx
 import pytest
 from sqlalchemy import text, update
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import label_timers, labels, threads
 from outreach_core.inbox.known import Pending, load_threads
 from outreach_core.inbox.matching import latest_sends_query
 from outreach_core.inbox.record import inbox_context
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import label_timers, labels, threads
 from outreach_core.labels.schemas import LabelTriggers
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import builtin_id, dsn, fetched, ingest, read, reply_to, sent_campaign, threads_of

@@ -9,11 +9,11 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from outreach_core.db.migrate import migrate
-from outreach_core.db.tables import labels
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.db.tables import labels
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.labels.builtin import BUILTIN_LABELS
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
 from tests.conftest import MakeWorkspace
 from tests.lists.helpers import ok
 
@@ -37,8 +37,8 @@ async def test_a_new_workspace_has_the_built_in_labels(
 async def test_migration_0012_adds_them_to_existing_workspaces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from outreach_core.context import as_workspace, scoped, workspace_itself
-    from outreach_core.ids import new_id
+    from outreach_core.kernel.context import as_workspace, scoped, workspace_itself
+    from outreach_core.kernel.ids import new_id
     from outreach_core.workspace.setup import init_workspace
 
     async def before_0012(ctx: object) -> int:

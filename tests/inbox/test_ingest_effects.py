@@ -12,8 +12,8 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import lead_labels, suppressions, threads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import lead_labels, suppressions, threads
 from tests.conftest import MakeWorkspace
 from tests.dates import long_date, month_day, next_weekday, today
 from tests.inbox.ingest import (

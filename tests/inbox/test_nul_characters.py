@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import httpx
 
-from outreach_core.context import scoped
-from outreach_core.db.tables import outbox
 from outreach_core.inbox.rules import classify, parse_message
+from outreach_core.kernel.context import scoped
+from outreach_core.kernel.db.tables import outbox
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import dsn, fetched, ingest, lead_row, messages_of, read, sent_campaign
 from tests.mail_servers import SmtpServer, Users

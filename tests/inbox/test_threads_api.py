@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import outbox
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import outbox
 from tests.campaigns.helpers import add_lead
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.inbox.thread_seed import T0, minutes, seed_message, seed_thread

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 
-from outreach_core.db.migrate import migrate
 from outreach_core.inbox.threads import get_thread
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from outreach_core.workspace.setup import init_workspace
 from tests.campaigns.helpers import add_lead
 from tests.conftest import MakeWorkspace, WorkspaceHandle

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_messages, leads, threads
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import inbox_messages, leads, threads
+from outreach_core.kernel.ids import new_id
 from tests.conftest import WorkspaceHandle
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from outreach_app.adapters import ImapInboxConnector
-from outreach_core.ports import Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.inbox_worker.helpers import Recorder, Workers
 from tests.mail_servers import MailServers
 

@@ -19,11 +19,18 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from outreach_core.context import SystemContext, WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_folders, inbox_leases, inbox_messages, mailboxes, outbox, threads
-from outreach_core.ids import new_id
 from outreach_core.inbox.pipeline import FolderBatch, Guard, ingest_batch
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import (
+    inbox_folders,
+    inbox_leases,
+    inbox_messages,
+    mailboxes,
+    outbox,
+    threads,
+)
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.runtime import Runtime
 from tests.campaigns.helpers import add_lead
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import MailServers, Security

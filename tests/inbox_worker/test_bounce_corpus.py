@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import inbox_messages, leads, threads
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import inbox_messages, leads, threads
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import read
 from tests.inbox_worker.bounce_corpus import Case, Figures, as_ours, cases, rounds

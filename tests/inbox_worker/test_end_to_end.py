@@ -12,8 +12,8 @@ from email.message import EmailMessage
 
 import httpx
 
-from outreach_core.crypto import decrypt
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.crypto import decrypt
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import dsn, messages_of, reply_to, sent_campaign, threads_of
 from tests.inbox_worker.helpers import Maildrop, Recorder, Workers, mailbox_row, until

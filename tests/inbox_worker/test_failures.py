@@ -9,8 +9,8 @@ from collections.abc import Callable
 import httpx
 
 from outreach_core.inbox.pipeline import FolderBatch
-from outreach_core.ports import Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox_worker.conftest import inbox_runtime
 from tests.inbox_worker.helpers import (

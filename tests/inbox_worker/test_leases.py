@@ -10,11 +10,11 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import inbox_folders, inbox_leases
 from outreach_core.inbox.pipeline import FolderBatch, LeaseLost, ingest_batch
-from outreach_core.ports import ChatAnswer, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import inbox_folders, inbox_leases
+from outreach_core.kernel.ports import ChatAnswer, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import batch, fetched, messages_of, reply_to, sent_campaign, threads_of
 from tests.inbox_worker.helpers import (

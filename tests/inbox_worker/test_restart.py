@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from outreach_core.inbox import leases
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox_worker.helpers import Maildrop, Replies, imap_mailbox, until
 from tests.mail_servers import MailServers

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from outreach_core.ports import InboxConnector, InboxSession, MailServer
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import InboxConnector, InboxSession, MailServer
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.inbox_worker.helpers import (
     Maildrop,

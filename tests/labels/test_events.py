@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import outbox
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import outbox
 from tests.conftest import MakeWorkspace
 from tests.leads.helpers import create
 

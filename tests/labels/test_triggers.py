@@ -8,12 +8,12 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import label_timers as label_timers_table
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import label_timers as label_timers_table
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.labels.operations import label_leads, unlabel_leads
 from outreach_core.labels.timers import run_due_label_timers
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
 from outreach_core.targets.schemas import LabelTargetIn, LeadTarget
 from tests.conftest import MakeWorkspace
 from tests.lists.helpers import (

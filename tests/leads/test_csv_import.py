@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from outreach_core.imports.csv_rows import CsvProblem, read_csv
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import merge_imports
 from tests.test_cli import OUTREACH, ROOT, _env, run_cli

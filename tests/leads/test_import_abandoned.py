@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import httpx
 
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.leads.helpers import import_chunk, listing, merge_imports
 from workers import imports

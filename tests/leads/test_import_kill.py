@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, list_leads
-from outreach_core.settings import Settings
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, list_leads
+from outreach_core.kernel.settings import Settings
 from tests.conftest import MakeWorkspace
 from tests.test_cli import OUTREACH, ROOT, _env
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import import_queue
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import import_queue
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import create, import_chunk, listing, merge_imports
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event, func, select, text
 
-from outreach_core.db.tables import leads
+from outreach_core.kernel.db.tables import leads
 from tests.conftest import PG_URL, MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import import_chunk, imported, merge_imports
 
@@ -80,7 +80,7 @@ async def test_an_import_keeps_the_statistics_of_the_tables_it_grows(
     """After an import grew `list_leads` by more than half its analysed size, the merge's statistics
     upkeep analyses it (the statistics system reports the change within about a second), and not again
     until it grows again."""
-    from outreach_core.db.maintenance import refresh_grown_statistics
+    from outreach_core.kernel.db.maintenance import refresh_grown_statistics
 
     ws = await make_workspace(plan="agency")  # room for as many leads as earlier tests left on lists
     lst = (await http.post("/api/v1/lists", headers=ws.headers, json={"name": "Grown"})).json()

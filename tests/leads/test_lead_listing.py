@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext
-from outreach_core.db.tables import leads
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.db.tables import leads
 from outreach_core.targets.schemas import LeadFilter
 from tests.conftest import MakeWorkspace
 from tests.leads.helpers import create, emails, four_people, import_chunk, listing, merge_imports

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, outbox
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, outbox
 from tests.conftest import MakeWorkspace
 from tests.doors import call_mcp
 from tests.leads.helpers import create, emails, four_people, listing, merge_imports, suppress
@@ -245,7 +245,7 @@ async def test_trigger_counters_agree_with_a_full_count(
     """Stats come from trigger-maintained counters; after every kind of change they equal a real count."""
     from sqlalchemy import func
 
-    from outreach_core.context import scoped
+    from outreach_core.kernel.context import scoped
 
     ws = await make_workspace()
     people = await four_people(http, ws)

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import lead_search, lead_search_pending, leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import lead_search, lead_search_pending, leads
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import import_chunk, listing, merge_imports
 from workers import search_index

@@ -17,8 +17,8 @@ import pytest
 from outreach_app.adapters import DnspythonResolver
 from outreach_app.adapters.tls_probe import TlsHandshakeProbe
 from outreach_app.asgi import build_app
-from outreach_core.ports import Clock, FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import Clock, FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import free_port, serving
 from tests.dns_server import DnsServer
 from tests.mail_servers import MailCA

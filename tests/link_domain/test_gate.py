@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from outreach_core.campaigns.lifecycle import get_launch_checklist
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.link_domain.conftest import LinkEnv, make_runtime
 

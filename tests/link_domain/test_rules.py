@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import outreach_core.link_domain.schemas  # noqa: F401  (registers the link domain's named patterns)
+from outreach_core.kernel.wire import NAMED_PATTERNS
 from outreach_core.link_domain.rules import (
     Dns,
     Tls,
@@ -18,7 +19,6 @@ from outreach_core.link_domain.rules import (
     link_target,
     suggested_hostname,
 )
-from outreach_core.wire import NAMED_PATTERNS
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the rules take the time as an argument; no clock is read
 

@@ -9,12 +9,12 @@ from typing import Any
 
 from sqlalchemy import select
 
-from outreach_core.db.tables import link_domains
+from outreach_core.kernel.db.tables import link_domains
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.link_domain.endpoints import ENDPOINTS
 from outreach_core.link_domain.operations import check_link_domain, get_link_domain, set_link_domain
 from outreach_core.link_domain.schemas import SetLinkDomainIn
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.dns_server import DnsServer
 from tests.link_domain.conftest import TARGET, MakeClockRuntime, TlsServer

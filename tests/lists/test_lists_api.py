@@ -9,9 +9,9 @@ import pytest
 from mcp import Client
 
 from mcp_server.server import api_key_principal_source, build_mcp
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads
-from outreach_core.errors import NotFound
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads
+from outreach_core.kernel.errors import NotFound
 from outreach_core.lists.store import resolve_import_list
 from outreach_core.targets.list_members import add_to_list
 from tests.conftest import MakeWorkspace

@@ -10,8 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import func
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads, list_leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads, list_leads
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import import_chunk, listing, merge_imports
 

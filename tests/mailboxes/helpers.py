@@ -6,11 +6,11 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import mailboxes
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import mailboxes
+from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.mailboxes.store import new_mailbox_row
-from outreach_core.ports import MailServer
-from outreach_core.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import HOST, closed_port
 

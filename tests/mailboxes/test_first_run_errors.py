@@ -11,7 +11,7 @@ import httpx
 
 from outreach_app.adapters import MailLoginClient
 from outreach_app.asgi import build_app
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace, free_port, served_ports, serving
 from tests.dns_server import DnsServer
 from tests.mail_servers import MailServers

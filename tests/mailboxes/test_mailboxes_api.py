@@ -7,10 +7,10 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import decrypt
-from outreach_core.db.tables import campaign_mailboxes, campaigns
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import decrypt
+from outreach_core.kernel.db.tables import campaign_mailboxes, campaigns
+from outreach_core.kernel.ids import new_id
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import HOST, MailServers, closed_port
 from tests.mailboxes.helpers import API, create, field_paths, listing, refused_body, seed_mailbox, stored_row

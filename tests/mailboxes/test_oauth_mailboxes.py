@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import HOST, Dovecot, MailCA, SmtpServer, Users, missing
 from tests.oauth_mail_servers import OAuthProvider

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.crypto import UndecryptableSecret, decrypt, encrypt, reencrypt
+from outreach_core.kernel.crypto import UndecryptableSecret, decrypt, encrypt, reencrypt
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.mailboxes import rules
 from outreach_core.mailboxes.operations import get_mailbox, list_mailboxes
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.dns_server import DnsServer
 from tests.doors import call_mcp

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.mailboxes.routes import add_sending_ip, list_sending_ips, remove_sending_ip
-from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import MailServers
 from tests.sending.helpers import add_lead, launched_campaign, rows

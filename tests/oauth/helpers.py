@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 from mcp import Client
 
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.oauth import server as core
 from outreach_core.oauth.schemas import IssuedTokens
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
 
 T = TypeVar("T")
 McpSession = Callable[..., AbstractAsyncContextManager[Client]]

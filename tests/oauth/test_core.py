@@ -8,13 +8,13 @@ from datetime import timedelta
 import pytest
 
 from outreach_core.auth.authenticate import authenticate_bearer, authenticate_oauth
-from outreach_core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from outreach_core.kernel.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.oauth import server as core
 from outreach_core.oauth.endpoints import ENDPOINTS
 from outreach_core.oauth.operations import disconnect_app, list_connected_apps
 from outreach_core.oauth.schemas import IssuedTokens
 from outreach_core.oauth.server import InvalidGrant
-from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.oauth.helpers import REDIRECT_URI, client_info, connect, issue_code, pkce_pair, register, run_at
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from mcp_server.consent import CONSENT_PURPOSE
-from outreach_core.runtime import Runtime
-from outreach_core.signing import sign
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.signing import sign
 from tests.conftest import MakeWorkspace
 from tests.doors import MCP_INITIALIZE
 from tests.oauth.helpers import REDIRECT_URI, McpSession, pkce_pair

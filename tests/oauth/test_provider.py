@@ -14,10 +14,10 @@ from pydantic import AnyUrl
 from mcp_server.consent import read_consent_request
 from mcp_server.oauth_provider import OutreachOAuthProvider
 from outreach_app.asgi import build_app
-from outreach_core.context import Principal
+from outreach_core.kernel.context import Principal
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.signing import SignatureExpired
 from outreach_core.oauth import server as core
-from outreach_core.runtime import Runtime
-from outreach_core.signing import SignatureExpired
 from tests.conftest import MakeWorkspace, serving
 from tests.oauth.helpers import REDIRECT_URI, connect, issue_code, pkce_pair, register
 

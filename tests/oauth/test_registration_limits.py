@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.oauth.helpers import REDIRECT_URI, pkce_pair
 from tests.oauth.test_http_flow import obtain_code

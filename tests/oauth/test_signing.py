@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from outreach_core.signing import InvalidSignature, SignatureExpired, sign, verify
+from outreach_core.kernel.signing import InvalidSignature, SignatureExpired, sign, verify
 
 SECRET = "a-test-secret"
 NOW = datetime(2026, 11, 21, 14, 0, tzinfo=UTC)

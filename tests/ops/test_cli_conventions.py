@@ -20,7 +20,7 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from outreach_core.settings import Settings, normalise_database_url
+from outreach_core.kernel.settings import Settings, normalise_database_url
 from tests.conftest import free_port
 from tests.test_cli import ROOT
 

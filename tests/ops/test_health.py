@@ -17,9 +17,9 @@ from sqlalchemy.engine import make_url
 
 import workers.health
 from outreach_app.asgi import build_app
-from outreach_core.db.engine import create_engine
-from outreach_core.db.migrate import migrate
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.db.engine import create_engine
+from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import serving
 from workers.loop import Worker, run_workers
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.mail_servers import SmtpServer, Users
 from tests.ops.test_health import app_on, running

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from outreach_app.ops.settings_example import env_example
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_PACKAGES = ("outreach_core", "http_api", "mcp_server", "workers", "outreach_app")

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 from tests.conftest import free_port
 from tests.test_cli import OUTREACH, ROOT, _env
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaign_leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaign_leads
 from tests.campaigns.helpers import write_send
 from tests.conftest import WorkspaceHandle
 from tests.parity.campaigns import Args, campaign_lead, parity_campaign

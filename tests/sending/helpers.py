@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.crypto import encrypt
-from outreach_core.db.tables import campaign_leads, campaigns, leads, mailboxes, sends
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.crypto import encrypt
+from outreach_core.kernel.db.tables import campaign_leads, campaigns, leads, mailboxes, sends
+from outreach_core.kernel.ids import new_id
 from tests.campaigns.helpers import add_lead, new_campaign, ok
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users

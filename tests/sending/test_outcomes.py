@@ -141,8 +141,8 @@ async def test_bounce_threshold_pauses_the_campaign(
 
 
 async def _events(ws: object) -> list:  # type: ignore[type-arg]
-    from outreach_core.context import WorkspaceContext, scoped
-    from outreach_core.db.tables import outbox
+    from outreach_core.kernel.context import WorkspaceContext, scoped
+    from outreach_core.kernel.db.tables import outbox
 
     async def read(ctx: WorkspaceContext) -> list:  # type: ignore[type-arg]
         return list((await ctx.conn.execute(scoped(ctx, outbox).select().order_by(outbox.c.seq))).all())

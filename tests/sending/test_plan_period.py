@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 
-from outreach_core.bulk import insert_rows
-from outreach_core.context import WorkspaceContext
-from outreach_core.db.tables import sends
-from outreach_core.ids import new_id
+from outreach_core.kernel.bulk import insert_rows
+from outreach_core.kernel.context import WorkspaceContext
+from outreach_core.kernel.db.tables import sends
+from outreach_core.kernel.ids import new_id
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
 from tests.sending.helpers import add_lead, launched_campaign, received_by, smtp_mailbox, update_rows

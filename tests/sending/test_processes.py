@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 from tests.conftest import PG_URL, MakeWorkspace
 from tests.mail_servers import MailCA, SmtpServer, Users
 from tests.sending.helpers import add_lead, launched_campaign, rows, smtp_mailbox

@@ -11,7 +11,7 @@ import pytest
 from outreach_core.billing.rules import month_start
 from outreach_core.campaigns import schedule
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
-from outreach_core.ports import FixedClock
+from outreach_core.kernel.ports import FixedClock
 from outreach_core.sending import rules
 from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id
 

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import suppressions
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import suppressions
+from outreach_core.kernel.ids import new_id
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
 from tests.sending.helpers import add_lead, launched_campaign, received_by, rows, smtp_mailbox, update_rows

@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import leads
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import leads
 from outreach_core.suppressions.rules import parse_entry
 from outreach_core.targets.suppression import suppressed_condition, suppressed_emails
 from tests.conftest import MakeWorkspace

@@ -304,8 +304,8 @@ async def test_with_an_active_link_domain_every_link_goes_through_it(
     """Once the workspace's link domain is active, tracked links, the pixel and the unsubscribe link of its
     emails use it (`https://<link domain>`), and the link domain's host serves them: a request with that
     Host header is redirected, while the API answers 404 there."""
-    from outreach_core.context import WorkspaceContext, scoped
-    from outreach_core.db.tables import link_domains
+    from outreach_core.kernel.context import WorkspaceContext, scoped
+    from outreach_core.kernel.db.tables import link_domains
 
     ws = await make_workspace()
     host = f"links.ws{ws.workspace_id[-8:].lower()}.example.com"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.tracking.journal import Journal, encode, orphans, read
 from outreach_core.tracking.record import record_hits
 from outreach_core.tracking.recorder import HitRecorder

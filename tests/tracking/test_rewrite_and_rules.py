@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 from outreach_core.tracking.rewrite import Tracking, track_email
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 from outreach_core.tracking.tokens import (

@@ -17,8 +17,8 @@ import pytest
 
 from outreach_app.adapters import DnspythonResolver
 from outreach_app.adapters.http import GuardedHttpClient
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.dns_server import DnsServer
 
 API_KEY = "test-verifier-key"

@@ -6,10 +6,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import lead_imports, leads, list_leads, lists
-from outreach_core.ids import new_id
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import lead_imports, leads, list_leads, lists
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 from workers import verify
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from outreach_app.adapters.http import GuardedHttpClient
-from outreach_core.urls import ALLOW_PRIVATE_HINT, is_blocked_address, url_problem
+from outreach_core.kernel.urls import ALLOW_PRIVATE_HINT, is_blocked_address, url_problem
 from tests.conftest import free_port
 from tests.verification.conftest import VerifierApi
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.targets.schemas import LeadTarget, TargetIn
 from outreach_core.verification.operations import verify_leads
 from outreach_core.verification.pipeline import Outcome, claim_leads_to_verify, record_verification

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from tests.mail_servers import MailServers
 from tests.warmup.helpers import Bridge, clear_pool
 

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from outreach_app.adapters import ImapWarmupTender, SmtpMailSender
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import warmup_mailboxes, warmup_messages
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import warmup_mailboxes, warmup_messages
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 from tests.mail_servers import MailServers, Received
 from tests.mailboxes.helpers import seed_mailbox

@@ -9,13 +9,13 @@ import email.policy
 
 import httpx
 
-from outreach_core.context import SystemContext, system_scope
-from outreach_core.db.tables import warmup_messages
 from outreach_core.inbox.pipeline import Fetched, FolderBatch, record_batch
+from outreach_core.kernel.context import SystemContext, system_scope
+from outreach_core.kernel.db.tables import warmup_messages
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.mailboxes.operations import update_mailbox
 from outreach_core.mailboxes.schemas import UpdateMailboxIn, WarmupIn
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
 from outreach_core.warmup.message import WarmupEmail, new_message_id, to_bytes
 from outreach_core.warmup.rules import new_token
 from tests.conftest import MakeWorkspace

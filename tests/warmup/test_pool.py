@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 
 import httpx
 
-from outreach_core.db.tables import warmup_mailboxes
 from outreach_core.inbox.pipeline import Fetched, FolderBatch, prepare, record_batch
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.db.tables import warmup_mailboxes
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from outreach_core.warmup.rules import HEADER
 from tests.conftest import MakeWorkspace

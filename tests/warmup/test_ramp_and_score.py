@@ -9,13 +9,13 @@ from typing import Any
 
 import httpx
 
-from outreach_core.context import SystemContext, WorkspaceContext, system_scope
-from outreach_core.db.tables import warmup_messages
-from outreach_core.ids import new_id
+from outreach_core.kernel.context import SystemContext, WorkspaceContext, system_scope
+from outreach_core.kernel.db.tables import warmup_messages
+from outreach_core.kernel.ids import new_id
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.mailboxes.operations import get_mailbox, update_mailbox
 from outreach_core.mailboxes.schemas import UpdateMailboxIn, WarmupIn
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from outreach_core.warmup.problems import warmup_problems
 from outreach_core.warmup.rules import FULL_TODAY

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import httpx
 
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from outreach_core.warmup.rules import POOL_OF_ONE
 from tests.conftest import MakeWorkspace

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import messages_of, threads_of

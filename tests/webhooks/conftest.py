@@ -21,10 +21,10 @@ from mcp.client.streamable_http import streamable_http_client
 from sqlalchemy import delete
 
 from outreach_app.adapters.http import GuardedHttpClient
-from outreach_core.db.tables import webhooks
-from outreach_core.ports import FixedClock, Ports
-from outreach_core.runtime import Runtime
-from outreach_core.settings import Settings
+from outreach_core.kernel.db.tables import webhooks
+from outreach_core.kernel.ports import FixedClock, Ports
+from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import Settings
 from tests.conftest import WorkspaceHandle, free_port, serving
 from tests.mail_servers import MailCA
 from tests.webhooks.receiver import ClosingServer, Receiver

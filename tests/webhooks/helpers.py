@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from outreach_core.db.tables import webhook_attempts, webhook_deliveries, webhooks
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.db.tables import webhook_attempts, webhook_deliveries, webhooks
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import WorkspaceHandle
 
 _n = itertools.count()
@@ -70,8 +70,8 @@ def iso(when: datetime) -> str:
 
 async def seed_delivery(ws: WorkspaceHandle, hook_id: str, status: str = "failed") -> str:
     """A delivery of a made-up `lead.won` event with one failed attempt, as the worker would leave it."""
-    from outreach_core.context import WorkspaceContext, scoped
-    from outreach_core.ids import new_id
+    from outreach_core.kernel.context import WorkspaceContext, scoped
+    from outreach_core.kernel.ids import new_id
     from outreach_core.webhooks.rules import body_bytes
 
     now = datetime.now(UTC)

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from outreach_core.ports import FixedClock
+from outreach_core.kernel.ports import FixedClock
 from tests.conftest import MakeWorkspace
 from tests.webhooks.conftest import CreateHook, MakeRuntime, run_worker
 from tests.webhooks.helpers import delivery_rows, new_lead, won

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-from outreach_core.ports import FixedClock
+from outreach_core.kernel.ports import FixedClock
 from tests.conftest import MakeWorkspace, free_port
 from tests.webhooks.conftest import CreateHook, MakeRuntime, run_worker
 from tests.webhooks.helpers import attempt_rows, deliveries, delivery_rows, hook, hook_row, new_lead, won

@@ -14,9 +14,9 @@ import httpx
 import pytest
 
 from outreach_core.campaigns.links import unsubscribe_url
-from outreach_core.context import WorkspaceContext, scoped
-from outreach_core.db.tables import campaigns
-from outreach_core.ports import FixedClock
+from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.tables import campaigns
+from outreach_core.kernel.ports import FixedClock
 from tests.campaigns.helpers import add_lead, ok
 from tests.campaigns.test_lifecycle import ready_campaign
 from tests.conftest import MakeWorkspace, WorkspaceHandle

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from outreach_core.ports import FixedClock
+from outreach_core.kernel.ports import FixedClock
 from tests.conftest import MakeWorkspace
 from tests.inbox.ingest import builtin_id, dsn, fetched, ingest, reply_to, sent_campaign, threads_of
 from tests.mail_servers import SmtpServer, Users

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from outreach_core.settings import Settings
+from outreach_core.kernel.settings import Settings
 from tests.conftest import MakeWorkspace
 from tests.webhooks.conftest import CreateHook
 from tests.webhooks.helpers import delivery_rows, new_lead, won

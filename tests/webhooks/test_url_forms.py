@@ -16,9 +16,9 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from outreach_core.db.tables import webhooks
-from outreach_core.ports import FixedClock
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.db.tables import webhooks
+from outreach_core.kernel.ports import FixedClock
+from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace, WorkspaceHandle, free_port
 from tests.doors import call_mcp
 from tests.webhooks.conftest import CreateHook, MakeRuntime, run_worker

@@ -18,7 +18,7 @@ from typing import Any, cast
 import pytest
 import structlog
 
-from outreach_core.runtime import Runtime
+from outreach_core.kernel.runtime import Runtime
 from workers.loop import Worker, backoff_delay, run_workers
 
 # The loop only hands the runtime to the ticks; these ticks never touch it.

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from outreach_core.usage import UsageTracker
+from outreach_core.kernel.usage import UsageTracker
 from workers import usage_flush
 from workers.registry import ALL_WORKERS, select
 
