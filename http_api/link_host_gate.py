@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from http_api.protection import send_error
-from outreach_core.campaigns.links import UNSUBSCRIBE_PATH
+from outreach_core.mail.links import UNSUBSCRIBE_PATH
 from outreach_core.errors import NotFound
 from outreach_core.link_domain.store import served_hosts
 from outreach_core.runtime import Runtime

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from outreach_core.campaigns.rendering import (
+from outreach_core.mail.rendering import (
     RenderedEmail,
     Sender,
     Unsubscribe,

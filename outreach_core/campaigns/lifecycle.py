@@ -13,10 +13,10 @@ from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import in_force
-from outreach_core.campaigns.content import spam_words, word_count
+from outreach_core.mail.content import spam_words, word_count
 from outreach_core.campaigns.next_send import describe_next_send, next_send
-from outreach_core.campaigns.plaintext import html_to_text
-from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.campaigns.rules import (
     ChecklistFacts,
     VariantFacts,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.campaigns.operations import get_campaign
-from outreach_core.campaigns.sanitize import header_safe, sanitize_body
+from outreach_core.mail.sanitize import header_safe, sanitize_body
 from outreach_core.campaigns.schemas import (
     MAX_STEPS,
     MAX_VARIANTS,

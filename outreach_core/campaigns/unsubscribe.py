@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from outreach_core.campaigns.links import read_unsubscribe_token
+from outreach_core.mail.links import read_unsubscribe_token
 from outreach_core.context import Principal, WorkspaceContext, scoped, workspace_itself
 from outreach_core.db.tables import campaign_leads, leads, suppressions, workspaces
 from outreach_core.errors import NotFound

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from outreach_core.campaigns.sanitize import header_safe
+from outreach_core.mail.sanitize import header_safe
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.inbox.schemas import (

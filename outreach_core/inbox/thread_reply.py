@@ -4,7 +4,7 @@ Three steps, no transaction open during network I/O (docs/inbox.md#replying-from
 
 1. `plan_reply` (a short read transaction): the thread, its mailbox, the lead, the threading headers
    (`In-Reply-To` the last received message's Message-ID, `References` the conversation's Message-IDs) and
-   the email itself (`sending/message.py` builds it);
+   the email itself (`mail/message.py` builds it);
 2. `prepare_reply_to_thread` (no transaction): the SMTP hand-off; a refusal is the error 409
    `delivery_failed` and nothing is recorded; then the copy to the Sent folder over IMAP, whose failure
    only shows in `sentFolder`;
@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from outreach_core.campaigns.plaintext import html_to_text
-from outreach_core.campaigns.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
-from outreach_core.campaigns.sanitize import sanitize_body as sanitize
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
+from outreach_core.mail.sanitize import sanitize_body as sanitize
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import UndecryptableSecret
 from outreach_core.db.tables import inbox_messages, leads, mailboxes, suppressions, threads
@@ -40,7 +40,7 @@ from outreach_core.inbox.threads import (
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.routes import proxy_urls
 from outreach_core.ports import MailServer
-from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 
 MAX_REFERENCES = 20
 """`References` keeps the first Message-ID and the latest ones up to this many (RFC 5322 3.6.4 allows

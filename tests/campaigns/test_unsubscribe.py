@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from outreach_app.asgi import build_app
-from outreach_core.campaigns.links import read_unsubscribe_token, unsubscribe_url
+from outreach_core.mail.links import read_unsubscribe_token, unsubscribe_url
 from outreach_core.runtime import Runtime
 from outreach_core.settings import Settings
 from outreach_core.signing import InvalidSignature

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from outreach_core.campaigns.links import unsubscribe_url
+from outreach_core.mail.links import unsubscribe_url
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaigns
 from outreach_core.ports import FixedClock

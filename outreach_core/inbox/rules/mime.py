@@ -22,7 +22,7 @@ from email.parser import BytesParser, HeaderParser
 from email.utils import parsedate_to_datetime
 
 from outreach_core.inbox.rules.headers import addresses, decode_bytes, header_text, message_ids, recover
-from outreach_core.inbox.rules.htmltext import html_to_text
+from outreach_core.mail.plaintext import html_to_text
 
 __all__ = [
     "BODY_LIMIT",
