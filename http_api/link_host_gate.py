@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from http_api.protection import send_error
-from outreach_core.mail.links import UNSUBSCRIBE_PATH
 from outreach_core.errors import NotFound
 from outreach_core.link_domain.store import served_hosts
+from outreach_core.mail.links import UNSUBSCRIBE_PATH
 from outreach_core.runtime import Runtime
 from outreach_core.urls import is_local_name, parse_ip
 

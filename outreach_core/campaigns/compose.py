@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from outreach_core.campaigns.rules import WeightedVariant, pick_variant
+from outreach_core.campaigns.schemas import Step, Variant
+from outreach_core.leads.schemas import LEAD_FIELDS
 from outreach_core.mail.rendering import (
     RenderedEmail,
     Sender,
@@ -19,9 +22,6 @@ from outreach_core.mail.rendering import (
     render_subject,
     spin_seed,
 )
-from outreach_core.campaigns.rules import WeightedVariant, pick_variant
-from outreach_core.campaigns.schemas import Step, Variant
-from outreach_core.leads.schemas import LEAD_FIELDS
 
 RENDERED_FIELDS: tuple[str, ...] = ("email", *LEAD_FIELDS, "custom")
 """The lead columns rendering reads (`lead` of `compose`), by their snake_case names: the address, the

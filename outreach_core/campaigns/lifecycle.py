@@ -13,10 +13,7 @@ from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import in_force
-from outreach_core.mail.content import spam_words, word_count
 from outreach_core.campaigns.next_send import describe_next_send, next_send
-from outreach_core.mail.plaintext import html_to_text
-from outreach_core.mail.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.campaigns.rules import (
     ChecklistFacts,
     VariantFacts,
@@ -48,6 +45,9 @@ from outreach_core.deliverability.store import weak_campaign_domains
 from outreach_core.errors import InvalidState, LaunchBlocked
 from outreach_core.event_data import PauseCause, campaign_ref
 from outreach_core.link_domain.store import active_link_host
+from outreach_core.mail.content import spam_words, word_count
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.outbox import record_event
 from outreach_core.warmup.problems import warmup_problems
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from outreach_core.mail.links import read_unsubscribe_token
 from outreach_core.context import Principal, WorkspaceContext, scoped, workspace_itself
 from outreach_core.db.tables import campaign_leads, leads, suppressions, workspaces
 from outreach_core.errors import NotFound
 from outreach_core.event_data import lead_event_data
 from outreach_core.ids import new_id
+from outreach_core.mail.links import read_unsubscribe_token
 from outreach_core.outbox import record_event
 from outreach_core.settings import Settings
 from outreach_core.signing import InvalidSignature

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from outreach_core.mail.sanitize import header_safe
 from outreach_core.context import WorkspaceContext
 from outreach_core.endpoint import Endpoint
 from outreach_core.inbox.schemas import (
@@ -16,6 +15,7 @@ from outreach_core.inbox.schemas import (
 )
 from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_subject, reply_to_thread
 from outreach_core.inbox.threads import get_thread, list_threads, thread_row, update_thread
+from outreach_core.mail.sanitize import header_safe
 
 QUOTE_CHARS = 300
 

@@ -19,9 +19,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from outreach_core.mail.plaintext import html_to_text
-from outreach_core.mail.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
-from outreach_core.mail.sanitize import sanitize_body as sanitize
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.crypto import UndecryptableSecret
 from outreach_core.db.tables import inbox_messages, leads, mailboxes, suppressions, threads
@@ -37,10 +34,13 @@ from outreach_core.inbox.threads import (
     thread_row,
     who_acts,
 )
+from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
+from outreach_core.mail.sanitize import sanitize_body as sanitize
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.routes import proxy_urls
 from outreach_core.ports import MailServer
-from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 
 MAX_REFERENCES = 20
 """`References` keeps the first Message-ID and the latest ones up to this many (RFC 5322 3.6.4 allows

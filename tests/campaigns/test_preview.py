@@ -7,9 +7,9 @@ from urllib.parse import urlsplit
 import httpx
 
 from outreach_core.campaigns.compose import compose, reply_subject
+from outreach_core.campaigns.schemas import Step
 from outreach_core.mail.links import read_unsubscribe_token
 from outreach_core.mail.rendering import Sender, Unsubscribe
-from outreach_core.campaigns.schemas import Step
 from tests.campaigns.helpers import add_lead, add_mailbox, call, new_campaign, ok
 from tests.conftest import MakeWorkspace
 

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from outreach_core.mail.links import unsubscribe_url
 from outreach_core.context import WorkspaceContext, scoped
 from outreach_core.db.tables import campaigns
+from outreach_core.mail.links import unsubscribe_url
 from outreach_core.ports import FixedClock
 from tests.campaigns.helpers import add_lead, ok
 from tests.campaigns.test_lifecycle import ready_campaign
