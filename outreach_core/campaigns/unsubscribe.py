@@ -1,9 +1,9 @@
 """One-click unsubscribe: the lead behind a signed link stops getting email, for good.
 
-The link (see `links.py`) names workspace, lead and campaign. Unsubscribing marks the lead `unsubscribed`,
-puts its address on the suppression list, stops every campaign lead of it that could still get email
-(status `unsubscribed`), and records a `lead.unsubscribed` event, all in one transaction. Doing it again
-changes nothing and records nothing.
+The link (see `mail/links.py`) names workspace, lead and campaign. Unsubscribing marks the lead
+`unsubscribed`, puts its address on the suppression list, stops every campaign lead of it that could still
+get email (status `unsubscribed`), and records a `lead.unsubscribed` event, all in one transaction. Doing it
+again changes nothing and records nothing.
 """
 
 from __future__ import annotations
