@@ -14,6 +14,7 @@ from typing import Any
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
 from outreach_core.campaigns.schemas import Step, Variant
 from outreach_core.leads.schemas import LEAD_FIELDS
+from outreach_core.mail.message import reply_subject
 from outreach_core.mail.rendering import (
     RenderedEmail,
     Sender,
@@ -80,11 +81,6 @@ def _first_subject(
         unsubscribe=unsubscribe,
         seed=spin_seed(lead_id, first.id, variant.id),
     )
-
-
-def reply_subject(subject: str) -> str:
-    """`Re: <subject>`, without stacking `Re:` prefixes."""
-    return subject if subject[:3].lower() == "re:" else f"Re: {subject}"
 
 
 def _render(

@@ -13,8 +13,9 @@ from outreach_core.inbox.schemas import (
     ThreadPage,
     UpdateThreadIn,
 )
-from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_subject, reply_to_thread
+from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_to_thread
 from outreach_core.inbox.threads import get_thread, list_threads, thread_row, update_thread
+from outreach_core.mail.message import reply_subject
 from outreach_core.mail.sanitize import header_safe
 
 QUOTE_CHARS = 300

@@ -14,7 +14,6 @@ Three steps, no transaction open during network I/O (docs/inbox.md#replying-from
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -34,7 +33,14 @@ from outreach_core.inbox.threads import (
     thread_row,
     who_acts,
 )
-from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.mail.message import (
+    Outgoing,
+    UnsafeHeader,
+    build_message,
+    new_message_id,
+    reply_subject,
+    to_bytes,
+)
 from outreach_core.mail.plaintext import html_to_text
 from outreach_core.mail.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
 from outreach_core.mail.sanitize import sanitize_body as sanitize
@@ -45,7 +51,6 @@ from outreach_core.ports import MailServer
 MAX_REFERENCES = 20
 """`References` keeps the first Message-ID and the latest ones up to this many (RFC 5322 3.6.4 allows
 trimming; mail clients thread on the first and the last)."""
-_RE = re.compile(r"^\s*(re|aw|sv|antw|réf|ref)\s*:", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -68,14 +73,6 @@ class Handed:
     plan: ReplyPlan
     sent_at: datetime
     sent_folder: str
-
-
-def reply_subject(thread_subject: str) -> str:
-    """`Re: <subject>`, without piling up prefixes on a subject that already has one."""
-    subject = header_safe(thread_subject).strip()
-    if not subject:
-        return "Re:"
-    return subject if _RE.match(subject) else f"Re: {subject}"
 
 
 def reply_body(body: str, signature: str | None) -> tuple[str, str]:
