@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from http_api.protection import send_error
-from outreach_core.campaigns.links import UNSUBSCRIBE_PATH
 from outreach_core.kernel.errors import NotFound
 from outreach_core.kernel.runtime import Runtime
 from outreach_core.kernel.urls import is_local_name, parse_ip
 from outreach_core.link_domain.store import served_hosts
+from outreach_core.mail.links import UNSUBSCRIBE_PATH
 
 LINK_PATHS = ("/l/", "/o/", UNSUBSCRIBE_PATH)
 """What a link domain serves: click redirects, open pixels, unsubscribe."""

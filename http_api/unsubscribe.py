@@ -15,10 +15,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from outreach_core.campaigns.links import UNSUBSCRIBE_PATH
 from outreach_core.campaigns.unsubscribe import describe_unsubscribe, read_unsubscribe_link, unsubscribe_lead
 from outreach_core.kernel.errors import NotFound
 from outreach_core.kernel.runtime import Runtime
+from outreach_core.mail.links import UNSUBSCRIBE_PATH
 
 _HEADERS = {
     "Content-Security-Policy": (

@@ -11,7 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from outreach_core.campaigns.rendering import (
+from outreach_core.campaigns.rules import WeightedVariant, pick_variant
+from outreach_core.campaigns.schemas import Step, Variant
+from outreach_core.leads.schemas import LEAD_FIELDS
+from outreach_core.mail.message import reply_subject
+from outreach_core.mail.rendering import (
     RenderedEmail,
     Sender,
     Unsubscribe,
@@ -19,9 +23,6 @@ from outreach_core.campaigns.rendering import (
     render_subject,
     spin_seed,
 )
-from outreach_core.campaigns.rules import WeightedVariant, pick_variant
-from outreach_core.campaigns.schemas import Step, Variant
-from outreach_core.leads.schemas import LEAD_FIELDS
 
 RENDERED_FIELDS: tuple[str, ...] = ("email", *LEAD_FIELDS, "custom")
 """The lead columns rendering reads (`lead` of `compose`), by their snake_case names: the address, the
@@ -80,11 +81,6 @@ def _first_subject(
         unsubscribe=unsubscribe,
         seed=spin_seed(lead_id, first.id, variant.id),
     )
-
-
-def reply_subject(subject: str) -> str:
-    """`Re: <subject>`, without stacking `Re:` prefixes."""
-    return subject if subject[:3].lower() == "re:" else f"Re: {subject}"
 
 
 def _render(

@@ -13,10 +13,7 @@ from sqlalchemy import ColumnElement, String, exists, func, true
 
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.billing.rules import in_force
-from outreach_core.campaigns.content import spam_words, word_count
 from outreach_core.campaigns.next_send import describe_next_send, next_send
-from outreach_core.campaigns.plaintext import html_to_text
-from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.campaigns.rules import (
     ChecklistFacts,
     VariantFacts,
@@ -49,6 +46,9 @@ from outreach_core.kernel.db.tables import (
 )
 from outreach_core.kernel.errors import InvalidState, LaunchBlocked
 from outreach_core.link_domain.store import active_link_host
+from outreach_core.mail.content import spam_words, word_count
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.rendering import template_problems, unknown_variables, variables_in
 from outreach_core.warmup.problems import warmup_problems
 
 WAITING = ("not_contacted", "contacted", "rescheduled")

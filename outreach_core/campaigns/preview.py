@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.campaigns.compose import RENDERED_FIELDS, compose
-from outreach_core.campaigns.links import unsubscribe_url
-from outreach_core.campaigns.rendering import REPLY_TEXT_LINE, Sender, Unsubscribe
 from outreach_core.campaigns.rules import assign_mailbox
 from outreach_core.campaigns.schemas import Preview, PreviewEmail, PreviewLead, PreviewQuery, PreviewSender
 from outreach_core.campaigns.store import campaign_row, lead_counts, load_steps
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import campaign_leads, campaign_mailboxes, leads, mailboxes, workspaces
 from outreach_core.kernel.errors import NotFound
+from outreach_core.mail.links import unsubscribe_url
+from outreach_core.mail.rendering import REPLY_TEXT_LINE, Sender, Unsubscribe
 from outreach_core.tracking.base import tracking_base_url
 from outreach_core.tracking.rewrite import Tracking, track_email
 

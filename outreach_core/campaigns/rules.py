@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from outreach_core.campaigns.content import LONG_EMAIL_WORDS
 from outreach_core.campaigns.schemas import ChecklistItem
+from outreach_core.mail.content import LONG_EMAIL_WORDS
 
 LABELS = "ABCDE"
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from outreach_core.campaigns.operations import get_campaign
-from outreach_core.campaigns.sanitize import header_safe, sanitize_body
 from outreach_core.campaigns.schemas import (
     MAX_STEPS,
     MAX_VARIANTS,
@@ -32,6 +31,7 @@ from outreach_core.kernel.db.tables import campaign_steps, campaign_variants
 from outreach_core.kernel.errors import Conflict, InvalidInput, InvalidState, NotFound
 from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.wire import Ok
+from outreach_core.mail.sanitize import header_safe, sanitize_body
 
 EDITABLE = ("draft", "paused")
 

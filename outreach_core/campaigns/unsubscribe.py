@@ -1,9 +1,9 @@
 """One-click unsubscribe: the lead behind a signed link stops getting email, for good.
 
-The link (see `links.py`) names workspace, lead and campaign. Unsubscribing marks the lead `unsubscribed`,
-puts its address on the suppression list, stops every campaign lead of it that could still get email
-(status `unsubscribed`), and records a `lead.unsubscribed` event, all in one transaction. Doing it again
-changes nothing and records nothing.
+The link (see `mail/links.py`) names workspace, lead and campaign. Unsubscribing marks the lead
+`unsubscribed`, puts its address on the suppression list, stops every campaign lead of it that could still
+get email (status `unsubscribed`), and records a `lead.unsubscribed` event, all in one transaction. Doing it
+again changes nothing and records nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from outreach_core.campaigns.links import read_unsubscribe_token
 from outreach_core.events.data import lead_event_data
 from outreach_core.events.outbox import record_event
 from outreach_core.kernel.context import Principal, WorkspaceContext, scoped, workspace_itself
@@ -20,6 +19,7 @@ from outreach_core.kernel.errors import NotFound
 from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.settings import Settings
 from outreach_core.kernel.signing import InvalidSignature
+from outreach_core.mail.links import read_unsubscribe_token
 
 STOPPABLE = ("not_contacted", "contacted", "rescheduled")
 

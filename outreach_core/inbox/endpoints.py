@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from outreach_core.campaigns.sanitize import header_safe
 from outreach_core.inbox.schemas import (
     ListThreadsQuery,
     ReplyIn,
@@ -12,10 +11,12 @@ from outreach_core.inbox.schemas import (
     ThreadPage,
     UpdateThreadIn,
 )
-from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_subject, reply_to_thread
+from outreach_core.inbox.thread_reply import prepare_reply_to_thread, reply_to_thread
 from outreach_core.inbox.threads import get_thread, list_threads, thread_row, update_thread
 from outreach_core.kernel.context import WorkspaceContext
 from outreach_core.kernel.endpoint import Endpoint
+from outreach_core.mail.message import reply_subject
+from outreach_core.mail.sanitize import header_safe
 
 QUOTE_CHARS = 300
 

@@ -4,7 +4,7 @@ Three steps, no transaction open during network I/O (docs/inbox.md#replying-from
 
 1. `plan_reply` (a short read transaction): the thread, its mailbox, the lead, the threading headers
    (`In-Reply-To` the last received message's Message-ID, `References` the conversation's Message-IDs) and
-   the email itself (`sending/message.py` builds it);
+   the email itself (`mail/message.py` builds it);
 2. `prepare_reply_to_thread` (no transaction): the SMTP hand-off; a refusal is the error 409
    `delivery_failed` and nothing is recorded; then the copy to the Sent folder over IMAP, whose failure
    only shows in `sentFolder`;
@@ -14,14 +14,10 @@ Three steps, no transaction open during network I/O (docs/inbox.md#replying-from
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from outreach_core.campaigns.plaintext import html_to_text
-from outreach_core.campaigns.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
-from outreach_core.campaigns.sanitize import sanitize_body as sanitize
 from outreach_core.inbox.schemas import ReplyIn, ReplySent
 from outreach_core.inbox.threads import (
     arrival_order,
@@ -38,14 +34,23 @@ from outreach_core.kernel.endpoint import Outside
 from outreach_core.kernel.errors import DeliveryFailed, InvalidInput, InvalidState
 from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.ports import MailServer
+from outreach_core.mail.message import (
+    Outgoing,
+    UnsafeHeader,
+    build_message,
+    new_message_id,
+    reply_subject,
+    to_bytes,
+)
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.sanitize import clean_html, header_safe, looks_like_html, plain_text_to_html
+from outreach_core.mail.sanitize import sanitize_body as sanitize
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.mailboxes.routes import proxy_urls
-from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 
 MAX_REFERENCES = 20
 """`References` keeps the first Message-ID and the latest ones up to this many (RFC 5322 3.6.4 allows
 trimming; mail clients thread on the first and the last)."""
-_RE = re.compile(r"^\s*(re|aw|sv|antw|réf|ref)\s*:", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -68,14 +73,6 @@ class Handed:
     plan: ReplyPlan
     sent_at: datetime
     sent_folder: str
-
-
-def reply_subject(thread_subject: str) -> str:
-    """`Re: <subject>`, without piling up prefixes on a subject that already has one."""
-    subject = header_safe(thread_subject).strip()
-    if not subject:
-        return "Re:"
-    return subject if _RE.match(subject) else f"Re: {subject}"
 
 
 def reply_body(body: str, signature: str | None) -> tuple[str, str]:

@@ -13,14 +13,14 @@ from typing import Any
 import structlog
 
 from outreach_core.campaigns.compose import RENDERED_FIELDS, ComposedEmail, compose
-from outreach_core.campaigns.links import unsubscribe_url
-from outreach_core.campaigns.rendering import Sender, Unsubscribe
 from outreach_core.campaigns.schemas import Step
 from outreach_core.kernel.crypto import UndecryptableSecret
 from outreach_core.kernel.ports import Delivery, MailSender, MailServer
 from outreach_core.kernel.settings import Settings
+from outreach_core.mail.links import unsubscribe_url
+from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
+from outreach_core.mail.rendering import Sender, Unsubscribe
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
-from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
 from outreach_core.tracking.rewrite import Tracking, track_email
 
 _log = structlog.get_logger()

@@ -26,6 +26,7 @@ from outreach_core.kernel.context import SystemContext, system_scope
 from outreach_core.kernel.db.tables import mailboxes, warmup_mailboxes, warmup_messages
 from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.ports import MailServer
+from outreach_core.mail.message import reply_subject
 from outreach_core.mailboxes.rules import effective_limit, ramp_day, sent_today
 from outreach_core.mailboxes.warmup_settings import warmup_day, warmup_target_today
 from outreach_core.warmup import corpus
@@ -202,9 +203,7 @@ async def _claim(
         original = replies.get(r.mailbox_id)
         if original is not None and original.from_mailbox_id in by_id:
             partner = by_id[original.from_mailbox_id]
-            subject = (
-                original.subject if original.subject.lower().startswith("re:") else f"Re: {original.subject}"
-            )
+            subject = reply_subject(original.subject)
             text = corpus.compose_reply(rng, r.display_name)
             in_reply_to: str | None = original.message_id
             answered.append({"id": original.id, "reply": "sent"})

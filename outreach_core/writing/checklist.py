@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from outreach_core.campaigns.content import LONG_EMAIL_WORDS, spam_words, word_count
-from outreach_core.campaigns.rendering import template_problems, unknown_variables, variables_in
+from outreach_core.mail.content import LONG_EMAIL_WORDS, spam_words, word_count
+from outreach_core.mail.rendering import template_problems, unknown_variables, variables_in
 
 LONG_SUBJECT = 60
 MAX_LINKS = 1

@@ -9,14 +9,14 @@ from typing import Any
 from outreach_core.billing.ai_allowance import record_ai_draft
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.campaigns.operations import get_campaign
-from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.rules import variant_label
-from outreach_core.campaigns.sanitize import header_safe, sanitize_body
 from outreach_core.campaigns.schemas import MAX_STEPS, MAX_VARIANTS, Step
 from outreach_core.campaigns.store import campaign_row, load_steps, touch
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import campaign_steps, campaign_variants
 from outreach_core.kernel.ids import new_id
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.sanitize import header_safe, sanitize_body
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.writing.checklist import Draft, content_problems
 from outreach_core.writing.prepare import WritePrepared

@@ -9,12 +9,12 @@ from outreach_core.ai.answers import ask_json
 from outreach_core.ai.keys import OwnKey, choose_ai, own_key
 from outreach_core.billing.ai_allowance import ensure_ai_draft_left
 from outreach_core.billing.plan import require_active_plan
-from outreach_core.campaigns.plaintext import html_to_text
 from outreach_core.campaigns.store import campaign_row, load_steps
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import campaign_leads, leads
 from outreach_core.kernel.endpoint import Outside
 from outreach_core.kernel.errors import AiUnavailable, NotFound, OfferProfileRequired
+from outreach_core.mail.plaintext import html_to_text
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.offer.store import offer_profile_row
 from outreach_core.writing.checklist import Draft

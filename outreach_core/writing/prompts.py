@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from outreach_core.ai.answers import Unusable
-from outreach_core.campaigns.rendering import SENDER_VARIABLES, STANDARD_VARIABLES
+from outreach_core.mail.rendering import SENDER_VARIABLES, STANDARD_VARIABLES
 from outreach_core.offer.schemas import OfferProfile
 from outreach_core.writing.checklist import Draft, structural_problems
 from outreach_core.writing.schemas import WriteIn

@@ -6,10 +6,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from outreach_core.campaigns.compose import compose, reply_subject
-from outreach_core.campaigns.links import read_unsubscribe_token
-from outreach_core.campaigns.rendering import Sender, Unsubscribe
+from outreach_core.campaigns.compose import compose
 from outreach_core.campaigns.schemas import Step
+from outreach_core.mail.links import read_unsubscribe_token
+from outreach_core.mail.message import reply_subject
+from outreach_core.mail.rendering import Sender, Unsubscribe
 from tests.campaigns.helpers import add_lead, add_mailbox, call, new_campaign, ok
 from tests.conftest import MakeWorkspace
 

@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from outreach_app.asgi import build_app
-from outreach_core.campaigns.links import read_unsubscribe_token, unsubscribe_url
 from outreach_core.kernel.runtime import Runtime
 from outreach_core.kernel.settings import Settings
 from outreach_core.kernel.signing import InvalidSignature
+from outreach_core.mail.links import read_unsubscribe_token, unsubscribe_url
 from tests.campaigns.helpers import add_lead, campaign_lead_rows, new_campaign, ok
 from tests.campaigns.test_lifecycle import events
 from tests.conftest import MakeWorkspace, serving

@@ -6,7 +6,7 @@ from email.message import EmailMessage
 from email.policy import SMTP
 
 OUR_MESSAGE_ID = "<01jq2x8k3v5m7n9p1r3t5w7y9a@mail.acme.example>"
-# What `{{unsubscribe}}` renders to in reply_text mode (outreach_core/campaigns/rendering.py).
+# What `{{unsubscribe}}` renders to in reply_text mode (outreach_core/mail/rendering.py).
 OUR_UNSUBSCRIBE_LINE = 'Reply "stop" to unsubscribe.'
 OUR_EMAIL_TEXT = (
     "Hi Jane,\n\nWe help teams like yours book more meetings. Worth a chat next week?\n\n"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from outreach_app.adapters.imap_parse import ListedFolder, list_folders, quote, sent_folder
-from outreach_core.inbox.thread_reply import MAX_REFERENCES, reply_body, reply_subject, threading
+from outreach_core.inbox.thread_reply import MAX_REFERENCES, reply_body, threading
 from outreach_core.kernel.errors import InvalidInput
+from outreach_core.mail.message import reply_subject
 
 
 def test_subject_gets_one_re_prefix_on_one_line() -> None:

@@ -12,8 +12,8 @@ from outreach_core.billing.rules import month_start
 from outreach_core.campaigns import schedule
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
 from outreach_core.kernel.ports import FixedClock
+from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id
 from outreach_core.sending import rules
-from outreach_core.sending.message import Outgoing, UnsafeHeader, build_message, new_message_id
 
 WEEKDAYS_9_TO_5 = schedule.Schedule("Europe/Berlin", 540, 1020, 31, None, None)
 # 2026-06-01 is a Monday; Berlin is UTC+2 in summer, New York UTC-4.

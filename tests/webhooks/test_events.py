@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from outreach_core.campaigns.links import unsubscribe_url
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import campaigns
 from outreach_core.kernel.ports import FixedClock
+from outreach_core.mail.links import unsubscribe_url
 from tests.campaigns.helpers import add_lead, ok
 from tests.campaigns.test_lifecycle import ready_campaign
 from tests.conftest import MakeWorkspace, WorkspaceHandle

@@ -1,6 +1,7 @@
 """The inbox's pure rules: parse received mail and say what it is.
 
-No I/O, no database, no other domain package: raw bytes in, typed immutable values out. The inbox worker
+No I/O, no database, no other domain package (of the service only the mail layer's HTML-to-text converter,
+`mail/plaintext.py`): raw bytes in, typed immutable values out. The inbox worker
 (IMAP), matching against the send ledger, threads, labels and effects are built on these:
 
     parsed = parse_message(raw)                 # ParsedMessage: ids, addresses, bodies, reports

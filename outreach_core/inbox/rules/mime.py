@@ -22,7 +22,7 @@ from email.parser import BytesParser, HeaderParser
 from email.utils import parsedate_to_datetime
 
 from outreach_core.inbox.rules.headers import addresses, decode_bytes, header_text, message_ids, recover
-from outreach_core.inbox.rules.htmltext import html_to_text
+from outreach_core.mail.plaintext import html_to_text
 
 __all__ = [
     "BODY_LIMIT",
@@ -195,7 +195,7 @@ def _build(msg: Message, walk: _Walk, size: int) -> ParsedMessage:
     html, html_cut = cut(html_raw) if html_raw is not None else (None, False)
     text_from_html = not text_raw.strip() and html is not None
     if text_from_html and html is not None:
-        text_raw = html_to_text(html)
+        text_raw = html_to_text(html, links=False)
     text, text_cut = cut(text_raw)
     own = set() if message_id is None else {message_id}
     ids: list[str] = [o.message_id for o in walk.originals if o.message_id]

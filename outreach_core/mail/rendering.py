@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from outreach_core.campaigns.plaintext import html_to_text
-from outreach_core.campaigns.sanitize import (
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.sanitize import (
     VARIABLE_RE,
     clean_html,
     header_safe,

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from outreach_core.campaigns.rendering import (
+from outreach_core.mail.rendering import (
     SENDER_VARIABLES,
     SPECIAL_VARIABLES,
     STANDARD_VARIABLES,
@@ -18,7 +18,7 @@ from outreach_core.campaigns.rendering import (
     render_email,
     resolve_spintax,
 )
-from outreach_core.campaigns.sanitize import sanitize_body
+from outreach_core.mail.sanitize import sanitize_body
 
 KNOWN = set(STANDARD_VARIABLES + SENDER_VARIABLES + SPECIAL_VARIABLES)
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from outreach_core.campaigns.content import LONG_EMAIL_WORDS, spam_words, word_count
-from outreach_core.campaigns.plaintext import html_to_text
-from outreach_core.campaigns.rendering import (
+from outreach_core.mail.content import LONG_EMAIL_WORDS, spam_words, word_count
+from outreach_core.mail.plaintext import html_to_text
+from outreach_core.mail.rendering import (
     RenderedEmail,
     Sender,
     Unsubscribe,

@@ -22,12 +22,26 @@ from email.policy import SMTP, SMTPUTF8, EmailPolicy
 from email.utils import format_datetime, make_msgid
 from typing import Any, cast
 
+from outreach_core.mail.sanitize import header_safe
+
 ONE_CLICK = "List-Unsubscribe=One-Click"
 FOLD_AT = 78  # RFC 5322: lines SHOULD stay within 78 characters ...
 LINE_LIMIT = 998  # ... and MUST stay within 998
 
+_REPLY_PREFIX = re.compile(r"^\s*(re|aw|sv|antw|réf|ref)\s*:", re.IGNORECASE)
+"""A subject that already answers: `Re:` and its German, Scandinavian, Dutch and French forms."""
 _CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 """Control characters (C0 but the tab, DEL, C1) and Unicode line separators: none may reach a header."""
+
+
+def reply_subject(subject: str) -> str:
+    """`Re: <subject>` on one header-safe line, without piling up prefixes on a subject that already answers
+    (`Re:`, `AW:`, `SV:` ...): the subject of a reply in a thread, a same-thread follow-up and a warmup
+    answer."""
+    subject = header_safe(subject)
+    if not subject:
+        return "Re:"
+    return subject if _REPLY_PREFIX.match(subject) else f"Re: {subject}"
 
 
 class UnsafeHeader(ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from outreach_core.campaigns.sanitize import header_safe, sanitize_body
+from outreach_core.mail.sanitize import header_safe, sanitize_body
 
 
 def test_script_and_style_are_removed_with_their_contents() -> None:
