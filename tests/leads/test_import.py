@@ -200,6 +200,31 @@ async def test_contacts_limit_imports_what_fits_and_counts_the_rest(
     assert again["duplicates"] == 2 and again["overLimit"] == 2 and balanced(again)  # met once, counted once
 
 
+async def test_near_the_limit_known_and_suppressed_since_are_counted_as_before(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A part that would pass the contacts limit, holding a known lead: the first new ones that fit are
+    stored, the known one skipped. A lead this import created and the user suppressed since is a duplicate
+    when met again, not a suppressed address; so are the addresses it counted over the limit or skipped."""
+    ws = await make_workspace(plan="starter")  # 2,000 contacts
+    filled = await imported(http, ws, rows=[{"email": f"c{i}@acme.io"} for i in range(1998)], final=True)
+    assert filled["created"] == 1998
+    rows = [{"email": f"n{i}@acme.io"} for i in range(3)] + [{"email": "c5@acme.io"}, {"email": "n3@acme.io"}]
+    first = await imported(http, ws, rows=rows, list={"name": "Late"})
+    assert counters(first) == {k: 0 for k in COUNTERS} | {
+        "rows": 5,
+        "created": 2,
+        "skipped": 1,
+        "overLimit": 2,
+    }
+    await suppress(http, ws, "n0@acme.io")
+    rows = [{"email": "n0@acme.io"}, {"email": "n2@acme.io"}, {"email": "c5@acme.io"}]
+    second = await imported(http, ws, importId=first["id"], rows=rows, final=True)
+    assert counters(second) == counters(first) | {"rows": 8, "duplicates": 3} and balanced(second)
+    in_list = await emails(http, ws, listId=first["listId"], sort="email", dir="asc")
+    assert in_list == ["c5@acme.io", "n0@acme.io", "n1@acme.io"]
+
+
 @pytest.mark.parametrize("field", ["clientInvalid", "clientDuplicates"])
 async def test_client_counts_are_validated(
     field: str, http: httpx.AsyncClient, make_workspace: MakeWorkspace
