@@ -492,13 +492,17 @@ async def _merge_staged(
     known: dict[str, Any] = {}
     over: list[str] = []
     room = await contacts_room(ctx) if candidates else None
-    if room is not None and room.current + len(candidates) > room.limit:
+    tight = room is not None and room.current + len(candidates) > room.limit
+    # An import that has met more known addresses than it created so far (a file imported again, `existing:
+    # update`) looks them up first, so that it does not build and stage a row for every known lead only to
+    # have the insert turn it away.
+    if tight or imp.skipped + imp.updated > imp.created:
         # Near the limit the new addresses must be known before storing, to store the first that fit.
         known = await _known_leads(ctx, candidates, update)
-        new = [e for e in candidates if e not in known]
-        fits = max(room.limit - room.current, 0)
-        over = new[fits:]
-        candidates = new[:fits]
+        candidates = [e for e in candidates if e not in known]
+        if room is not None and tight:
+            fits = max(room.limit - room.current, 0)
+            candidates, over = candidates[:fits], candidates[fits:]
     columns = await _stage_new_leads(ctx, imp, unique, candidates)
     created = await _store_staged(ctx, imp, columns)
     # Every address not stored now is a lead already (the import's own, or another's), or a lead deleted

@@ -149,6 +149,23 @@ async def test_existing_update_fills_in_new_values(
     assert await emails(http, ws, search="new") == ["keep@acme.io"]
 
 
+async def test_a_file_imported_again_updates_across_parts_and_stores_what_is_new(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Once an import has met more known leads than it created, a part's known addresses are looked up
+    before storing (PostgreSQL); the counters and values are the same either way."""
+    ws = await make_workspace()
+    for n in range(3):
+        await create(http, ws, f"k{n}@acme.io", company="Old")
+    first = await imported(http, ws, existing="update", rows=[{"email": "k0@acme.io", "company": "New"}])
+    rows = [{"email": "k1@acme.io", "title": "CEO"}, {"email": "k2@acme.io"}, {"email": "fresh@acme.io"}]
+    second = await imported(http, ws, importId=first["id"], rows=rows, final=True)
+    assert counters(second) == {k: 0 for k in COUNTERS} | {"rows": 4, "updated": 3, "created": 1}
+    assert await emails(http, ws, search="new") == ["k0@acme.io"]
+    assert await emails(http, ws, search="old", sort="email", dir="asc") == ["k1@acme.io", "k2@acme.io"]
+    assert (await listing(http, ws, search="fresh@"))["total"] == 1
+
+
 async def test_refusals_keep_what_was_imported(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
