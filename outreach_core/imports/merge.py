@@ -9,6 +9,9 @@ merge adds its outcomes to the import's counters and takes its rows off `queued`
 Duplicates across parts: an address this import created is a lead whose `import_id` is the import; an
 address it met without creating it (skipped, updated, suppressed) is kept in `import_seen` until the import
 is complete. A million new leads therefore cost no second index of a million addresses.
+
+PostgreSQL merges a part set-based through a temporary staging table (`_merge_staged`); SQLite, in-process
+with no round trips to save, looks the part's addresses up and inserts the new leads with one executemany.
 """
 
 from __future__ import annotations
