@@ -12,6 +12,9 @@ microseconds per row of this process (`process_time`: SQLite runs in it) under e
 - `mmap_size`: pages read through a memory map instead of `read()` into the cache;
 - `synchronous` NORMAL or FULL, `temp_store` FILE or MEMORY.
 
+First it prints what a connection of the service's engine (`db/engine.py:create_engine`, the one the import
+worker's process merges through) runs with: `cache_size`, `mmap_size`, `synchronous`, `temp_store`.
+
     .venv/bin/python bench/sqlite_gap.py [--prefill 200000] [--parts 20]
 """
 
@@ -39,6 +42,7 @@ SETTINGS: list[tuple[str, dict[str, str], bool]] = [
     ("cache 64 MB (the service's)", {"cache_size": "-65536"}, False),
     ("cache 2 MB, other writer between parts", {"cache_size": "-2000"}, True),
     ("cache 64 MB, other writer between parts", {"cache_size": "-65536"}, True),
+    ("cache 512 MB, other writer between parts", {"cache_size": "-524288"}, True),
     ("cache 64 MB, other writer, mmap 1 GB", {"cache_size": "-65536", "mmap_size": "1073741824"}, True),
     ("cache 64 MB, mmap 1 GB, no other writer", {"cache_size": "-65536", "mmap_size": "1073741824"}, False),
     ("... other writer, mmap 1 GB, synchronous FULL", {"cache_size": "-65536", "mmap_size": "1073741824", "synchronous": "FULL"}, True),
@@ -54,6 +58,18 @@ def connect(path: str, pragmas: dict[str, str]) -> sqlite3.Connection:
     return conn
 
 
+SERVICE_PRAGMAS = ("cache_size", "mmap_size", "synchronous", "temp_store", "page_size", "journal_mode")
+
+
+async def service_pragmas(path: str) -> dict[str, object]:
+    """The settings of a connection made as the service (and its worker process) makes them."""
+    engine = create_engine(f"sqlite+aiosqlite:///{path}")
+    async with engine.connect() as conn:
+        found = {name: (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar() for name in SERVICE_PRAGMAS}
+    await engine.dispose()
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--prefill", type=int, default=200_000)
@@ -63,6 +79,7 @@ def main() -> None:
     engine = create_engine(f"sqlite+aiosqlite:///{path}")
     asyncio.run(migrate(engine))
     asyncio.run(engine.dispose())
+    print("the service's connection:", asyncio.run(service_pragmas(path)), flush=True)
     insert = f"INSERT INTO leads ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
     rng = random.Random(1)
     setup = connect(path, {})

@@ -149,6 +149,23 @@ async def test_existing_update_fills_in_new_values(
     assert await emails(http, ws, search="new") == ["keep@acme.io"]
 
 
+async def test_a_file_imported_again_updates_across_parts_and_stores_what_is_new(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Once an import has met more known leads than it created, a part's known addresses are looked up
+    before storing (PostgreSQL); the counters and values are the same either way."""
+    ws = await make_workspace()
+    for n in range(3):
+        await create(http, ws, f"k{n}@acme.io", company="Old")
+    first = await imported(http, ws, existing="update", rows=[{"email": "k0@acme.io", "company": "New"}])
+    rows = [{"email": "k1@acme.io", "title": "CEO"}, {"email": "k2@acme.io"}, {"email": "fresh@acme.io"}]
+    second = await imported(http, ws, importId=first["id"], rows=rows, final=True)
+    assert counters(second) == {k: 0 for k in COUNTERS} | {"rows": 4, "updated": 3, "created": 1}
+    assert await emails(http, ws, search="new") == ["k0@acme.io"]
+    assert await emails(http, ws, search="old", sort="email", dir="asc") == ["k1@acme.io", "k2@acme.io"]
+    assert (await listing(http, ws, search="fresh@"))["total"] == 1
+
+
 async def test_refusals_keep_what_was_imported(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
@@ -198,6 +215,31 @@ async def test_contacts_limit_imports_what_fits_and_counts_the_rest(
     assert "d5@acme.io" not in await emails(http, ws, search="d5@")
     again = await imported(http, ws, importId=first["id"], rows=[{"email": "d6@acme.io"}], final=True)
     assert again["duplicates"] == 2 and again["overLimit"] == 2 and balanced(again)  # met once, counted once
+
+
+async def test_near_the_limit_known_and_suppressed_since_are_counted_as_before(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A part that would pass the contacts limit, holding a known lead: the first new ones that fit are
+    stored, the known one skipped. A lead this import created and the user suppressed since is a duplicate
+    when met again, not a suppressed address; so are the addresses it counted over the limit or skipped."""
+    ws = await make_workspace(plan="starter")  # 2,000 contacts
+    filled = await imported(http, ws, rows=[{"email": f"c{i}@acme.io"} for i in range(1998)], final=True)
+    assert filled["created"] == 1998
+    rows = [{"email": f"n{i}@acme.io"} for i in range(3)] + [{"email": "c5@acme.io"}, {"email": "n3@acme.io"}]
+    first = await imported(http, ws, rows=rows, list={"name": "Late"})
+    assert counters(first) == {k: 0 for k in COUNTERS} | {
+        "rows": 5,
+        "created": 2,
+        "skipped": 1,
+        "overLimit": 2,
+    }
+    await suppress(http, ws, "n0@acme.io")
+    rows = [{"email": "n0@acme.io"}, {"email": "n2@acme.io"}, {"email": "c5@acme.io"}]
+    second = await imported(http, ws, importId=first["id"], rows=rows, final=True)
+    assert counters(second) == counters(first) | {"rows": 8, "duplicates": 3} and balanced(second)
+    in_list = await emails(http, ws, listId=first["listId"], sort="email", dir="asc")
+    assert in_list == ["c5@acme.io", "n0@acme.io", "n1@acme.io"]
 
 
 @pytest.mark.parametrize("field", ["clientInvalid", "clientDuplicates"])
