@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from outreach_app.adapters import ImapWarmupTender, SmtpMailSender
+from outreach_app.adapters.oauth import AuthlibOAuthClient
 from outreach_core.context import SystemContext, system_scope
 from outreach_core.db.tables import warmup_mailboxes, warmup_messages
 from outreach_core.ports import FixedClock, Ports
@@ -138,6 +139,7 @@ def warmup_runtime(runtime: Runtime, clock: FixedClock, **settings: Any) -> Runt
         clock=clock,
         smtp=SmtpMailSender(tls_ca_file=ca, timeout_s=5.0, allow_private=True),
         warmup_mail=ImapWarmupTender(tls_ca_file=ca, timeout_s=10.0, allow_private=True),
+        oauth=AuthlibOAuthClient.from_settings(configured),
     )
     return Runtime(configured, engine=runtime.engine, ports=ports)
 
