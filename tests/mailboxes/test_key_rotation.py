@@ -80,7 +80,8 @@ async def test_after_rotation_the_new_key_alone_sends_through_a_proxy_and_refres
     async with socks_proxy(user="relay", password="rotated-s3cret") as proxy:
         ip = await runtime.system(add_sending_ip, proxy.url, "shared", "DE", None, None)
         user, password = mail_servers.add_user()
-        made = await http.post("/api/v1/mailboxes", headers=ws.headers, json=mail_servers.body(user, password))
+        body = mail_servers.body(user, password)
+        made = await http.post("/api/v1/mailboxes", headers=ws.headers, json=body)
         assert made.status_code == 200 and made.json()["test"]["ok"], made.text
         routed = made.json()["mailbox"]
         assert routed["sendingIp"]["route"] == "shared"
