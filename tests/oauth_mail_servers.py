@@ -86,6 +86,11 @@ class OAuthProvider:
             found = self._access.get(token)
         return found is not None and found[0] == user and found[1] > time.time()
 
+    def live_tokens(self, email: str) -> list[str]:
+        """The access tokens of `email` still valid (one: a refresh ends those issued before it)."""
+        with self._lock:
+            return [t for t, (owner, exp) in self._access.items() if owner == email and exp > time.time()]
+
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/authorize", self._authorize)
@@ -181,6 +186,7 @@ class Google:
     imap: Dovecot
     base: str  # the app, configured for this provider
     runtime: Runtime  # the same settings, for worker ticks
+    ca: MailCA  # what the servers' certificates are signed with (`tests.imap_client.Maildrop(google, ...)`)
 
 
 @asynccontextmanager
@@ -206,9 +212,8 @@ async def google_mailboxes(runtime: Runtime, mail_ca: MailCA) -> AsyncIterator[G
     try:
         async with served(runtime, **changes) as base:
             settings = runtime.settings.model_copy(update={"public_url": base, **changes})
-            yield Google(
-                provider, smtp, imap, base, Runtime(settings, engine=runtime.engine, ports=runtime.ports)
-            )
+            rt = Runtime(settings, engine=runtime.engine, ports=runtime.ports)
+            yield Google(provider, smtp, imap, base, rt, mail_ca)
     finally:
         smtp.stop()
         imap.stop()

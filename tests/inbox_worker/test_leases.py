@@ -16,9 +16,9 @@ from outreach_core.inbox.pipeline import FolderBatch, LeaseLost, ingest_batch
 from outreach_core.ports import ChatAnswer, Ports
 from outreach_core.runtime import Runtime
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.inbox.ingest import batch, fetched, messages_of, reply_to, sent_campaign, threads_of
 from tests.inbox_worker.helpers import (
-    Maildrop,
     Recorder,
     Replies,
     Workers,
