@@ -30,7 +30,11 @@ BODY = (
     'We help teams like yours <a href="https://cal.com/ann?c={{company}}">book a call</a>.\n\n'
     "- fast\n- cheap\n\nBest,\n{{sender_first_name}}\n\n{{unsubscribe}}"
 )
-SENDER = Sender(name="Ann Lee", email="ann@s.io", signature='Ann Lee<br>CEO, <b>Sender</b><br><a href="https://s.io">s.io</a>')
+SENDER = Sender(
+    name="Ann Lee",
+    email="ann@s.io",
+    signature='Ann Lee<br>CEO, <b>Sender</b><br><a href="https://s.io">s.io</a>',
+)
 UNSUBSCRIBE = Unsubscribe(mode="link", url="https://links.example/u/abc")
 
 
@@ -66,13 +70,20 @@ def main() -> None:
     print(f"{len(parts)} HTML parts, {size / 1024:.0f} KiB")
     for links in (False, True):
         cpu = best_cpu(lambda links=links: [html_to_text(p, links=links) for p in parts], len(parts))
-        print(f"html_to_text(links={links}): {cpu:.0f} CPU us per part, {cpu / (size / len(parts) / 1024):.0f} per KiB")
+        print(
+            f"html_to_text(links={links}): {cpu:.0f} CPU us per part, {cpu / (size / len(parts) / 1024):.0f} per KiB"
+        )
 
     def render_all() -> None:
         for i in range(args.emails):
             lead = {"email": f"p{i}@x.io", "first_name": f"Bob{i}", "company": f"Acme {i}"}
             render_email(
-                subject="Hi {{first_name}}", body=BODY, lead=lead, sender=SENDER, unsubscribe=UNSUBSCRIBE, seed=str(i)
+                subject="Hi {{first_name}}",
+                body=BODY,
+                lead=lead,
+                sender=SENDER,
+                unsubscribe=UNSUBSCRIBE,
+                seed=str(i),
             )
 
     print(f"render_email: {best_cpu(render_all, args.emails):.0f} CPU us per email")

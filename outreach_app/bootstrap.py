@@ -13,6 +13,7 @@ from outreach_app.adapters import (
     SmtpMailSender,
 )
 from outreach_app.adapters.ai import ChatCompletionsClient, OwnKeyClients
+from outreach_app.adapters.oauth import AuthlibOAuthClient
 from outreach_app.adapters.stripe_billing import StripeBilling
 from outreach_app.adapters.tls_probe import TlsHandshakeProbe
 from outreach_app.adapters.web import WebPageFetcher
@@ -41,5 +42,6 @@ def build_runtime(settings: Settings | None = None) -> Runtime:
         billing=StripeBilling.from_settings(settings),
         warmup_mail=ImapWarmupTender.from_settings(settings),  # warmup (issue 32 item 1)
         tls=TlsHandshakeProbe.from_settings(settings, dns),  # the link domain's certificate
+        oauth=AuthlibOAuthClient.from_settings(settings),  # Google and Microsoft mailboxes (issue 32)
     )
     return Runtime(settings, ports=ports)

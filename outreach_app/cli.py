@@ -40,6 +40,8 @@ app.add_typer(ip_app, name="ip")
 app.add_typer(settings_app, name="settings")
 analytics_app = typer.Typer(help="Operator commands for the analytics rollups.", no_args_is_help=True)
 app.add_typer(analytics_app, name="analytics")
+keys_app = typer.Typer(help="Operator commands for the server's secret keys.", no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
 
 T = TypeVar("T")
 Plan = Literal["starter", "growth", "pro", "scale", "agency"]
@@ -220,6 +222,29 @@ def analytics_rebuild(
 
     for done in _run(lambda rt: rt.system(rebuild, workspace)):
         _print(done)
+
+
+@keys_app.command("reencrypt")
+def keys_reencrypt() -> None:
+    """After a key rotation (a new OUTREACH_SECRET_KEY, the old one in OUTREACH_SECRET_KEY_PREVIOUS):
+    re-encrypt every stored secret written under a previous key with the current one (mailbox passwords
+    and OAuth tokens, sending-IP proxies, webhook secrets, workspaces' AI keys, pending sign-ins). Prints one
+    line a column ({"column","moved","current","undecryptable"}: the ids no listed key decrypts); exits 1
+    when there are such values. Once it has run without any, the previous key can be removed."""
+    from outreach_core.key_rotation import reencrypt_all
+
+    sweeps = _run(lambda rt: rt.system(reencrypt_all))
+    for sweep in sweeps:
+        _print(
+            {
+                "column": sweep.column,
+                "moved": sweep.moved,
+                "current": sweep.current,
+                "undecryptable": sweep.undecryptable,
+            }
+        )
+    if any(s.undecryptable for s in sweeps):
+        raise typer.Exit(code=1)
 
 
 def _graceful_server_class() -> type:

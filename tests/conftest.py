@@ -108,6 +108,7 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
     settings say, resolving through `dns_server`."""
     from outreach_app.adapters import DnspythonResolver, ImapSentAppender, MailLoginClient, SmtpMailSender
     from outreach_app.adapters.http import GuardedHttpClient
+    from outreach_app.adapters.oauth import AuthlibOAuthClient
 
     mail = MailLoginClient(
         tls_ca_file=settings.tls_ca_file, timeout_s=settings.mail_login_timeout_s, allow_private=True
@@ -124,6 +125,7 @@ def served_ports(settings: Settings, dns_server: DnsServer, **overrides: Any) ->
             "mail": mail,
             "smtp": smtp,
             "imap": ImapSentAppender(tls_ca_file=settings.tls_ca_file, timeout_s=10.0, allow_private=True),
+            "oauth": AuthlibOAuthClient.from_settings(settings),
             **overrides,
         }
     )

@@ -158,9 +158,12 @@ class _OAuthHandler(_Handler):
         check = self.server.bearer_ok
         raw = args[1] if len(args) > 1 else await server.challenge_auth("")
         try:
-            fields = base64.b64decode(raw).decode().split("\x01")
+            sasl = base64.b64decode(raw)
+            fields = sasl.decode().split("\x01")
         except (ValueError, TypeError, UnicodeDecodeError):
             return AuthResult(success=False, handled=False)
+        with self.server.lock:
+            self.server.xoauth2_sasl.append(sasl)
         user = fields[0].removeprefix("user=")
         token = next((f.removeprefix("auth=Bearer ") for f in fields if f.startswith("auth=")), "")
         with self.server.lock:
@@ -178,7 +181,8 @@ class SmtpServer:
     with each); `rcpt_reply(address)` may return an SMTP reply (e.g. "550 5.1.1 no such user") to refuse a
     recipient, `data_reply(recipients)` one to refuse the message after DATA. `smtputf8` offers SMTPUTF8
     (RFC 6531; aiosmtpd does not by default). `port` defaults to a free one. `bearer_ok(user, token)` also
-    offers AUTH XOAUTH2 checking the bearer with it (`xoauth2_logins` lists the users that tried)."""
+    offers AUTH XOAUTH2 checking the bearer with it (`xoauth2_logins` lists the users that tried,
+    `xoauth2_sasl` the bytes each sent)."""
 
     def __init__(
         self,
@@ -201,6 +205,7 @@ class SmtpServer:
         self.on_message: Callable[[Received], None] | None = None
         self.bearer_ok = bearer_ok
         self.xoauth2_logins: list[str] = []
+        self.xoauth2_sasl: list[bytes] = []  # each AUTH XOAUTH2's initial response, base64-decoded
         handler = _OAuthHandler(self) if bearer_ok is not None else _Handler(self)
         tls = ca.server_context()
         common: dict[str, Any] = {

@@ -10,6 +10,9 @@ item 3), on loopback.
   ends the access tokens issued before it.
   `POST /introspect` (RFC 7662) answers Dovecot's `oauth2` passdb (`tests/mail_servers.py`
   `Dovecot(introspection_url=...)`): `active` and the `email` of a live access token.
+- `google_mailboxes`: the provider configured as Google's, with an aiosmtpd taking AUTH XOAUTH2 (the bearer
+  checked with the provider) and a Dovecot with the `oauth2` passdb, the app served with those settings;
+  `connect_oauth` follows the whole sign-in as a browser would and `oauth_mailbox` reads the result.
 """
 
 from __future__ import annotations
@@ -18,15 +21,24 @@ import base64
 import hashlib
 import json
 import secrets
+import shutil
+import tempfile
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import httpx
 from aiohttp import web
 
-from tests.mail_servers import HOST, free_port
+from outreach_core.kernel.runtime import Runtime
+from tests.conftest import WorkspaceHandle
+from tests.mail_servers import HOST, Dovecot, MailCA, SmtpServer, Users, free_port, missing
+from tests.served import served
 
 
 def _b64url(data: bytes) -> str:
@@ -73,6 +85,11 @@ class OAuthProvider:
         with self._lock:
             found = self._access.get(token)
         return found is not None and found[0] == user and found[1] > time.time()
+
+    def live_tokens(self, email: str) -> list[str]:
+        """The access tokens of `email` still valid (one: a refresh ends those issued before it)."""
+        with self._lock:
+            return [t for t, (owner, exp) in self._access.items() if owner == email and exp > time.time()]
 
     async def start(self) -> None:
         app = web.Application()
@@ -160,3 +177,70 @@ class OAuthProvider:
                 del answer["refresh_token"]  # Google keeps the refresh token
             return web.json_response(answer)
         return web.json_response({"error": "unsupported_grant_type"}, status=400)
+
+
+@dataclass
+class Google:
+    provider: OAuthProvider
+    smtp: SmtpServer
+    imap: Dovecot
+    base: str  # the app, configured for this provider
+    runtime: Runtime  # the same settings, for worker ticks
+    ca: MailCA  # what the servers' certificates are signed with (`tests.imap_client.Maildrop(google, ...)`)
+
+
+@asynccontextmanager
+async def google_mailboxes(runtime: Runtime, mail_ca: MailCA) -> AsyncIterator[Google]:
+    """The local provider as Google's, its mail servers, and the app served for it (see the docstring)."""
+    provider = OAuthProvider(client_id="google-test-client", client_secret="google-test-secret")
+    await provider.start()
+    problem = Dovecot.problem()
+    if problem is not None:
+        missing(problem)
+    smtp = SmtpServer("tls", mail_ca, Users(), bearer_ok=provider.bearer_ok)
+    smtp.start()
+    root = Path(tempfile.mkdtemp(prefix="outreach-dovecot-oauth-"))  # readable by Dovecot's processes
+    imap = Dovecot(root, mail_ca, Users(), introspection_url=f"{provider.base}/introspect")
+    imap.start()
+    changes: dict[str, Any] = {
+        "google_client_id": provider.client_id,
+        "google_client_secret": provider.client_secret,
+        "google_auth_base": provider.base,
+        "oauth_smtp": f"{HOST}:{smtp.port}:tls",
+        "oauth_imap": f"{HOST}:{imap.tls_port}:tls",
+    }
+    try:
+        async with served(runtime, **changes) as base:
+            settings = runtime.settings.model_copy(update={"public_url": base, **changes})
+            rt = Runtime(settings, engine=runtime.engine, ports=runtime.ports)
+            yield Google(provider, smtp, imap, base, rt, mail_ca)
+    finally:
+        smtp.stop()
+        imap.stop()
+        shutil.rmtree(root, ignore_errors=True)
+        await provider.stop()
+
+
+API = "/api/v1"
+
+
+async def connect_oauth(google: Google, ws: WorkspaceHandle, email: str) -> tuple[httpx.Response, str]:
+    """Start, follow the provider's redirect by hand, open the callback: (callback page, callback URL)."""
+    google.provider.next_email = email
+    async with httpx.AsyncClient(timeout=30, follow_redirects=False) as client:
+        started = await client.post(
+            f"{google.base}{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "google_oauth"}
+        )
+        assert started.status_code == 200, started.text
+        url = started.json()["url"]
+        authorize = await client.get(url)
+        assert authorize.status_code == 302, authorize.text
+        callback = authorize.headers["location"]
+        return await client.get(callback), callback
+
+
+async def oauth_mailbox(google: Google, ws: WorkspaceHandle, email: str) -> dict[str, Any]:
+    """The mailbox of `email` as GET /mailboxes shows it."""
+    async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
+        listed = (await client.get(f"{API}/mailboxes", headers=ws.headers)).json()
+    return next(m for m in listed["mailboxes"] if m["email"] == email)

@@ -141,7 +141,7 @@ def test_mcp_over_stdio_refuses_a_bad_key(settings: Settings) -> None:
 
 
 @pytest.mark.parametrize(
-    "command", ["serve", "worker", "mcp", "init", "migrate", "plan", "member", "analytics"]
+    "command", ["serve", "worker", "mcp", "init", "migrate", "plan", "member", "analytics", "keys"]
 )
 def test_help_lists_every_command(command: str, settings: Settings) -> None:
     done = run_cli(settings, command, "--help")

@@ -217,6 +217,7 @@ class Supervisor:
         try:
             server, password = await login_for(
                 self.runtime.settings,
+                self.runtime.ports.oauth,
                 self.runtime.ports.clock.now(),
                 mailbox.id,
                 mailbox.server,

@@ -46,7 +46,9 @@ async def tick(runtime: Runtime) -> int:
 
         async def one(job: Job) -> Handoff:
             async with limit:
-                delivery = await deliver(job, smtp, runtime.settings, runtime.ports.clock.now())
+                delivery = await deliver(
+                    job, smtp, runtime.settings, runtime.ports.clock.now(), oauth=runtime.ports.oauth
+                )
                 return Handoff(job, delivery, runtime.ports.clock.now())
 
         results = await asyncio.gather(*(one(job) for job in batch.jobs))

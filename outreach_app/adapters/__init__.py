@@ -8,6 +8,8 @@
 - `smtp`: `SmtpMailSender` (`ports.MailSender`), and the SMTP connection steps the login tests share;
 - `imap_sent`: `ImapSentAppender` (`ports.MailReader.append_sent`), the Sent copy of a reply from a thread.
 - `imap_warmup`: `ImapWarmupTender` (`ports.WarmupMail`), the receiving side of warmup (docs/warmup.md).
+- `oauth`: `AuthlibOAuthClient` (`ports.OAuthClient`, authlib), the OAuth flow and refreshes of Google and
+  Microsoft mailboxes (docs/mailboxes.md "OAuth"); its token endpoints are the providers' fixed URLs.
 
 Every connection goes to an address checked by `outreach_app.outgoing` first. `outreach_app.bootstrap`
 wires them into the runtime.

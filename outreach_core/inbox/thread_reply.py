@@ -237,6 +237,7 @@ async def prepare_reply_to_thread(outside: Outside, id: str, body: ReplyIn) -> H
     try:
         smtp_server, password = await login_for(
             outside.settings,
+            outside.ports.oauth,
             outside.now(),
             plan.mailbox_id,
             plan.smtp,

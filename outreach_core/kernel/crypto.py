@@ -3,7 +3,8 @@
 Each server secret (`OUTREACH_SECRET_KEY`, then every key of `OUTREACH_SECRET_KEY_PREVIOUS`) is turned into a
 Fernet key with HKDF-SHA256 bound to a purpose, so the same secret that signs tokens never serves directly as
 an encryption key. New values are encrypted with the current key; values written under a previous key still
-decrypt, and `reencrypt` moves them to the current one (key rotation, docs/mailboxes.md).
+decrypt, and `reencrypt` moves them to the current one (key rotation, docs/mailboxes.md); `outreach keys
+reencrypt` (`key_rotation.py`) does it for every encrypted column.
 """
 
 from __future__ import annotations
@@ -57,3 +58,12 @@ def reencrypt(settings: Settings, token: str, purpose: bytes = MAILBOX_PASSWORD)
         return cipher(settings, purpose).rotate(token.encode()).decode()
     except InvalidToken:
         raise UndecryptableSecret("no configured secret key decrypts this value") from None
+
+
+def is_current(settings: Settings, token: str, purpose: bytes = MAILBOX_PASSWORD) -> bool:
+    """Whether the current key alone decrypts `token` (nothing to re-encrypt)."""
+    try:
+        _cipher((settings.resolved_secret_key(),), purpose).decrypt(token.encode())
+    except InvalidToken:
+        return False
+    return True

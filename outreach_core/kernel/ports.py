@@ -6,10 +6,10 @@ replace with a fake; every other port is exercised against a real server on loop
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 
 class Clock(Protocol):
@@ -406,6 +406,61 @@ class TlsProbe(Protocol):
         ...
 
 
+# --- OAuth mailboxes (issue 32 item 3, docs/mailboxes.md "OAuth") ------------------------------------------
+
+
+@dataclass(frozen=True)
+class OAuthApp:
+    """This server's client at an OAuth provider (Google, Microsoft): its credentials, the provider's
+    endpoints, the scope and further parameters of the authorization request, and the callback URL."""
+
+    client_id: str
+    client_secret: str
+    authorize_url: str
+    token_url: str
+    scope: str
+    redirect_uri: str
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+class OAuthRefused(Exception):
+    """The token endpoint answered with an OAuth error (RFC 6749 section 5.2): `error` is its code
+    (`invalid_grant`, `invalid_client` ...), never its description or a token."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class OAuthUnavailable(Exception):
+    """No usable answer from the token endpoint: no connection, a timeout, a 5xx, an unreadable body.
+    `status` is the HTTP status when there was one; `kind` a short name of what failed (for logs)."""
+
+    def __init__(self, kind: str, status: int | None = None) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.status = status
+
+
+class OAuthClient(Protocol):
+    """The authorization-code flow with PKCE (S256) and refreshes against a provider's endpoints, client
+    credentials sent in the body (`client_secret_post`). Token answers are the endpoint's JSON object;
+    failures raise `OAuthRefused` or `OAuthUnavailable`."""
+
+    def authorization_url(self, app: OAuthApp, *, state: str, code_verifier: str) -> str:
+        """The URL of the provider's authorization page for `state`, with the S256 challenge of
+        `code_verifier`, the app's scope, callback and `extra` parameters (no request is made)."""
+        ...
+
+    async def exchange_code(self, app: OAuthApp, *, code: str, code_verifier: str) -> dict[str, Any]:
+        """Trade an authorization code for tokens (grant `authorization_code`, with the PKCE verifier)."""
+        ...
+
+    async def refresh(self, app: OAuthApp, *, refresh_token: str) -> dict[str, Any]:
+        """New tokens for a refresh token (grant `refresh_token`)."""
+        ...
+
+
 @dataclass
 class Ports:
     """The adapters an operation may use. Fields are optional so each door wires only what it has."""
@@ -423,3 +478,4 @@ class Ports:
     billing: BillingProvider | None = None
     warmup_mail: WarmupMail | None = None  # warmup (issue 32 item 1)
     tls: TlsProbe | None = None  # the link domain's TLS check
+    oauth: OAuthClient | None = None  # Google and Microsoft mailboxes over OAuth (issue 32 item 3)

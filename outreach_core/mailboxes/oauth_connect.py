@@ -17,28 +17,21 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 from sqlalchemy import and_
 
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.crypto import decrypt, encrypt
 from outreach_core.kernel.db.tables import mailbox_oauth_states, mailboxes, members
 from outreach_core.kernel.errors import Conflict, NotFound, OAuthProviderNotConfigured
-from outreach_core.kernel.ports import Ports
+from outreach_core.kernel.ports import OAuthRefused, OAuthUnavailable, Ports
 from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_providers import (
-    CALLBACK_PATH,
     OAuthProvider,
     id_token_email,
     oauth_servers,
     provider_config,
 )
-from outreach_core.mailboxes.oauth_tokens import (
-    Tokens,
-    seal_tokens,
-    token_endpoint_tls,
-    tokens_from_response,
-)
+from outreach_core.mailboxes.oauth_tokens import Tokens, oauth_client, seal_tokens, tokens_from_response
 from outreach_core.mailboxes.routes import route_new_mailbox
 from outreach_core.mailboxes.schemas import LoginTest, MailboxOAuthUrl, StartMailboxOAuthIn
 from outreach_core.mailboxes.store import ensure_room, new_mailbox_row, slots_left
@@ -88,10 +81,7 @@ async def start_mailbox_oauth(ctx: WorkspaceContext, body: StartMailboxOAuthIn) 
             }
         )
     )
-    client = _client(ctx.settings, body.provider)
-    url, _ = client.create_authorization_url(
-        config.authorize_url, state=state, code_verifier=verifier, **config.extra
-    )
+    url = oauth_client(ctx.ports).authorization_url(config, state=state, code_verifier=verifier)
     return MailboxOAuthUrl(url=url)
 
 
@@ -143,13 +133,11 @@ async def exchange_code(settings: Settings, ports: Ports, taken: TakenState, cod
         return Exchanged(None, None, failed, f"{taken.provider} is no longer configured on this server")
     now_s = ports.clock.now().timestamp()
     try:
-        async with _client(settings, taken.provider) as client:
-            token = await client.fetch_token(config.token_url, code=code, code_verifier=taken.verifier)
-    except OAuthError as exc:
+        answer = await oauth_client(ports).exchange_code(config, code=code, code_verifier=taken.verifier)
+    except OAuthRefused as exc:
         return Exchanged(None, None, failed, f"the provider refused the sign-in ({exc.error})")
-    except Exception:  # transport errors, 5xx, unreadable answers (httpx2 or httpx)
+    except OAuthUnavailable:
         return Exchanged(None, None, failed, "the provider's token endpoint did not answer usably; try again")
-    answer: dict[str, Any] = dict(token)
     email = id_token_email(str(answer.get("id_token") or ""), config.client_id, now_s)
     if email is None:
         return Exchanged(None, None, failed, "the provider's answer named no email address (ID token)")
@@ -194,18 +182,3 @@ async def save_oauth_mailbox(
     await ctx.conn.execute(mb.insert(row))
     await route_new_mailbox(ctx, row["id"])
     return str(row["id"])
-
-
-def _client(settings: Settings, provider: OAuthProvider) -> AsyncOAuth2Client:
-    config = provider_config(settings, provider)
-    assert config is not None
-    return AsyncOAuth2Client(
-        config.client_id,
-        config.client_secret,
-        scope=config.scope,
-        redirect_uri=f"{settings.public_url.rstrip('/')}{CALLBACK_PATH}",
-        code_challenge_method="S256",
-        token_endpoint_auth_method="client_secret_post",
-        timeout=settings.oauth_http_timeout_s,
-        verify=token_endpoint_tls(settings.tls_ca_file),
-    )

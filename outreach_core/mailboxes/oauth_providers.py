@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.ports import MailServer, OAuthApp
 from outreach_core.kernel.settings import Settings
 
 OAuthProvider = Literal["google_oauth", "microsoft"]
@@ -26,21 +25,10 @@ _SERVERS: dict[OAuthProvider, tuple[tuple[str, int, Literal["tls", "starttls"]],
 }
 
 
-@dataclass(frozen=True)
-class ProviderConfig:
-    provider: OAuthProvider
-    client_id: str
-    client_secret: str
-    authorize_url: str
-    token_url: str
-    scope: str
-    extra: dict[str, str]  # further parameters of the authorization request
-
-
-def provider_config(settings: Settings, provider: OAuthProvider) -> ProviderConfig | None:
-    """The provider's client and endpoints, or None when the operator has not configured it (client id and
-    secret). `OUTREACH_GOOGLE_AUTH_BASE` / `OUTREACH_MICROSOFT_AUTH_BASE` replace the endpoints with
-    `<base>/authorize` and `<base>/token` (tests)."""
+def provider_config(settings: Settings, provider: OAuthProvider) -> OAuthApp | None:
+    """The provider's client, endpoints and this server's callback URL, or None when the operator has not
+    configured it (client id and secret). `OUTREACH_GOOGLE_AUTH_BASE` / `OUTREACH_MICROSOFT_AUTH_BASE`
+    replace the endpoints with `<base>/authorize` and `<base>/token` (tests)."""
     if provider == "google_oauth":
         cid, secret, base = (
             settings.google_client_id,
@@ -60,7 +48,8 @@ def provider_config(settings: Settings, provider: OAuthProvider) -> ProviderConf
         return None
     if base:
         authorize, token = f"{base.rstrip('/')}/authorize", f"{base.rstrip('/')}/token"
-    return ProviderConfig(provider, cid, secret, authorize, token, scope, extra)
+    callback = f"{settings.public_url.rstrip('/')}{CALLBACK_PATH}"
+    return OAuthApp(cid, secret, authorize, token, scope, callback, extra)
 
 
 def microsoft_enabled(settings: Settings) -> bool:

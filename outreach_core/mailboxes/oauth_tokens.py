@@ -1,7 +1,8 @@
 """The one place that says what a mailbox logs in with (`login_for`): its password, or for a Google or
 Microsoft mailbox connected over OAuth a fresh access token (refreshed `OUTREACH_OAUTH_REFRESH_AHEAD_S`
 before it expires) and SASL XOAUTH2. Every login goes through it: the sender's SMTP hand-off, the inbox
-worker's IMAP, a thread reply's SMTP and IMAP, warmup, retests.
+worker's IMAP, a thread reply's SMTP and IMAP, warmup, retests. The token endpoint is reached through the
+OAuth port (`ports.OAuthClient`; authlib's client in `outreach_app/adapters/oauth.py`).
 
 The grant's tokens are stored in `mailboxes.oauth_encrypted` as one JSON document encrypted with their own
 purpose (`OAUTH_TOKENS`). An access token refreshed by this process is kept in memory for the rest of its
@@ -12,19 +13,16 @@ see docs/mailboxes.md.
 from __future__ import annotations
 
 import json
-import ssl
 from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import structlog
-from authlib.integrations.httpx_client import AsyncOAuth2Client, OAuthError
 
 from outreach_core.kernel.context import SystemContext, system_scope
 from outreach_core.kernel.crypto import UndecryptableSecret, decrypt, encrypt
 from outreach_core.kernel.db.tables import mailboxes
-from outreach_core.kernel.ports import MailServer
+from outreach_core.kernel.ports import MailServer, OAuthClient, OAuthRefused, OAuthUnavailable, Ports
 from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_providers import OAUTH_PROVIDERS, OAuthProvider, provider_config
 
@@ -60,14 +58,11 @@ _fresh: dict[tuple[str, str], Tokens] = {}
 connected again has a new one, so nothing of its old grant is used)."""
 
 
-@lru_cache(maxsize=4)
-def token_endpoint_tls(ca_file: str | None) -> ssl.SSLContext:
-    """One TLS context for the token endpoints (the system's CAs, plus `OUTREACH_TLS_CA_FILE`'s): building
-    one per request (httpx's default) costs ~30 ms of CPU, most of a refresh."""
-    context = ssl.create_default_context()
-    if ca_file:
-        context.load_verify_locations(cafile=ca_file)
-    return context
+def oauth_client(ports: Ports) -> OAuthClient:
+    """The OAuth port (`Ports.oauth`); a runtime without one cannot connect or refresh OAuth mailboxes."""
+    if ports.oauth is None:
+        raise RuntimeError("no OAuth client adapter is configured (Ports.oauth)")
+    return ports.oauth
 
 
 def seal_tokens(settings: Settings, tokens: Tokens) -> str:
@@ -99,6 +94,7 @@ def tokens_from_response(
 
 async def login_for(
     settings: Settings,
+    oauth: OAuthClient | None,
     now: datetime,
     mailbox_id: str,
     server: MailServer,
@@ -107,8 +103,8 @@ async def login_for(
 ) -> tuple[MailServer, str]:
     """The server to log in to and the secret to log in with: the decrypted password, or for an OAuth
     mailbox (`oauth_encrypted` set) the server with `auth="xoauth2"` and an access token valid for a few
-    more minutes (refreshed first when needed). Raises `LoginUnavailable` (revoked or not), and
-    `UndecryptableSecret` for a password no configured key decrypts."""
+    more minutes (refreshed first when needed, through `oauth`, the OAuth port). Raises `LoginUnavailable`
+    (revoked or not), and `UndecryptableSecret` for a password no configured key decrypts."""
     if oauth_encrypted is None:
         return server, decrypt(settings, password_encrypted)
     try:
@@ -125,14 +121,16 @@ async def login_for(
     now_s = now.timestamp()
     if tokens.expires_at - settings.oauth_refresh_ahead_s > now_s:
         return server, tokens.access_token
-    tokens = await refresh(settings, tokens, now_s)
+    if oauth is None:
+        raise RuntimeError("no OAuth client adapter is configured (Ports.oauth): tokens cannot be refreshed")
+    tokens = await refresh(settings, oauth, tokens, now_s)
     _fresh[key] = tokens
     if tokens.refresh_token != stored.refresh_token:
         _rotated[mailbox_id] = (stored.refresh_token, tokens)
     return server, tokens.access_token
 
 
-async def refresh(settings: Settings, tokens: Tokens, now_s: float) -> Tokens:
+async def refresh(settings: Settings, oauth: OAuthClient, tokens: Tokens, now_s: float) -> Tokens:
     """New tokens from the provider's token endpoint (grant refresh_token)."""
     config = provider_config(settings, tokens.provider)
     if config is None:
@@ -140,17 +138,9 @@ async def refresh(settings: Settings, tokens: Tokens, now_s: float) -> Tokens:
             f"{tokens.provider} OAuth is no longer configured on this server (its client id and secret)",
             revoked=False,
         )
-    client = AsyncOAuth2Client(
-        config.client_id,
-        config.client_secret,
-        timeout=settings.oauth_http_timeout_s,
-        token_endpoint_auth_method="client_secret_post",
-        verify=token_endpoint_tls(settings.tls_ca_file),
-    )
     try:
-        async with client:
-            answer = await client.refresh_token(config.token_url, refresh_token=tokens.refresh_token)
-    except OAuthError as exc:
+        answer = await oauth.refresh(config, refresh_token=tokens.refresh_token)
+    except OAuthRefused as exc:
         if exc.error in ("invalid_grant", "invalid_client", "unauthorized_client"):
             raise LoginUnavailable(
                 f"the provider refused the mailbox's OAuth grant ({exc.error}): it was revoked or expired; "
@@ -160,19 +150,15 @@ async def refresh(settings: Settings, tokens: Tokens, now_s: float) -> Tokens:
         raise LoginUnavailable(
             f"the access token could not be refreshed ({exc.error})", revoked=False
         ) from None
-    except Exception as exc:  # transport errors, 5xx, unreadable answers: passing
-        # authlib speaks through httpx2 when it is installed, else httpx: its exceptions are either's
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        _log.info(
-            "oauth_refresh_unavailable", provider=tokens.provider, error=type(exc).__name__, status=status
-        )
-        said = f"the provider answered {status}" if status else "no usable answer from the provider"
+    except OAuthUnavailable as exc:  # transport errors, 5xx, unreadable answers: passing
+        _log.info("oauth_refresh_unavailable", provider=tokens.provider, error=exc.kind, status=exc.status)
+        said = f"the provider answered {exc.status}" if exc.status else "no usable answer from the provider"
         raise LoginUnavailable(
             f"the access token could not be refreshed: {said}; tried again later", revoked=False
         ) from None
-    if not isinstance(answer, dict) or "access_token" not in answer:
+    if "access_token" not in answer:
         raise LoginUnavailable("the provider's token answer had no access token", revoked=False)
-    return tokens_from_response(tokens.provider, dict(answer), now_s, tokens.refresh_token)
+    return tokens_from_response(tokens.provider, answer, now_s, tokens.refresh_token)
 
 
 def rotated_pending() -> int:

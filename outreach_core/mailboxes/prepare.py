@@ -107,7 +107,13 @@ async def prepare_retest_mailbox(outside: Outside, id: str) -> LoginTest:
     smtp, imap = stored_or_new(row, None, None)
     try:
         smtp, password = await login_for(
-            outside.settings, outside.ports.clock.now(), id, smtp, row.password_encrypted, row.oauth_encrypted
+            outside.settings,
+            outside.ports.oauth,
+            outside.ports.clock.now(),
+            id,
+            smtp,
+            row.password_encrypted,
+            row.oauth_encrypted,
         )
     except UndecryptableSecret:
         reason = "the stored password cannot be decrypted with the server's secret keys; send it again"

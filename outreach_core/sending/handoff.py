@@ -15,7 +15,7 @@ import structlog
 from outreach_core.campaigns.compose import RENDERED_FIELDS, ComposedEmail, compose
 from outreach_core.campaigns.schemas import Step
 from outreach_core.kernel.crypto import UndecryptableSecret
-from outreach_core.kernel.ports import Delivery, MailSender, MailServer
+from outreach_core.kernel.ports import Delivery, MailSender, MailServer, OAuthClient
 from outreach_core.kernel.settings import Settings
 from outreach_core.mail.links import unsubscribe_url
 from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id, to_bytes
@@ -140,12 +140,21 @@ def _thread_chain(thread_start: str, delivered: list[tuple[int, str]], steps: Se
     return chain
 
 
-async def deliver(job: Job, smtp: MailSender, settings: Any, now: dt.datetime | None = None) -> Delivery:
+async def deliver(
+    job: Job,
+    smtp: MailSender,
+    settings: Any,
+    now: dt.datetime | None = None,
+    *,
+    oauth: OAuthClient | None,
+) -> Delivery:
     """Hand one claimed email to its mailbox's SMTP server (no transaction is open). The login credential
-    comes from `login_for` (a password, or an OAuth mailbox's access token, refreshed when due)."""
+    comes from `login_for` (a password, or an OAuth mailbox's access token, refreshed through `oauth` when
+    due)."""
     try:
         server, password = await login_for(
             settings,
+            oauth,
             now or dt.datetime.now(dt.UTC),
             job.mailbox_id,
             job.server,

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import structlog
 
 from outreach_core.kernel.crypto import UndecryptableSecret
-from outreach_core.kernel.ports import Delivery, MailSender, Tended, WarmupMail
+from outreach_core.kernel.ports import Delivery, MailSender, Ports, Tended, WarmupMail
 from outreach_core.kernel.settings import Settings
 from outreach_core.mailboxes.oauth_tokens import LoginUnavailable, login_for
 from outreach_core.warmup.message import to_bytes
@@ -38,7 +37,7 @@ async def warmup_pass(runtime: Background, *, rng: random.Random | None = None) 
 
         async def one(job: WarmupJob) -> Sent:
             async with limit:
-                return Sent(job, await deliver_warmup(job, smtp, settings, runtime.ports.clock.now()))
+                return Sent(job, await deliver_warmup(job, smtp, settings, runtime.ports))
 
         results = await asyncio.gather(*(one(j) for j in claimed.jobs))
         await runtime.system(record_sent, results)
@@ -51,18 +50,24 @@ async def warmup_pass(runtime: Background, *, rng: random.Random | None = None) 
 
             async def look(job: TendJob) -> tuple[TendJob, Tended]:
                 async with limit:
-                    return job, await tend_one(job, reader, settings, runtime.ports.clock.now())
+                    return job, await tend_one(job, reader, settings, runtime.ports)
 
             results_ = await asyncio.gather(*(look(j) for j in looks))
             found = await runtime.system(record_tended, results_, rng=rng)
     return len(claimed.jobs) + found
 
 
-async def deliver_warmup(job: WarmupJob, smtp: MailSender, settings: Settings, now: datetime) -> Delivery:
+async def deliver_warmup(job: WarmupJob, smtp: MailSender, settings: Settings, ports: Ports) -> Delivery:
     """Hand one warmup email to its mailbox's SMTP server."""
     try:
         server, password = await login_for(
-            settings, now, job.from_mailbox_id, job.server, job.password_encrypted, job.oauth_encrypted
+            settings,
+            ports.oauth,
+            ports.clock.now(),
+            job.from_mailbox_id,
+            job.server,
+            job.password_encrypted,
+            job.oauth_encrypted,
         )
     except UndecryptableSecret:
         return Delivery(ok=False, phase="credentials", reason="the stored password cannot be decrypted")
@@ -75,11 +80,17 @@ async def deliver_warmup(job: WarmupJob, smtp: MailSender, settings: Settings, n
     return await smtp.send(server, password, job.email.from_email, job.email.to_email, message)
 
 
-async def tend_one(job: TendJob, reader: WarmupMail, settings: Settings, now: datetime) -> Tended:
+async def tend_one(job: TendJob, reader: WarmupMail, settings: Settings, ports: Ports) -> Tended:
     """Look into one recipient's folders for its warmup emails."""
     try:
         server, password = await login_for(
-            settings, now, job.mailbox_id, job.server, job.password_encrypted, job.oauth_encrypted
+            settings,
+            ports.oauth,
+            ports.clock.now(),
+            job.mailbox_id,
+            job.server,
+            job.password_encrypted,
+            job.oauth_encrypted,
         )
     except UndecryptableSecret:
         return Tended({}, "the stored password cannot be decrypted")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from outreach_app.adapters import ImapInboxConnector
+from outreach_app.adapters.oauth import AuthlibOAuthClient
 from outreach_core.kernel.ports import Ports
 from outreach_core.kernel.runtime import Runtime
 from tests.inbox_worker.helpers import Recorder, Workers
@@ -22,7 +23,8 @@ def inbox_runtime(runtime: Runtime, *, timeout_s: float = 5.0, **settings: Any) 
     connector = ImapInboxConnector(
         tls_ca_file=configured.tls_ca_file, timeout_s=timeout_s, allow_private=True
     )
-    return Runtime(configured, engine=runtime.engine, ports=Ports(inbox=connector))
+    oauth = AuthlibOAuthClient.from_settings(configured)  # OAuth mailboxes' refreshes (issue 32)
+    return Runtime(configured, engine=runtime.engine, ports=Ports(inbox=connector, oauth=oauth))
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import imaplib
-import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -226,61 +224,6 @@ class Replies:
         assert len(found) == len(want) and all(t.message_count == 1 for t in found)
         replied = [e.payload["data"]["message"]["id"] for e in events if e.kind == "lead.replied"]
         assert sorted(replied) == sorted(m.id for m in stored)
-
-
-class Maildrop:
-    """The mailbox as its owner's mail client sees it: stdlib imaplib over implicit TLS, in a thread."""
-
-    def __init__(self, servers: MailServers, user: str, password: str) -> None:
-        self.servers = servers
-        self.user = user
-        self.password = password
-
-    def _do(self, work: Callable[[imaplib.IMAP4_SSL], Any]) -> Any:
-        context = ssl.create_default_context(cafile=str(self.servers.ca.ca_file))
-        client = imaplib.IMAP4_SSL(self.servers.imap.host, self.servers.imap.tls_port, ssl_context=context)
-        try:
-            client.login(self.user, self.password)
-            return work(client)
-        finally:
-            client.logout()
-
-    async def append(self, *messages: bytes, folder: str = "INBOX", when: datetime | None = None) -> None:
-        at = when or datetime.now(UTC)
-
-        def work(client: imaplib.IMAP4_SSL) -> None:
-            for raw in messages:
-                status, _ = client.append(_q(folder), "", imaplib.Time2Internaldate(at.timestamp()), raw)
-                assert status == "OK"
-
-        await asyncio.to_thread(self._do, work)
-
-    async def command(self, name: str, folder: str) -> None:
-        def work(client: imaplib.IMAP4_SSL) -> None:
-            status, data = getattr(client, name)(_q(folder))
-            assert status == "OK", data
-
-        await asyncio.to_thread(self._do, work)
-
-    async def uidvalidity(self, folder: str = "INBOX") -> int:
-        def work(client: imaplib.IMAP4_SSL) -> int:
-            status, data = client.status(_q(folder), "(UIDVALIDITY)")
-            assert status == "OK"
-            return int(data[0].split(b"UIDVALIDITY ")[1].rstrip(b")"))
-
-        return int(await asyncio.to_thread(self._do, work))
-
-    async def unseen(self, folder: str = "INBOX") -> int:
-        def work(client: imaplib.IMAP4_SSL) -> int:
-            status, data = client.status(_q(folder), "(UNSEEN)")
-            assert status == "OK"
-            return int(data[0].split(b"UNSEEN ")[1].rstrip(b")"))
-
-        return int(await asyncio.to_thread(self._do, work))
-
-
-def _q(folder: str) -> str:
-    return '"' + folder + '"'
 
 
 async def checkpoints_of(runtime: Runtime, mailbox_id: str) -> dict[str, tuple[int, int]]:

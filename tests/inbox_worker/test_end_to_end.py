@@ -15,8 +15,9 @@ import httpx
 from outreach_core.kernel.crypto import decrypt
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.inbox.ingest import dsn, messages_of, reply_to, sent_campaign, threads_of
-from tests.inbox_worker.helpers import Maildrop, Recorder, Workers, mailbox_row, until
+from tests.inbox_worker.helpers import Recorder, Workers, mailbox_row, until
 from tests.mail_servers import MailServers
 from tests.sending.helpers import rows, update_rows
 

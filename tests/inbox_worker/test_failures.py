@@ -12,9 +12,9 @@ from outreach_core.inbox.pipeline import FolderBatch
 from outreach_core.kernel.ports import Ports
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.inbox_worker.conftest import inbox_runtime
 from tests.inbox_worker.helpers import (
-    Maildrop,
     Recorder,
     Replies,
     Workers,

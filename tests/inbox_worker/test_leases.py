@@ -16,9 +16,9 @@ from outreach_core.kernel.db.tables import inbox_folders, inbox_leases
 from outreach_core.kernel.ports import ChatAnswer, Ports
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.inbox.ingest import batch, fetched, messages_of, reply_to, sent_campaign, threads_of
 from tests.inbox_worker.helpers import (
-    Maildrop,
     Recorder,
     Replies,
     Workers,

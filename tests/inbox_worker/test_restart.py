@@ -13,7 +13,8 @@ import pytest
 from outreach_core.inbox import leases
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
-from tests.inbox_worker.helpers import Maildrop, Replies, imap_mailbox, until
+from tests.imap_client import Maildrop
+from tests.inbox_worker.helpers import Replies, imap_mailbox, until
 from tests.mail_servers import MailServers
 from workers.inbox import Supervisor
 from workers.loop import Worker, run_workers

@@ -11,8 +11,8 @@ import httpx
 from outreach_core.kernel.ports import InboxConnector, InboxSession, MailServer
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.inbox_worker.helpers import (
-    Maildrop,
     Recorder,
     Workers,
     checkpoints_of,

@@ -6,12 +6,7 @@ redirect, the callback page. Nothing here talks to Google or Microsoft."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -19,8 +14,8 @@ import pytest
 
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace, WorkspaceHandle
-from tests.mail_servers import HOST, Dovecot, MailCA, SmtpServer, Users, missing
-from tests.oauth_mail_servers import OAuthProvider
+from tests.mail_servers import HOST, MailCA
+from tests.oauth_mail_servers import Google, connect_oauth, google_mailboxes, oauth_mailbox
 from tests.sending.helpers import launched_campaign, received_by, rows
 from tests.served import served
 from workers import sender
@@ -28,71 +23,15 @@ from workers import sender
 API = "/api/v1"
 
 
-@dataclass
-class Google:
-    provider: OAuthProvider
-    smtp: SmtpServer
-    imap: Dovecot
-    base: str  # the app, configured for this provider
-    runtime: Runtime  # the same settings, for worker ticks
-
-
 @pytest.fixture
 async def google(runtime: Runtime, mail_ca: MailCA) -> AsyncIterator[Google]:
-    provider = OAuthProvider(client_id="google-test-client", client_secret="google-test-secret")
-    await provider.start()
-    problem = Dovecot.problem()
-    if problem is not None:
-        missing(problem)
-    smtp = SmtpServer("tls", mail_ca, Users(), bearer_ok=provider.bearer_ok)
-    smtp.start()
-    root = Path(tempfile.mkdtemp(prefix="outreach-dovecot-oauth-"))  # readable by Dovecot's processes
-    imap = Dovecot(root, mail_ca, Users(), introspection_url=f"{provider.base}/introspect")
-    imap.start()
-    changes: dict[str, Any] = {
-        "google_client_id": provider.client_id,
-        "google_client_secret": provider.client_secret,
-        "google_auth_base": provider.base,
-        "oauth_smtp": f"{HOST}:{smtp.port}:tls",
-        "oauth_imap": f"{HOST}:{imap.tls_port}:tls",
-    }
-    try:
-        async with served(runtime, **changes) as base:
-            settings = runtime.settings.model_copy(update={"public_url": base, **changes})
-            yield Google(
-                provider, smtp, imap, base, Runtime(settings, engine=runtime.engine, ports=runtime.ports)
-            )
-    finally:
-        smtp.stop()
-        imap.stop()
-        shutil.rmtree(root, ignore_errors=True)
-        await provider.stop()
-
-
-async def _connect(google: Google, ws: WorkspaceHandle, email: str) -> tuple[httpx.Response, str]:
-    """Start, follow the provider's redirect by hand, open the callback: (callback page, callback URL)."""
-    google.provider.next_email = email
-    async with httpx.AsyncClient(timeout=30, follow_redirects=False) as client:
-        started = await client.post(
-            f"{google.base}{API}/mailboxes/oauth/start", headers=ws.headers, json={"provider": "google_oauth"}
-        )
-        assert started.status_code == 200, started.text
-        url = started.json()["url"]
-        authorize = await client.get(url)
-        assert authorize.status_code == 302, authorize.text
-        callback = authorize.headers["location"]
-        return await client.get(callback), callback
-
-
-async def _mailbox(google: Google, ws: WorkspaceHandle, email: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
-        listed = (await client.get(f"{API}/mailboxes", headers=ws.headers)).json()
-    return next(m for m in listed["mailboxes"] if m["email"] == email)
+    async with google_mailboxes(runtime, mail_ca) as configured:
+        yield configured
 
 
 async def test_connecting_a_google_mailbox_end_to_end(google: Google, make_workspace: MakeWorkspace) -> None:
     ws = await make_workspace()
-    page, callback = await _connect(google, ws, "ann@gmail.test")
+    page, callback = await connect_oauth(google, ws, "ann@gmail.test")
     assert page.status_code == 200 and "Mailbox connected" in page.text, page.text
     assert page.headers["content-type"].startswith("text/html")
 
@@ -107,7 +46,7 @@ async def test_connecting_a_google_mailbox_end_to_end(google: Google, make_works
     assert "user=<ann@gmail.test>, method=XOAUTH2" in google.imap.log()  # Dovecot asked the provider
     assert len(google.provider.introspected) == 1
 
-    box = await _mailbox(google, ws, "ann@gmail.test")
+    box = await oauth_mailbox(google, ws, "ann@gmail.test")
     assert box["provider"] == "google_oauth" and box["status"] == "active"
     assert box["smtp"] == {
         "host": HOST,
@@ -181,9 +120,9 @@ async def test_refresh_before_expiry_then_revoked_grant_then_transient_failure(
 ) -> None:
     google.provider.access_ttl_s = 60  # under the 5 minutes ahead: every login refreshes first
     ws = await make_workspace()
-    page, _ = await _connect(google, ws, "bea@gmail.test")
+    page, _ = await connect_oauth(google, ws, "bea@gmail.test")
     assert "Mailbox connected" in page.text, page.text
-    box = await _mailbox(google, ws, "bea@gmail.test")
+    box = await oauth_mailbox(google, ws, "bea@gmail.test")
 
     async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
         retest = await client.post(f"{API}/mailboxes/{box['id']}/test", headers=ws.headers)
@@ -203,14 +142,14 @@ async def test_refresh_before_expiry_then_revoked_grant_then_transient_failure(
     await launched_campaign(http, ws, [box["id"]], [lead2["id"]])
     await rows_update_next_send(ws, box["id"])
     await sender.tick(google.runtime)
-    assert (await _mailbox(google, ws, "bea@gmail.test"))["status"] == "active"
+    assert (await oauth_mailbox(google, ws, "bea@gmail.test"))["status"] == "active"
     assert not received_by(google.smtp, "lead-2@example.org") and google.provider.refused == ["503"]
     [waiting] = [r for r in await rows(ws, "sends") if r.lead_id == lead2["id"]]
     assert "tried again later" in (waiting.error or ""), waiting
     async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:
         outage = await client.post(f"{API}/mailboxes/{box['id']}/test", headers=ws.headers)
     assert outage.status_code == 409 and outage.json()["error"]["code"] == "oauth_unavailable"
-    assert (await _mailbox(google, ws, "bea@gmail.test"))["status"] == "active"
+    assert (await oauth_mailbox(google, ws, "bea@gmail.test"))["status"] == "active"
 
     # the grant revoked: the mailbox is in error and says to reconnect
     google.provider.refresh_answer = "invalid_grant"
@@ -218,14 +157,14 @@ async def test_refresh_before_expiry_then_revoked_grant_then_transient_failure(
     await launched_campaign(http, ws, [box["id"]], [lead3["id"]])
     await rows_update_next_send(ws, box["id"])
     await sender.tick(google.runtime)
-    after = await _mailbox(google, ws, "bea@gmail.test")
+    after = await oauth_mailbox(google, ws, "bea@gmail.test")
     assert after["status"] == "error" and "reconnect" in after["statusReason"], after
 
     # connecting it again gives it the new grant and makes it active
     google.provider.refresh_answer = "ok"
-    page, _ = await _connect(google, ws, "bea@gmail.test")
+    page, _ = await connect_oauth(google, ws, "bea@gmail.test")
     assert "Mailbox connected" in page.text, page.text
-    again = await _mailbox(google, ws, "bea@gmail.test")
+    again = await oauth_mailbox(google, ws, "bea@gmail.test")
     assert again["id"] == box["id"] and again["status"] == "active"
 
 
@@ -246,9 +185,9 @@ async def test_the_inbox_worker_reads_an_oauth_mailbox_with_a_refreshed_token(
 
     google.provider.access_ttl_s = 60
     ws = await make_workspace()
-    page, _ = await _connect(google, ws, "cat@gmail.test")
+    page, _ = await connect_oauth(google, ws, "cat@gmail.test")
     assert "Mailbox connected" in page.text, page.text
-    box = await _mailbox(google, ws, "cat@gmail.test")
+    box = await oauth_mailbox(google, ws, "cat@gmail.test")
     changes = {k: v for k, v in google.runtime.settings.model_dump().items() if "oauth" in k or "google" in k}
     rt = inbox_runtime(google.runtime, **changes)
     workers, recorder = Workers(), Recorder()
@@ -259,7 +198,7 @@ async def test_the_inbox_worker_reads_an_oauth_mailbox_with_a_refreshed_token(
         await workers.stop_all()
     assert google.provider.grants == ["authorization_code", "refresh_token"]
     assert google.imap.log().count("user=<cat@gmail.test>, method=XOAUTH2") == 2  # the test, then the worker
-    after = await _mailbox(google, ws, "cat@gmail.test")
+    after = await oauth_mailbox(google, ws, "cat@gmail.test")
     assert after["id"] == box["id"] and after["status"] == "active"
 
 
@@ -292,9 +231,9 @@ async def test_a_rotated_refresh_token_is_written_back(google: Google, make_work
 
     google.provider.access_ttl_s = 60
     ws = await make_workspace()
-    page, _ = await _connect(google, ws, "eve@gmail.test")
+    page, _ = await connect_oauth(google, ws, "eve@gmail.test")
     assert "Mailbox connected" in page.text, page.text
-    box = await _mailbox(google, ws, "eve@gmail.test")
+    box = await oauth_mailbox(google, ws, "eve@gmail.test")
     before = (await rows(ws, "mailboxes", id=box["id"]))[0].oauth_encrypted
     google.provider.rotate_refresh = True
     async with httpx.AsyncClient(base_url=google.base, timeout=30) as client:

@@ -5,21 +5,17 @@ a warmup runtime on the injectable clock."""
 
 from __future__ import annotations
 
-import asyncio
-import imaplib
-import re
-import ssl
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from outreach_app.adapters import ImapWarmupTender, SmtpMailSender
+from outreach_app.adapters.oauth import AuthlibOAuthClient
 from outreach_core.kernel.context import SystemContext, system_scope
 from outreach_core.kernel.db.tables import warmup_mailboxes, warmup_messages
 from outreach_core.kernel.ports import FixedClock, Ports
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import WorkspaceHandle
+from tests.imap_client import Maildrop
 from tests.mail_servers import MailServers, Received
 from tests.mailboxes.helpers import seed_mailbox
 
@@ -48,57 +44,10 @@ class Bridge:
             folder = "Junk" if rcpt in self.spam_for else "INBOX"
             box = Maildrop(self.servers, rcpt, password)
             box.ensure(folder)
-            box.append(received.data, folder)
+            box.append_now(received.data, folder=folder)
 
     def to(self, address: str) -> list[Received]:
         return [r for r in self.delivered if address in r.rcpt_tos]
-
-
-class Maildrop:
-    """One mailbox as its owner's mail client sees it (stdlib imaplib, implicit TLS)."""
-
-    def __init__(self, servers: MailServers, user: str, password: str) -> None:
-        self.servers = servers
-        self.user = user
-        self.password = password
-
-    def _do(self, work: Callable[[imaplib.IMAP4_SSL], Any]) -> Any:
-        context = ssl.create_default_context(cafile=str(self.servers.ca.ca_file))
-        client = imaplib.IMAP4_SSL(self.servers.imap.host, self.servers.imap.tls_port, ssl_context=context)
-        try:
-            client.login(self.user, self.password)
-            return work(client)
-        finally:
-            client.logout()
-
-    def ensure(self, folder: str) -> None:
-        if folder != "INBOX":
-            self._do(lambda c: c.create(folder))
-
-    def append(self, raw: bytes, folder: str) -> None:
-        def work(c: imaplib.IMAP4_SSL) -> None:
-            status, data = c.append(folder, "", imaplib.Time2Internaldate(datetime.now(UTC).timestamp()), raw)
-            assert status == "OK", data
-
-        self._do(work)
-
-    async def messages(self, folder: str) -> list[tuple[set[str], bytes]]:
-        """(flags, raw) of every message in `folder`."""
-
-        def work(c: imaplib.IMAP4_SSL) -> list[tuple[set[str], bytes]]:
-            status, _ = c.select(folder, readonly=True)
-            if status != "OK":
-                return []
-            _, data = c.uid("search", None, "ALL")
-            out = []
-            for uid in data[0].split():
-                _, fetched = c.uid("fetch", uid, "(FLAGS BODY.PEEK[])")
-                head = fetched[0][0].decode() if isinstance(fetched[0], tuple) else ""
-                flags = set(re.findall(r"\\\w+", head.split("FLAGS (", 1)[-1].split(")", 1)[0]))
-                out.append((flags, fetched[0][1] if isinstance(fetched[0], tuple) else b""))
-            return out
-
-        return await asyncio.to_thread(self._do, work)
 
 
 async def pool_mailbox(ws: WorkspaceHandle, servers: MailServers, **columns: Any) -> tuple[str, str, str]:
@@ -138,6 +87,7 @@ def warmup_runtime(runtime: Runtime, clock: FixedClock, **settings: Any) -> Runt
         clock=clock,
         smtp=SmtpMailSender(tls_ca_file=ca, timeout_s=5.0, allow_private=True),
         warmup_mail=ImapWarmupTender(tls_ca_file=ca, timeout_s=10.0, allow_private=True),
+        oauth=AuthlibOAuthClient.from_settings(configured),
     )
     return Runtime(configured, engine=runtime.engine, ports=ports)
 

@@ -17,9 +17,10 @@ from outreach_core.kernel.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from outreach_core.warmup.rules import HEADER
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.mail_servers import MailServers
 from tests.mailboxes.helpers import API
-from tests.warmup.helpers import Bridge, Maildrop, messages_rows, pool_mailbox, set_rows, warmup_runtime
+from tests.warmup.helpers import Bridge, messages_rows, pool_mailbox, set_rows, warmup_runtime
 
 
 async def _enable(http: httpx.AsyncClient, ws: object, mailbox_id: str, **warmup: object) -> None:

@@ -14,12 +14,13 @@ from outreach_core.kernel.ports import FixedClock
 from outreach_core.kernel.runtime import Runtime
 from outreach_core.warmup.pipeline import warmup_pass
 from tests.conftest import MakeWorkspace
+from tests.imap_client import Maildrop
 from tests.inbox.ingest import messages_of, threads_of
 from tests.inbox_worker.conftest import inbox_runtime
 from tests.inbox_worker.helpers import Recorder, Workers, until
 from tests.mail_servers import MailServers
 from tests.mailboxes.helpers import API
-from tests.warmup.helpers import Bridge, Maildrop, pool_mailbox, warmup_runtime
+from tests.warmup.helpers import Bridge, pool_mailbox, warmup_runtime
 
 
 @pytest.fixture
