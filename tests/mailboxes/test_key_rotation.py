@@ -19,9 +19,9 @@ from outreach_core.kernel.crypto import is_current
 from outreach_core.kernel.db.tables import metadata, sending_ips
 from outreach_core.kernel.runtime import Runtime
 from outreach_core.kernel.settings import Settings
+from outreach_core.key_rotation import ENCRYPTED
 from outreach_core.mailboxes.oauth_tokens import OAUTH_TOKENS
 from outreach_core.mailboxes.routes import PROXY_SECRET, add_sending_ip, list_sending_ips, remove_sending_ip
-from outreach_core.key_rotation import ENCRYPTED
 from tests.conftest import MakeWorkspace
 from tests.mail_servers import MailCA, MailServers
 from tests.oauth_mail_servers import Google, connect_oauth, google_mailboxes, oauth_mailbox
