@@ -73,7 +73,7 @@ def served(*, plan: str, workers: bool = False, env_extra: dict[str, str] | None
         env=env, cwd=ROOT, stdout=log, stderr=log, start_new_session=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded machine starts slowly
         while True:
             try:
                 httpx.get(f"{base}/api/v1/ping", timeout=1).raise_for_status()
