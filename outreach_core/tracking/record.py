@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import case
+from sqlalchemy import case, text
 
 from outreach_core.bulk import Values, chunks, update_each
 from outreach_core.context import SystemContext, as_workspace, system_scope, workspace_itself
@@ -35,12 +35,19 @@ class _Counts:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def record_hits(ctx: SystemContext, hits: Sequence[Hit], *, replay: bool = False) -> int:
+async def record_hits(
+    ctx: SystemContext, hits: Sequence[Hit], *, replay: bool = False, flushed: bool = True
+) -> int:
     """Write `hits` (opens and clicks of any workspace's emails) in this transaction: flag each
     (`rules.flag_of`), add one `tracking_events` row each, and add them to their sends' counts (first time and
     count of people's opens and clicks; flagged ones counted apart). Returns how many were recorded.
     `replay`: hits read back from the journal of a process that died; those already recorded (their event
-    id exists) are skipped."""
+    id exists) are skipped. `flushed=False` (PostgreSQL without a journal): the commit returns once
+    PostgreSQL holds it, without waiting for its WAL to reach the disk (`synchronous_commit = off` for this
+    transaction only): the hits then survive our process dying, not PostgreSQL itself crashing within the
+    next few hundred milliseconds (docs/tracking.md)."""
+    if not flushed and ctx.conn.dialect.name == "postgresql":
+        await ctx.conn.execute(text("SET LOCAL synchronous_commit = off"))
     if replay:
         hits = await _not_recorded(ctx, hits)
     sent = await _sends(ctx, sorted({h.send_id for h in hits}))
