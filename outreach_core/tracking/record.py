@@ -17,7 +17,7 @@ from outreach_core.bulk import Values, chunks, update_each
 from outreach_core.context import SystemContext, as_workspace, system_scope, workspace_itself
 from outreach_core.db.tables import sends, tracking_events
 from outreach_core.ids import new_id
-from outreach_core.rollups import count_open
+from outreach_core.rollups import count_opens
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 
 _AGENT_LENGTH = 300
@@ -101,12 +101,14 @@ async def record_hits(
     for part in chunks(rows, _PER_STATEMENT):
         await update_each(ctx, system_scope(sends).update(), part, values=_added)
     # A send's first open by a person (its `opened_at` was null before this batch) is counted in the
-    # analytics rollups in this same transaction (`rollups.count_open`; docs/analytics.md).
+    # analytics rollups in this same transaction (`rollups.count_opens`; docs/analytics.md).
+    first_opens: dict[str, list[tuple[str, dt.datetime]]] = {}
     for send_id, c in counts.items():
         row = sent[send_id]
         if c.first_open is not None and row.opened_at is None:
-            wctx = as_workspace(ctx, workspace_itself(row.workspace_id, "tracking"))
-            await count_open(wctx, send_id, c.first_open)
+            first_opens.setdefault(row.workspace_id, []).append((send_id, c.first_open))
+    for workspace_id, opens in first_opens.items():  # one read and one write per workspace
+        await count_opens(as_workspace(ctx, workspace_itself(workspace_id, "tracking")), opens)
     return len(events)
 
 
