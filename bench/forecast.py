@@ -23,36 +23,32 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _seed import bench_lead  # noqa: E402
+from _seed import (  # noqa: E402
+    add_campaign,
+    add_campaign_leads,
+    assign_mailboxes,
+    bench_lead,
+    bench_mailbox,
+    bench_workspace,
+)
 from sqlalchemy import text  # noqa: E402
 
 from outreach_core.campaigns.forecast import forecast_campaign, forecast_facts  # noqa: E402
 from outreach_core.campaigns.forecast_rules import forecast  # noqa: E402
 from outreach_core.campaigns.store import campaign_row  # noqa: E402
-from outreach_core.kernel.bulk import insert_rows  # noqa: E402
 from outreach_core.kernel.context import Principal, WorkspaceContext  # noqa: E402
 from outreach_core.kernel.db.migrate import migrate  # noqa: E402
 from outreach_core.kernel.db.tables import (  # noqa: E402
-    campaign_leads,
-    campaign_mailboxes,
-    campaign_steps,
-    campaign_variants,
-    campaigns,
-    leads,
     mailboxes,
 )
-from outreach_core.kernel.ids import new_ids  # noqa: E402
 from outreach_core.kernel.runtime import Runtime  # noqa: E402
 from outreach_core.kernel.settings import Settings  # noqa: E402
-from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
-BATCH = 20_000
 CID = "cmp_fc0001"
 ZONES = (
     None,
@@ -77,15 +73,7 @@ KINDS = (  # ramp, limit, zone, gaps
 
 
 async def seed(rt: Runtime, n_mailboxes: int, n_leads: int) -> tuple[str, str]:
-    result = await rt.system(
-        init_workspace,
-        email=f"forecast-{os.getpid()}@example.com",
-        name="Bench",
-        workspace="Forecast bench",
-        slug=f"forecast-bench-{os.getpid()}",
-        plan="agency",
-    )
-    ws, user = result.workspaceId, result.userId
+    ws, user = await bench_workspace(rt, "forecast", "Forecast bench")
     now = datetime.now(UTC)
     box_ids = [f"mbx_fc{i:05d}" for i in range(n_mailboxes)]
     async with rt.engine.begin() as conn:
@@ -93,106 +81,64 @@ async def seed(rt: Runtime, n_mailboxes: int, n_leads: int) -> tuple[str, str]:
         for i, box in enumerate(box_ids):
             ramp, limit, zone, gaps = KINDS[i % len(KINDS)]
             rows.append(
-                {
-                    "id": box,
-                    "workspace_id": ws,
-                    "email": f"sender{i}@bench.test",
-                    "domain": "bench.test",
-                    "provider": "smtp",
-                    "ramp_enabled": ramp,
-                    "ramp_start": 5,
-                    "ramp_increment": 2,
-                    "daily_limit": limit,
-                    "ramp_started_on": (now - timedelta(days=i % 7)).date().isoformat(),
-                    "timezone": zone,
-                    "min_gap_s": gaps[0],
-                    "max_gap_s": gaps[1],
-                    "smtp_host": "127.0.0.1",
-                    "smtp_port": 25,
-                    "smtp_security": "starttls",
-                    "smtp_user": f"sender{i}@bench.test",
-                    "imap_host": "127.0.0.1",
-                    "imap_port": 993,
-                    "imap_security": "tls",
-                    "imap_user": f"sender{i}@bench.test",
-                    "password_encrypted": "x",
-                    "created_at": now,
-                }
+                bench_mailbox(
+                    i,
+                    box,
+                    ws,
+                    now,
+                    "127.0.0.1",
+                    ramp_enabled=ramp,
+                    ramp_start=5,
+                    ramp_increment=2,
+                    daily_limit=limit,
+                    ramp_started_on=(now - timedelta(days=i % 7)).date().isoformat(),
+                    timezone=zone,
+                    min_gap_s=gaps[0],
+                    max_gap_s=gaps[1],
+                )
             )
         await conn.execute(mailboxes.insert(), rows)
-        await conn.execute(
-            campaigns.insert().values(
-                id=CID,
-                workspace_id=ws,
-                name="Forecast bench",
-                status="running",
-                timezone_fallback="Europe/Berlin",
-                window_start=9 * 60,
-                window_end=17 * 60,
-                days=31,
-                daily_cap=2_500,
-                started_at=now,
-                created_at=now,
-                updated_at=now,
-            )
+        steps = [
+            (wait, "Hello" if wait == 0 else "", "<p>Hi</p><p>{{unsubscribe}}</p>") for wait in (0, 3, 4)
+        ]
+        await add_campaign(
+            conn,
+            ws,
+            CID,
+            "fc",
+            steps,
+            now,
+            name="Forecast bench",
+            timezone_fallback="Europe/Berlin",
+            window_start=9 * 60,
+            window_end=17 * 60,
+            days=31,
+            daily_cap=2_500,
         )
-        for position, wait in enumerate((0, 3, 4)):
-            step_id = f"stp_fc{position}"
-            await conn.execute(
-                campaign_steps.insert().values(
-                    id=step_id,
-                    workspace_id=ws,
-                    campaign_id=CID,
-                    position=position,
-                    wait_days=wait,
-                    created_at=now,
-                )
-            )
-            await conn.execute(
-                campaign_variants.insert().values(
-                    id=f"var_fc{position}",
-                    workspace_id=ws,
-                    campaign_id=CID,
-                    step_id=step_id,
-                    position=0,
-                    subject="Hello" if position == 0 else "",
-                    body="<p>Hi</p><p>{{unsubscribe}}</p>",
-                    created_at=now,
-                )
-            )
-        await conn.execute(
-            campaign_mailboxes.insert(),
-            [{"campaign_id": CID, "mailbox_id": b, "workspace_id": ws} for b in box_ids],
-        )
-    for first in range(0, n_leads, BATCH):
-        count = min(BATCH, n_leads - first)
-        ids, cl_ids = new_ids("lead", count), new_ids("cl", count)
-        lead_rows, cl_rows = [], []
-        for k in range(count):
-            i = first + k
-            status = "unsubscribed" if i % 97 == 0 else "active"
-            lead_rows.append(bench_lead(i, ids[k], ws, now, timezone=ZONES[i % len(ZONES)], status=status))
-            contacted = i % 4 == 0
-            cl_rows.append(
-                {
-                    "id": cl_ids[k],
-                    "workspace_id": ws,
-                    "campaign_id": CID,
-                    "lead_id": ids[k],
-                    "added_at": now,
-                    "status": "contacted" if contacted else "not_contacted",
-                    "step": 1 if contacted else 0,
-                    "next_at": now + timedelta(seconds=(i * 37) % (3 * 86_400)) if contacted else None,
-                }
-            )
-        async with rt.engine.begin() as conn:
-            owner: Any = SimpleNamespace(conn=conn, workspace_id=ws)
-            await insert_rows(owner, leads, lead_rows)
-            await insert_rows(owner, campaign_leads, cl_rows)
+        await assign_mailboxes(conn, ws, [(CID, b) for b in box_ids])
+
+    def lead(i: int, lead_id: str) -> dict[str, Any]:
+        status = "unsubscribed" if i % 97 == 0 else "active"
+        return bench_lead(i, lead_id, ws, now, timezone=ZONES[i % len(ZONES)], status=status)
+
+    def campaign_lead(i: int, cl_id: str, lead_id: str) -> dict[str, Any]:
+        contacted = i % 4 == 0
+        return {
+            "id": cl_id,
+            "workspace_id": ws,
+            "campaign_id": CID,
+            "lead_id": lead_id,
+            "added_at": now,
+            "status": "contacted" if contacted else "not_contacted",
+            "step": 1 if contacted else 0,
+            "next_at": now + timedelta(seconds=(i * 37) % (3 * 86_400)) if contacted else None,
+        }
+
+    await add_campaign_leads(rt, ws, n_leads, lead, campaign_lead)
     async with rt.engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         await conn.execute(text("VACUUM ANALYZE" if rt.engine.dialect.name == "postgresql" else "ANALYZE"))
-    return str(ws), str(user)
+    return ws, user
 
 
 def _proc_cpu(pid: int) -> float:

@@ -28,34 +28,31 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _seed import bench_lead  # noqa: E402
+from _seed import (  # noqa: E402
+    add_campaign,
+    add_campaign_leads,
+    assign_mailboxes,
+    bench_lead,
+    bench_mailbox,
+    bench_workspace,
+)
 from sqlalchemy import text  # noqa: E402
 
-from outreach_core.kernel.bulk import insert_rows  # noqa: E402
 from outreach_core.kernel.crypto import encrypt  # noqa: E402
 from outreach_core.kernel.db.migrate import migrate  # noqa: E402
 from outreach_core.kernel.db.tables import (  # noqa: E402
-    campaign_leads,
-    campaign_mailboxes,
-    campaign_steps,
-    campaign_variants,
     campaigns,
-    leads,
     mailboxes,
 )
-from outreach_core.kernel.ids import new_ids  # noqa: E402
 from outreach_core.kernel.runtime import Runtime  # noqa: E402
 from outreach_core.kernel.settings import Settings  # noqa: E402
 from outreach_core.sending.planner import plan_batch  # noqa: E402
-from outreach_core.workspace.setup import init_workspace  # noqa: E402
 
-BATCH = 20_000
 CAMPAIGNS = 10
 ZONES = ("UTC", "America/New_York", "Europe/Berlin", "Asia/Tokyo")
 PASSWORD = "bench-password"
@@ -64,124 +61,65 @@ PASSWORD = "bench-password"
 async def seed(
     rt: Runtime, n_mailboxes: int, n_leads: int, host: str, port: int, gaps: tuple[int, int]
 ) -> str:
-    result = await rt.system(
-        init_workspace,
-        email=f"bench-{os.getpid()}@example.com",
-        name="Bench",
-        workspace="Sender bench",
-        slug=f"sender-bench-{os.getpid()}",
-        plan="agency",
-    )
-    ws = result.workspaceId
+    ws, _ = await bench_workspace(rt, "sender", "Sender bench")
     now = datetime.now(UTC)
     secret = encrypt(rt.settings, PASSWORD)
     box_ids = [f"mbx_sb{i:05d}" for i in range(n_mailboxes)]
+    cids = [f"cmp_sb{k:02d}" for k in range(CAMPAIGNS)]
     async with rt.engine.begin() as conn:
         await conn.execute(
             mailboxes.insert(),
             [
-                {
-                    "id": box_ids[i],
-                    "workspace_id": ws,
-                    "email": f"sender{i}@bench.test",
-                    "domain": "bench.test",
-                    "display_name": f"Sender {i}",
-                    "provider": "smtp",
-                    "ramp_enabled": False,
-                    "daily_limit": 500,
-                    "ramp_started_on": "2026-01-01",
-                    "min_gap_s": gaps[0],
-                    "max_gap_s": gaps[1],
-                    "smtp_host": host,
-                    "smtp_port": port,
-                    "smtp_security": "starttls",
-                    "smtp_user": f"sender{i}@bench.test",
-                    "imap_host": host,
-                    "imap_port": 993,
-                    "imap_security": "tls",
-                    "imap_user": f"sender{i}@bench.test",
-                    "password_encrypted": secret,
-                    "created_at": now,
-                }
+                bench_mailbox(
+                    i,
+                    box_ids[i],
+                    ws,
+                    now,
+                    host,
+                    display_name=f"Sender {i}",
+                    ramp_enabled=False,
+                    daily_limit=500,
+                    ramp_started_on="2026-01-01",
+                    min_gap_s=gaps[0],
+                    max_gap_s=gaps[1],
+                    smtp_port=port,
+                    password_encrypted=secret,
+                )
                 for i in range(n_mailboxes)
             ],
         )
-        cids = [f"cmp_sb{k:02d}" for k in range(CAMPAIGNS)]
+        steps = [
+            (0, "Quick question, {{first_name|there}}",
+             "<p>{Hi|Hello} {{first_name|there}}, a note about {{company}}.</p><p>{{unsubscribe}}</p>"),
+            (3, "", "<p>Bumping this.</p>"),
+        ]  # fmt: skip
         for k, cid in enumerate(cids):
-            await conn.execute(
-                campaigns.insert().values(
-                    id=cid,
-                    workspace_id=ws,
-                    name=f"Bench {k}",
-                    status="running",
-                    timezone_fallback="UTC",
-                    window_start=0,
-                    window_end=1440,
-                    days=127,
-                    started_at=now,
-                    created_at=now,
-                    updated_at=now,
-                )
+            await add_campaign(
+                conn,
+                ws,
+                cid,
+                f"sb{k:02d}",
+                steps,
+                now,
+                name=f"Bench {k}",
+                timezone_fallback="UTC",
+                window_start=0,
+                window_end=1440,
+                days=127,
             )
-            for position in range(2):
-                step_id = f"stp_sb{k:02d}{position}"
-                await conn.execute(
-                    campaign_steps.insert().values(
-                        id=step_id,
-                        workspace_id=ws,
-                        campaign_id=cid,
-                        position=position,
-                        wait_days=3 * position,
-                        created_at=now,
-                    )
-                )
-                await conn.execute(
-                    campaign_variants.insert().values(
-                        id=f"var_sb{k:02d}{position}",
-                        workspace_id=ws,
-                        campaign_id=cid,
-                        step_id=step_id,
-                        position=0,
-                        subject="Quick question, {{first_name|there}}" if position == 0 else "",
-                        body="<p>{Hi|Hello} {{first_name|there}}, a note about {{company}}.</p>"
-                        "<p>{{unsubscribe}}</p>"
-                        if position == 0
-                        else "<p>Bumping this.</p>",
-                        created_at=now,
-                    )
-                )
-        await conn.execute(
-            campaign_mailboxes.insert(),
-            [
-                {"campaign_id": cids[i % CAMPAIGNS], "mailbox_id": b, "workspace_id": ws}
-                for i, b in enumerate(box_ids)
-            ],
-        )
-    for first in range(0, n_leads, BATCH):
-        count = min(BATCH, n_leads - first)
-        ids = new_ids("lead", count)
-        cl_ids = new_ids("cl", count)
-        lead_rows, cl_rows = [], []
-        for k in range(count):
-            i = first + k
-            lead_rows.append(bench_lead(i, ids[k], ws, now, timezone=ZONES[i % len(ZONES)]))
-            cl_rows.append(
-                {
-                    "id": cl_ids[k],
-                    "workspace_id": ws,
-                    "campaign_id": f"cmp_sb{i % CAMPAIGNS:02d}",
-                    "lead_id": ids[k],
-                    "added_at": now,
-                }
-            )
-        async with rt.engine.begin() as conn:
-            # the import's own bulk path (COPY on PostgreSQL); it only needs a connection and the workspace
-            owner: Any = SimpleNamespace(conn=conn, workspace_id=ws)
-            await insert_rows(owner, leads, lead_rows)
-            await insert_rows(owner, campaign_leads, cl_rows)
+        await assign_mailboxes(conn, ws, [(cids[i % CAMPAIGNS], b) for i, b in enumerate(box_ids)])
+
+    def lead(i: int, lead_id: str) -> dict[str, Any]:
+        return bench_lead(i, lead_id, ws, now, timezone=ZONES[i % len(ZONES)])
+
+    def campaign_lead(i: int, cl_id: str, lead_id: str) -> dict[str, Any]:
+        return {"id": cl_id, "workspace_id": ws, "campaign_id": cids[i % CAMPAIGNS], "lead_id": lead_id,
+                "added_at": now}  # fmt: skip
+
+    await add_campaign_leads(rt, ws, n_leads, lead, campaign_lead)
     async with rt.engine.begin() as conn:
         await conn.execute(text("ANALYZE"))
-    return str(ws)
+    return ws
 
 
 async def time_passes(rt: Runtime, passes: int) -> list[tuple[float, int, float]]:

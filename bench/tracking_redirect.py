@@ -212,7 +212,32 @@ def stages(settings: Settings, send_ids: list[str]) -> list[tuple[str, float]]:
         return spent
 
     out.append(("record a hit (batches of 500, this process's share)", asyncio.run(record())))
+    if settings.database_url.startswith("postgresql"):
+        for flushed in (True, False):
+            walls, cpu = asyncio.run(commits(settings, send_ids, flushed))
+            q = statistics.quantiles(walls, n=20)
+            kind = "flushed" if flushed else "not flushed (no journal)"
+            out.append((f"a 10-hit transaction, {kind}: wall p50 {statistics.median(walls):.2f} ms, "
+                        f"p95 {q[18]:.2f} ms; CPU", cpu))  # fmt: skip
     return out
+
+
+async def commits(settings: Settings, send_ids: list[str], flushed: bool) -> tuple[list[float], float]:
+    """Wall ms of 100 transactions of 10 hits each, one after the other, and this process's CPU µs per
+    transaction."""
+    rt = Runtime(settings)
+    now = dt.datetime.now(dt.UTC)
+    walls = []
+    c = time.process_time()
+    for k in range(100):
+        ids = [send_ids[(k * 10 + i) % len(send_ids)] for i in range(10)]
+        hits = [Hit("click", send_id, now, "https://e.example/", False, AGENT, None) for send_id in ids]
+        t = time.perf_counter()
+        await rt.system(record_hits, hits, flushed=flushed)
+        walls.append((time.perf_counter() - t) * 1000)
+    cpu = (time.process_time() - c) / 100 * 1e6
+    await rt.dispose()
+    return walls, cpu
 
 
 def main() -> None:

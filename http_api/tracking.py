@@ -3,7 +3,7 @@ GIF), without authentication, outside `/api/v1` (docs/tracking.md).
 
 A forged, altered or truncated token is 404, never a redirect. A hit is queued in the `HitRecorder`, which
 commits hits in batches; the answer comes once the hit is in the journal, or without one once it is
-committed (at most `OUTREACH_TRACKING_COMMIT_WAIT_MS`).
+committed (at most `OUTREACH_TRACKING_COMMIT_WAIT_MS`; on PostgreSQL without waiting for the WAL flush).
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ def tracking_recorder(runtime: Runtime) -> HitRecorder:
     """The recorder of this process's tracking hits, with its journal where the settings give one; call
     `replay` at start and `close` when the server stops."""
 
-    async def flush(hits: Sequence[Hit], replay: bool) -> int:
-        return await runtime.system(record_hits, hits, replay=replay)
-
     settings = runtime.settings
     directory = settings.tracking_journal_dir
     journal = None
@@ -60,6 +57,13 @@ def tracking_recorder(runtime: Runtime) -> HitRecorder:
             journal = Journal(directory)
         except OSError:  # not writable: requests wait for their commit instead
             _log.exception("tracking_journal_unavailable", directory=str(directory))
+    # A journaled batch's segment is deleted after its commit, so that commit must be on disk first;
+    # without a journal a request waits only until PostgreSQL holds its hit (docs/tracking.md).
+    flushed = journal is not None
+
+    async def flush(hits: Sequence[Hit], replay: bool) -> int:
+        return await runtime.system(record_hits, hits, replay=replay, flushed=flushed or replay)
+
     return HitRecorder(
         flush,
         wait_s=settings.tracking_commit_wait_ms / 1000,

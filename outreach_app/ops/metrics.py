@@ -7,7 +7,8 @@
 - `outreach_worker_ticks_total`, `outreach_worker_failures_total`, `outreach_worker_items_total` and
   `outreach_worker_lag_seconds` (since the last successful tick ended; 0 inside a tick) by `worker`;
 - `outreach_sends_total{outcome}`: emails the sender handed off, by outcome;
-- `outreach_queue_depth{queue}`: `imports`, `outbox`, `webhooks` (read from the database at each scrape);
+- `outreach_queue_depth{queue}`: `imports`, `outbox`, `webhooks` (read from the database at each scrape,
+  each counted up to `db/health.py:QUEUE_DEPTH_CAP`);
 - the `process_*` figures of prometheus-client.
 
 Each process serves its own (`outreach serve` includes the workers of the worker process it started; each
@@ -66,7 +67,9 @@ class _Snapshot(Collector):
         )
         for outcome, count in sorted(self.sends.items()):
             sends.add_metric([outcome], count)
-        queues = GaugeMetricFamily("outreach_queue_depth", "Work waiting, by queue.", labels=["queue"])
+        queues = GaugeMetricFamily(
+            "outreach_queue_depth", "Work waiting, by queue (counted up to 10,000).", labels=["queue"]
+        )
         for queue, depth in sorted(self.queues.items()):
             queues.add_metric([queue], depth)
         yield from (ticks, failures, items, lag, sends, queues)

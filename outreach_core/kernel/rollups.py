@@ -16,7 +16,8 @@ What calls what (each in the transaction that records the change):
   counted against that email's step, variant, mailbox and ESP, at the hour it arrived, under the label type
   its thread carries now) and moves only what differs from what was counted (`analytics_replies`).
 - `count_won(ctx, at, campaign_id)` when a lead is marked won (`sign=-1` for the win it replaces).
-- `count_open(ctx, send_id, at)`: one open of a person (not a scanner), for the tracking feature to call.
+- `count_open(ctx, send_id, at)` / `count_opens(ctx, opens)`: first opens of people (not scanners), for the
+  tracking feature to call.
 
 `outreach analytics rebuild` (analytics/rebuild.py) counts everything again from the ledger with the same
 functions; a test proves both give the same counters.
@@ -243,18 +244,34 @@ def add_open(tally: Tally, r: Any) -> None:
 async def count_open(ctx: WorkspaceContext, send_id: str, at: dt.datetime) -> None:
     """The first open of the email `send_id` by a person (tracking calls it in the transaction that records
     it: `tracking/record.py`); an email opened again is not counted again."""
-    found = (
-        await ctx.conn.execute(
-            scoped(ctx, sends)
-            .select(sends.c.campaign_id, sends.c.step, sends.c.variant_id, sends.c.mailbox_id, leads.c.esp)
-            .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
-            .where(sends.c.id == send_id)
-        )
-    ).first()
-    if found is None:
+    await count_opens(ctx, [(send_id, at)])
+
+
+async def count_opens(ctx: WorkspaceContext, opens: Sequence[tuple[str, dt.datetime]]) -> None:
+    """`count_open` of many emails of the workspace at once: one read and one write for all of them (a batch
+    of tracking hits of a fresh campaign is mostly first opens; one at a time, they were most of the
+    recorder's round trips)."""
+    if not opens:
         return
+    at_of = dict(opens)
+    ids = sorted(at_of)
     tally = Tally()
-    tally.send_row(found, at, {"opened": 1})
+    for first in range(0, len(ids), 500):
+        found = await ctx.conn.execute(
+            scoped(ctx, sends)
+            .select(
+                sends.c.id,
+                sends.c.campaign_id,
+                sends.c.step,
+                sends.c.variant_id,
+                sends.c.mailbox_id,
+                leads.c.esp,
+            )
+            .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
+            .where(sends.c.id.in_(ids[first : first + 500]))
+        )
+        for row in found:
+            tally.send_row(row, at_of[row.id], {"opened": 1})
     await apply(ctx, tally)
 
 

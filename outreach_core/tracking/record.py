@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import case
+from sqlalchemy import case, text
 
 from outreach_core.kernel.bulk import Values, chunks, update_each
 from outreach_core.kernel.context import SystemContext, as_workspace, system_scope, workspace_itself
 from outreach_core.kernel.db.tables import sends, tracking_events
 from outreach_core.kernel.ids import new_id
-from outreach_core.kernel.rollups import count_open
+from outreach_core.kernel.rollups import count_opens
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 
 _AGENT_LENGTH = 300
@@ -35,12 +35,19 @@ class _Counts:
     events: list[dict[str, Any]] = field(default_factory=list)
 
 
-async def record_hits(ctx: SystemContext, hits: Sequence[Hit], *, replay: bool = False) -> int:
+async def record_hits(
+    ctx: SystemContext, hits: Sequence[Hit], *, replay: bool = False, flushed: bool = True
+) -> int:
     """Write `hits` (opens and clicks of any workspace's emails) in this transaction: flag each
     (`rules.flag_of`), add one `tracking_events` row each, and add them to their sends' counts (first time and
     count of people's opens and clicks; flagged ones counted apart). Returns how many were recorded.
     `replay`: hits read back from the journal of a process that died; those already recorded (their event
-    id exists) are skipped."""
+    id exists) are skipped. `flushed=False` (PostgreSQL without a journal): the commit returns once
+    PostgreSQL holds it, without waiting for its WAL to reach the disk (`synchronous_commit = off` for this
+    transaction only): the hits then survive our process dying, not PostgreSQL itself crashing within the
+    next few hundred milliseconds (docs/tracking.md)."""
+    if not flushed and ctx.conn.dialect.name == "postgresql":
+        await ctx.conn.execute(text("SET LOCAL synchronous_commit = off"))
     if replay:
         hits = await _not_recorded(ctx, hits)
     sent = await _sends(ctx, sorted({h.send_id for h in hits}))
@@ -94,12 +101,14 @@ async def record_hits(ctx: SystemContext, hits: Sequence[Hit], *, replay: bool =
     for part in chunks(rows, _PER_STATEMENT):
         await update_each(ctx, system_scope(sends).update(), part, values=_added)
     # A send's first open by a person (its `opened_at` was null before this batch) is counted in the
-    # analytics rollups in this same transaction (`rollups.count_open`; docs/analytics.md).
+    # analytics rollups in this same transaction (`rollups.count_opens`; docs/analytics.md).
+    first_opens: dict[str, list[tuple[str, dt.datetime]]] = {}
     for send_id, c in counts.items():
         row = sent[send_id]
         if c.first_open is not None and row.opened_at is None:
-            wctx = as_workspace(ctx, workspace_itself(row.workspace_id, "tracking"))
-            await count_open(wctx, send_id, c.first_open)
+            first_opens.setdefault(row.workspace_id, []).append((send_id, c.first_open))
+    for workspace_id, opens in first_opens.items():  # one read and one write per workspace
+        await count_opens(as_workspace(ctx, workspace_itself(workspace_id, "tracking")), opens)
     return len(events)
 
 

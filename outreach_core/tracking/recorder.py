@@ -11,9 +11,11 @@ What a crash can lose: with a journal, nothing that was answered, if the process
 power can lose what the operating system had not written to disk); the next start replays the journals of
 dead processes (`replay`). Without one, a hit is answered only after its commit, unless that commit took
 longer than `wait_s` (the database slow, locked or down); only such hits, answered and still queued, are
-lost if the process dies then. A batch whose write fails is queued again (at most `max_queued` hits are
-kept; past that the oldest are dropped and counted in `dropped`). Stopping the server (`close`) writes what
-is queued; what it cannot write stays in the journal for the next start.
+lost if the process dies then (on PostgreSQL that commit is not flushed to disk: `record.record_hits`, so
+a crash of PostgreSQL itself can lose its last few hundred milliseconds). A batch whose write fails is
+queued again (at most `max_queued` hits are kept; past that the oldest are dropped and counted in
+`dropped`). Stopping the server (`close`) writes what is queued; what it cannot write stays in the journal
+for the next start.
 """
 
 from __future__ import annotations

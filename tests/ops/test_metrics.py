@@ -8,8 +8,13 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import delete
 
+from outreach_core.kernel.db import health
+from outreach_core.kernel.db.tables import outbox
+from outreach_core.kernel.ids import new_ids
 from outreach_core.kernel.runtime import Runtime
 from tests.conftest import MakeWorkspace
 from tests.mail_servers import SmtpServer, Users
@@ -128,6 +133,30 @@ async def test_queue_depths_count_what_waits(runtime: Runtime, make_workspace: M
         after = samples((await client.get("/metrics")).text)
     key = ("outreach_queue_depth", (("queue", "imports"),))
     assert after[key] == start[key] + 1  # one received part waits for the import worker (none runs here)
+
+
+async def test_a_queue_deeper_than_the_cap_reads_as_the_cap(
+    runtime: Runtime, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Queues are counted up to `QUEUE_DEPTH_CAP` (an exact count of millions of rows took most of the
+    scrape's timeout): three waiting events read as 2 under a cap of 2, and as 3 or more under the real
+    one."""
+    ws = await make_workspace()
+    ids = new_ids("evt", 3)
+    now = runtime.ports.clock.now()
+    rows = [
+        {"id": i, "workspace_id": ws.workspace_id, "kind": "lead.replied", "payload": {}, "created_at": now}
+        for i in ids
+    ]
+    async with runtime.engine.begin() as conn:
+        await conn.execute(outbox.insert(), rows)
+    try:
+        assert (await health.queue_depths(runtime.engine))["outbox"] >= 3
+        monkeypatch.setattr(health, "QUEUE_DEPTH_CAP", 2)
+        assert (await health.queue_depths(runtime.engine))["outbox"] == 2
+    finally:
+        async with runtime.engine.begin() as conn:
+            await conn.execute(delete(outbox).where(outbox.c.id.in_(ids)))
 
 
 async def test_the_token_guards_metrics_when_set(runtime: Runtime) -> None:
