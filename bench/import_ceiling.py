@@ -34,9 +34,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from outreach_core.db.engine import create_engine  # noqa: E402
-from outreach_core.db.migrate import migrate  # noqa: E402
-from outreach_core.ids import new_ids  # noqa: E402
+from outreach_core.db.engine import create_engine
+from outreach_core.db.migrate import migrate
+from outreach_core.ids import new_ids
 
 COLUMNS = (
     "id", "workspace_id", "email", "domain", "first_name", "last_name", "sort_name", "company", "custom",

@@ -192,7 +192,9 @@ async def apply_staged(ctx: WorkspaceContext, tally: Tally) -> None:
     conn = ctx.conn
     names = ", ".join(("workspace_id", *_KEY[1:], *COUNTERS))
     await conn.execute(text(f"DROP TABLE IF EXISTS {_STAGED}"))
-    await conn.execute(text(f"CREATE TEMPORARY TABLE {_STAGED} AS SELECT {names} FROM analytics_counters WHERE 1 = 0"))
+    await conn.execute(
+        text(f"CREATE TEMPORARY TABLE {_STAGED} AS SELECT {names} FROM analytics_counters WHERE 1 = 0")
+    )
     staged = Table(_STAGED, MetaData(), *(Column(c.name, c.type) for c in analytics_counters.c))
     for start in range(0, len(rows), 50_000):
         await conn.execute(

@@ -142,8 +142,8 @@ async def _count_ledger(ctx: WorkspaceContext) -> int:
                 SELECT s.campaign_id, s.step, COALESCE(NULLIF(s.variant_id, ''), '-') AS variant,
                        COALESCE(NULLIF(s.mailbox_id, ''), '-') AS mailbox,
                        COALESCE(NULLIF(l.esp, ''), 'unknown') AS esp,
-                       s.sent_at AS at, 1 AS sent, CASE WHEN s.status = 'bounced' THEN 1 ELSE 0 END AS bounced,
-                       0 AS opened
+                       s.sent_at AS at, 1 AS sent,
+                       CASE WHEN s.status = 'bounced' THEN 1 ELSE 0 END AS bounced, 0 AS opened
                 FROM sends s LEFT JOIN leads l ON l.id = s.lead_id
                 WHERE s.workspace_id = :ws AND s.status IN ({statuses}) AND s.sent_at IS NOT NULL
                 UNION ALL
@@ -160,10 +160,7 @@ async def _count_ledger(ctx: WorkspaceContext) -> int:
     # 2. every dimension from those hours: hourly and daily, or all-time
     columns = "workspace_id, dim, k1, k2, grain, bucket, sent, bounced, opened"
     for dim, (k1, k2) in _KEYS.items():
-        if dim in ("v", "cm", "ce"):
-            grains = [("t", epoch)]
-        else:
-            grains = [("h", "hr"), ("d", day)]
+        grains = [("t", epoch)] if dim in ("v", "cm", "ce") else [("h", "hr"), ("d", day)]
         for grain, bucket in grains:
             # PostgreSQL refuses a constant in GROUP BY
             groups = [e for e in (k1, k2, bucket) if not e.startswith("'") and e != epoch]
@@ -177,9 +174,7 @@ async def _count_ledger(ctx: WorkspaceContext) -> int:
                 {"ws": ctx.workspace_id},
             )
     counted = await ctx.conn.execute(
-        text(
-            f"""SELECT count(*) FROM sends WHERE workspace_id = :ws AND status IN ({statuses})"""
-        ),
+        text(f"""SELECT count(*) FROM sends WHERE workspace_id = :ws AND status IN ({statuses})"""),
         {"ws": ctx.workspace_id},
     )
     await ctx.conn.execute(text(f"DROP TABLE {_TEMP}"))

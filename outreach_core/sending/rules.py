@@ -15,17 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-
 from outreach_core import ports
 from outreach_core.campaigns.rules import assign_mailbox
 from outreach_core.campaigns.schedule import next_step_at as next_step_at
 from outreach_core.campaigns.stops import FREE_MAIL_DOMAINS as FREE_MAIL_DOMAINS
 from outreach_core.campaigns.stops import CampaignLeadStatus as CampaignLeadStatus
 from outreach_core.campaigns.stops import LeadFacts as LeadFacts
-from outreach_core.campaigns.stops import is_company_domain as is_company_domain
 from outreach_core.campaigns.stops import StopRules as StopRules
+from outreach_core.campaigns.stops import is_company_domain as is_company_domain
 from outreach_core.campaigns.stops import stop_reason as stop_reason
-from outreach_core.mailboxes.rules import PROVIDERS
 from outreach_core.mailboxes.rules import MailboxLimits as MailboxLimits
 from outreach_core.mailboxes.rules import next_gap as next_gap
 from outreach_core.mailboxes.rules import next_local_midnight as next_local_midnight
@@ -41,7 +39,6 @@ RETRY_BASE = dt.timedelta(minutes=10)
 RETRY_CAP = dt.timedelta(hours=12)
 MAX_ATTEMPTS = 8
 """A temporary failure is retried this many times in all (10 min, 20 min, 40 min ... up to 12 h apart)."""
-
 
 
 # --- mailboxes ---------------------------------------------------------------------------------------------
