@@ -131,7 +131,12 @@ async def generate(
         # the secondary indexes of the bulk tables are dropped and built again after the insert (one sort
         # each instead of 10 M random insertions), and the foreign-key checks are off for the load (every
         # key is generated consistent): 1 M sends took 5.6 min (SQLite) and 9.7 min (PostgreSQL) with both
-        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        if pg:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+        else:  # outside any transaction (this engine's connections BEGIN themselves); the load is one
+            driver = (await conn.get_raw_connection()).driver_connection
+            assert driver is not None
+            await driver.execute("PRAGMA foreign_keys=OFF")
         if pg:
             found = await conn.execute(
                 text(
@@ -157,8 +162,6 @@ async def generate(
             await conn.execute(text("SET session_replication_role = replica"))
             await conn.execute(text("SET synchronous_commit = off"))
             await conn.execute(text("SET maintenance_work_mem = '512MB'"))
-        else:
-            await conn.execute(text("PRAGMA foreign_keys=OFF"))
         t0, c0 = time.perf_counter(), time.process_time()
         for sql in statements:
             await conn.execute(text(sql))
@@ -167,11 +170,12 @@ async def generate(
         for _, sql in indexes:
             await conn.execute(text(sql))
         timings["index"] = time.perf_counter() - t0
+        await conn.execute(text("ANALYZE"))
         if pg:
             await conn.execute(text("SET session_replication_role = origin"))
         else:
-            await conn.execute(text("PRAGMA foreign_keys=ON"))
-        await conn.execute(text("ANALYZE"))
+            await conn.commit()
+            await driver.execute("PRAGMA foreign_keys=ON")
         timings["indexes"] = len(indexes)
 
 
