@@ -151,6 +151,40 @@ def _ms(values: list[float]) -> str:
     return f"p50 {statistics.median(values) * 1000:7.1f} ms  max {max(values) * 1000:7.1f} ms"
 
 
+async def launch(rt: Runtime, caller: Principal, runs: int, engine: str) -> None:
+    """`launch_campaign` as the doors run it, the campaign paused before each run: the MCP confirmation
+    question (`_describe_launch`, which forecasts) and the launch (its `prepare` step forecasts in a
+    read-only transaction, then the write transaction), wall and CPU (this process; on PostgreSQL the
+    backends' CPU is not in it)."""
+    from outreach_core.campaigns.endpoints import ENDPOINTS, _describe_launch
+
+    endpoint = next(e for e in ENDPOINTS if e.name == "launch_campaign")
+
+    async def pause(ctx: WorkspaceContext) -> None:
+        await ctx.conn.execute(campaigns.update().where(campaigns.c.id == CID).values(status="paused"))
+
+    async def question(ctx: WorkspaceContext) -> str:
+        return await _describe_launch(ctx, CID)
+
+    asked_wall, asked_cpu, launch_wall, launch_cpu = [], [], [], []
+    answer: Any = None
+    for _ in range(runs):
+        await rt.execute(caller, pause)
+        t, c = time.perf_counter(), time.process_time()
+        text_ = await rt.read(caller, question)
+        asked_wall.append(time.perf_counter() - t)
+        asked_cpu.append(time.process_time() - c)
+        t, c = time.perf_counter(), time.process_time()
+        answer = await rt.call(caller, endpoint, id=CID)
+        launch_wall.append(time.perf_counter() - t)
+        launch_cpu.append(time.process_time() - c)
+    print(f"  launch confirmation question ({engine}):   {_ms(asked_wall)}  CPU {_ms(asked_cpu)}")
+    print(f"  launch_campaign answer:                  {_ms(launch_wall)}  CPU {_ms(launch_cpu)}")
+    print(f"  question: {text_[:160]}...")
+    print(f"  answer status {answer.status}, forecast leads {answer.forecast.leads:,}")
+    print(f"  load average {os.getloadavg()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mailboxes", type=int, default=100)
@@ -229,6 +263,7 @@ def main() -> None:
             f"limitedBy {found.limited_by}"
         )
         print(f"  {found.message}")
+        await launch(rt, caller, args.runs, engine)
         await rt.dispose()
 
     asyncio.run(run())

@@ -32,7 +32,9 @@ def api_endpoints() -> list[AnyEndpoint]:
 
 def build_api(runtime: Runtime) -> Starlette:
     endpoints = api_endpoints()
-    openapi = build_openapi(endpoints, server_url=runtime.settings.public_url, public=PUBLIC)
+    openapi = build_openapi(
+        endpoints, server_url=runtime.settings.public_url, public=PUBLIC, files=all_files()
+    )
 
     async def openapi_json(_: Request) -> Response:
         return JSONResponse(openapi)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 
 from http_api.examples import body_example
-from outreach_core.kernel.endpoint import AnyEndpoint
+from outreach_core.kernel.endpoint import AnyEndpoint, FileRoute, describe_path_params
 from outreach_core.kernel.wire import NAMED_PATTERNS
 
 OPENAPI_VERSION = "3.1.1"
@@ -131,12 +131,16 @@ def build_openapi(
     *,
     server_url: str,
     public: Iterable[str] = frozenset({"ping"}),
+    files: Iterable[FileRoute] = (),
 ) -> dict[str, Any]:
-    """Build the OpenAPI 3.1 document for `endpoints` served under `server_url` + `/api/v1`.
+    """Build the OpenAPI 3.1 document for `endpoints` and the file routes `files` (charts, CSV exports:
+    their source endpoint's parameters and errors, a success of their media type) served under
+    `server_url` + `/api/v1`.
 
     `public` names the operations that need no credential (they get `security: []` and no auth errors);
     every other operation requires the global bearer scheme (API key or OAuth access token).
     """
+    file_routes = list(files)
     public_ops = frozenset(public)
     inputs: list[tuple[tuple[int, str], JsonSchemaMode, TypeAdapter[Any]]] = [
         ((-1, "error"), "serialization", TypeAdapter(Error))
@@ -148,6 +152,9 @@ def build_openapi(
             inputs.append(((i, "body"), "validation", TypeAdapter(ep.body)))
         if ep.query is not None:
             inputs.append(((i, "query"), "validation", TypeAdapter(ep.query)))
+    for j, route in enumerate(file_routes):
+        if route.source.query is not None:
+            inputs.append(((len(endpoints) + j, "query"), "validation", TypeAdapter(route.source.query)))
     schemas, definitions = TypeAdapter.json_schemas(
         inputs, by_alias=True, ref_template=REF_PREFIX + "{model}", schema_generator=_SchemaGenerator
     )
@@ -214,6 +221,55 @@ def build_openapi(
             responses[str(status)] = {"$ref": f"#/components/responses/{_ERROR_NAMES[status]}"}
         operation["responses"] = responses
         paths.setdefault(ep.path, {})[method] = operation
+
+    for j, route in enumerate(file_routes):
+        ep = route.source
+        if "get" in paths.get(route.path, {}):
+            raise ValueError(f"duplicate route GET {route.path}")
+        if route.name in operation_ids:
+            raise ValueError(f"duplicate operationId {route.name!r}")
+        operation_ids.add(route.name)
+        operation = {
+            "operationId": route.name,
+            "summary": route.summary,
+            "description": f"{ep.doc}\n\nAnswered as `{route.media_type}`"
+            + (f", offered for download as `{route.filename}`" if route.filename else "")
+            + f".\n\n{ep.role_sentence}",
+            "tags": [ep.tag],
+            "x-role": ep.role,
+        }
+        parameters = [
+            {
+                "name": name,
+                "in": "path",
+                "required": True,
+                "description": described,
+                "schema": {"type": "string", "minLength": 1, "pattern": NO_NUL},
+            }
+            for name, described in describe_path_params(route.path).items()
+        ]
+        if ep.query is not None:
+            query_schema = schemas[((len(endpoints) + j, "query"), "validation")]
+            ref = query_schema.get("$ref", "")
+            if ref.startswith(REF_PREFIX):
+                query_refs.add(ref.removeprefix(REF_PREFIX))
+            parameters += _query_parameters(_resolve(query_schema, components))
+        if parameters:
+            operation["parameters"] = parameters
+        binary = {"type": "string", "contentMediaType": route.content_type}
+        if not route.content_type.startswith("text/"):
+            binary["contentEncoding"] = "binary"
+        responses = {
+            "200": {
+                "description": "OK",
+                "content": {route.content_type: {"schema": binary}},
+                "headers": {h: _header_ref(h) for h in _RATE_LIMIT_HEADERS},
+            }
+        }
+        for status in _error_statuses(ep, public=False):
+            responses[str(status)] = {"$ref": f"#/components/responses/{_ERROR_NAMES[status]}"}
+        operation["responses"] = responses
+        paths.setdefault(route.path, {})["get"] = operation
 
     _drop_unreferenced(components, query_refs, paths)
     _name_error_schema(components, error_ref)

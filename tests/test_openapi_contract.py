@@ -129,6 +129,7 @@ def _cases() -> list[Any]:
     calls may remove or replace the objects they name (those get a workspace of their own, the others share
     one)."""
     from http_api.app import api_endpoints
+    from outreach_core.catalog import all_files
 
     cases = []
     for e in api_endpoints():
@@ -137,6 +138,11 @@ def _cases() -> list[Any]:
         cases.append(pytest.param(label, GenerationMode.POSITIVE, own, id=f"positive {label}"))
         if e.path_params or e.query or e.body:
             cases.append(pytest.param(label, GenerationMode.NEGATIVE, own, id=f"negative {label}"))
+    for f in all_files():  # the charts and CSV exports (read-only)
+        label = f"GET {f.path}"
+        cases.append(pytest.param(label, GenerationMode.POSITIVE, False, id=f"positive {label}"))
+        if f.source.path_params or f.source.query:
+            cases.append(pytest.param(label, GenerationMode.NEGATIVE, False, id=f"negative {label}"))
     return cases
 
 

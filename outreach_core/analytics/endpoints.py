@@ -77,8 +77,34 @@ ENDPOINTS = (
 )
 
 FILES = (
-    FileRoute("/analytics/overview.png", OVERVIEW, "image/png", lambda a: [overview_chart(a)]),
-    FileRoute("/campaigns/stats.png", STATS, "image/png", lambda a: [series_chart(a)]),
-    FileRoute("/analytics/overview.csv", OVERVIEW, "text/csv; charset=utf-8", overview_csv, "overview.csv"),
-    FileRoute("/campaigns/{id}/leads.csv", LEADS_EXPORT, "text/csv; charset=utf-8", leads_csv, "leads.csv"),
+    FileRoute(
+        "/analytics/overview.png",
+        OVERVIEW,
+        "image/png",
+        lambda a: [overview_chart(a)],
+        summary="The overview as a PNG chart (800 x 800): the day lines above the reply heatmap.",
+    ),
+    FileRoute(
+        "/campaigns/stats.png",
+        STATS,
+        "image/png",
+        lambda a: [series_chart(a)],
+        summary="Campaign stats as a PNG line chart (800 x 400) of sent, replied, positive, bounced by day.",
+    ),
+    FileRoute(
+        "/analytics/overview.csv",
+        OVERVIEW,
+        "text/csv; charset=utf-8",
+        overview_csv,
+        "overview.csv",
+        summary="The overview's days as CSV: date, sent, replied, positive, bounced, opened.",
+    ),
+    FileRoute(
+        "/campaigns/{id}/leads.csv",
+        LEADS_EXPORT,
+        "text/csv; charset=utf-8",
+        leads_csv,
+        "leads.csv",
+        summary="A campaign's leads as CSV, with their status, emails sent and last send.",
+    ),
 )

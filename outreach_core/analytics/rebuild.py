@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import text
+
 from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
@@ -27,10 +29,8 @@ from outreach_core.kernel.errors import NotFound
 from outreach_core.kernel.rollups import (
     COUNTED_SENDS,
     Tally,
-    add_open,
-    add_send,
     add_won,
-    apply,
+    apply_staged,
     sync_replies,
     workspace_zone,
 )
@@ -62,29 +62,8 @@ async def rebuild_workspace(ctx: WorkspaceContext) -> Rebuilt:
     """Delete the workspace's counters and count them again (one transaction)."""
     await ctx.conn.execute(scoped(ctx, analytics_counters).delete())
     await ctx.conn.execute(scoped(ctx, analytics_replies).delete())
+    n_sends = await _count_ledger(ctx)
     tally = Tally()
-    n_sends = 0
-    # one pass over the workspace's ledger with a server-side cursor (no sort, no repeated scans)
-    found = await ctx.conn.stream(
-        scoped(ctx, sends)
-        .select(
-            sends.c.campaign_id,
-            sends.c.step,
-            sends.c.variant_id,
-            sends.c.mailbox_id,
-            sends.c.status,
-            sends.c.sent_at,
-            sends.c.opened_at,
-            leads.c.esp,
-        )
-        .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
-        .where(sends.c.status.in_(COUNTED_SENDS))
-    )
-    async for page in found.partitions(PAGE):
-        for row in page:
-            add_send(tally, row)
-            add_open(tally, row)
-        n_sends += len(page)
     won = (
         await ctx.conn.execute(
             scoped(ctx, leads)
@@ -94,11 +73,11 @@ async def rebuild_workspace(ctx: WorkspaceContext) -> Rebuilt:
     ).all()
     for row in won:
         add_won(tally, row.won_at, row.won_campaign_id)
-    await apply(ctx, tally)
     replied = await _replying_leads(ctx)
     zone = await workspace_zone(ctx)
     for start in range(0, len(replied), PAGE):
-        await sync_replies(ctx, replied[start : start + PAGE], zone)
+        await sync_replies(ctx, replied[start : start + PAGE], zone, into=tally)
+    await apply_staged(ctx, tally)
     counted = await ctx.conn.execute(scoped(ctx, analytics_replies).select(analytics_replies.c.lead_id))
     return Rebuilt(workspace_id=ctx.workspace_id, sends=n_sends, replies=len(counted.all()), won=len(won))
 
@@ -113,3 +92,90 @@ async def _replying_leads(ctx: WorkspaceContext) -> list[Any]:
         .distinct()
     )
     return sorted(r.lead_id for r in rows)
+
+
+# What `add_send` and `add_open` count for every ledger row, computed by the database in one pass (the
+# rebuild counted 10 M sends row by row in Python at ~50 µs CPU each; set-based it is a few hash
+# aggregations). The buckets are spelled as the counters' UtcDateTime column stores them: `timestamptz` on
+# PostgreSQL, naive UTC text `YYYY-MM-DD HH:MM:SS.ffffff` on SQLite. tests/analytics/test_rebuild.py proves
+# the result equal to what the recording transactions keep.
+_BUCKETS = {
+    "postgresql": (
+        "date_trunc('hour', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+        "date_trunc('day', hr AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+        "TIMESTAMPTZ '1970-01-01 00:00:00+00'",
+    ),
+    "sqlite": (
+        "substr(at, 1, 13) || ':00:00.000000'",
+        "substr(hr, 1, 10) || ' 00:00:00.000000'",
+        "'1970-01-01 00:00:00.000000'",
+    ),
+}
+_KEYS = {
+    "w": ("''", "''"),
+    "c": ("campaign_id", "''"),
+    "m": ("mailbox", "''"),
+    "e": ("esp", "''"),
+    "v": ("campaign_id", "CAST(step AS VARCHAR) || ':' || variant"),
+    "cm": ("campaign_id", "mailbox"),
+    "ce": ("campaign_id", "esp"),
+}
+_TEMP = "analytics_rebuild_hours"
+
+
+async def _count_ledger(ctx: WorkspaceContext) -> int:
+    """Insert the counters of the workspace's ledger (sent, bounced at `sent_at`; opened at `opened_at`)
+    into its emptied `analytics_counters`; return the number of ledger rows counted."""
+    pg = ctx.conn.dialect.name == "postgresql"
+    hour, day, epoch = _BUCKETS["postgresql" if pg else "sqlite"]
+    if pg:  # the hash aggregations of millions of rows in memory rather than in batches on disk
+        await ctx.conn.execute(text("SET LOCAL work_mem = '256MB'"))
+    statuses = ", ".join(f"'{s}'" for s in COUNTED_SENDS)
+    # 1. the ledger grouped by every key a counter needs and the UTC hour
+    await ctx.conn.execute(text(f"DROP TABLE IF EXISTS {_TEMP}"))
+    await ctx.conn.execute(
+        text(
+            f"""CREATE TEMPORARY TABLE {_TEMP} AS
+            SELECT campaign_id, step, variant, mailbox, esp, {hour} AS hr,
+                   sum(sent) AS sent, sum(bounced) AS bounced, sum(opened) AS opened
+            FROM (
+                SELECT s.campaign_id, s.step, COALESCE(NULLIF(s.variant_id, ''), '-') AS variant,
+                       COALESCE(NULLIF(s.mailbox_id, ''), '-') AS mailbox,
+                       COALESCE(NULLIF(l.esp, ''), 'unknown') AS esp,
+                       s.sent_at AS at, 1 AS sent,
+                       CASE WHEN s.status = 'bounced' THEN 1 ELSE 0 END AS bounced, 0 AS opened
+                FROM sends s LEFT JOIN leads l ON l.id = s.lead_id
+                WHERE s.workspace_id = :ws AND s.status IN ({statuses}) AND s.sent_at IS NOT NULL
+                UNION ALL
+                SELECT s.campaign_id, s.step, COALESCE(NULLIF(s.variant_id, ''), '-'),
+                       COALESCE(NULLIF(s.mailbox_id, ''), '-'), COALESCE(NULLIF(l.esp, ''), 'unknown'),
+                       s.opened_at, 0, 0, 1
+                FROM sends s LEFT JOIN leads l ON l.id = s.lead_id
+                WHERE s.workspace_id = :ws AND s.status IN ({statuses}) AND s.opened_at IS NOT NULL
+            ) ev
+            GROUP BY campaign_id, step, variant, mailbox, esp, {hour}"""
+        ),
+        {"ws": ctx.workspace_id},
+    )
+    # 2. every dimension from those hours: hourly and daily, or all-time
+    columns = "workspace_id, dim, k1, k2, grain, bucket, sent, bounced, opened"
+    for dim, (k1, k2) in _KEYS.items():
+        grains = [("t", epoch)] if dim in ("v", "cm", "ce") else [("h", "hr"), ("d", day)]
+        for grain, bucket in grains:
+            # PostgreSQL refuses a constant in GROUP BY
+            groups = [e for e in (k1, k2, bucket) if not e.startswith("'") and e != epoch]
+            await ctx.conn.execute(
+                text(
+                    f"""INSERT INTO analytics_counters ({columns})
+                    SELECT :ws, '{dim}', {k1}, {k2}, '{grain}', {bucket},
+                           sum(sent), sum(bounced), sum(opened)
+                    FROM {_TEMP} GROUP BY {", ".join(groups)}"""
+                ),
+                {"ws": ctx.workspace_id},
+            )
+    counted = await ctx.conn.execute(
+        text(f"""SELECT count(*) FROM sends WHERE workspace_id = :ws AND status IN ({statuses})"""),
+        {"ws": ctx.workspace_id},
+    )
+    await ctx.conn.execute(text(f"DROP TABLE {_TEMP}"))
+    return int(counted.scalar_one())

@@ -4,8 +4,9 @@ read in a few set-based statements, then simulated by `forecast_rules.py` with t
 The reads never touch single leads in Python: the campaign's waiting leads are counted by (time zone, step,
 hour their next email is due, lead status, verification, address or domain suppressed), the attached active
 mailboxes by their limits. The stop rules (`campaigns/stops.py`, as the sender applies them) are applied to
-each group: a group the sender would skip or stop is not counted. `stopForCompany` (a colleague's reply) is
-not foreseen: it needs each lead's domain.
+each group: a group the sender would skip or stop is not counted. With `stopForCompany`, the leads whose
+domain is that of a lead of the campaign that replied (campaign-lead status `replied`, as the sender's
+planner looks it up) are grouped by that domain, so `is_company_domain` decides for them as for the sender.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import ColumnElement, func
+from sqlalchemy import ColumnElement, case, func, select
 
 from outreach_core.billing.period import emails_sent_this_period
 from outreach_core.billing.rules import in_force
@@ -28,7 +29,7 @@ from outreach_core.campaigns.forecast_rules import (
 )
 from outreach_core.campaigns.schedule import campaign_day, schedule_of, zone
 from outreach_core.campaigns.schemas import Forecast, ForecastDay
-from outreach_core.campaigns.stops import LeadFacts, StopRules, stop_reason
+from outreach_core.campaigns.stops import LeadFacts, StopRules, is_company_domain, stop_reason
 from outreach_core.campaigns.store import campaign_row, load_steps
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import (
@@ -184,6 +185,21 @@ async def _waiting(ctx: WorkspaceContext, row: Any) -> list[Waiting]:
         on_list = scoped(ctx, suppressions).select(suppressions.c.id)
         keys.append(on_list.where(suppressions.c.value == leads.c.email).exists().label("email_suppressed"))
         keys.append(on_list.where(suppressions.c.value == leads.c.domain).exists().label("domain_suppressed"))
+    if row.stop_for_company and await _has_replied(ctx, row.id):
+        # the planner's `company_replied`: a lead of this campaign at the same domain has replied
+        other, person = campaign_leads.alias("replied_cl"), leads.alias("replied_lead")
+        colleague = (
+            select(other.c.id)
+            .join(person, person.c.id == other.c.lead_id)
+            .where(
+                other.c.workspace_id == ctx.workspace_id,  # aliases: `scoped` takes tables
+                other.c.campaign_id == row.id,
+                other.c.status == "replied",
+                person.c.domain == leads.c.domain,
+            )
+            .exists()
+        )
+        keys.append(case((colleague, leads.c.domain), else_=None).label("replied_domain"))
     rows = await ctx.conn.execute(
         scoped(ctx, campaign_leads)
         .select(*keys, func.max(cl.next_at).label("due"), func.count().label("n"))
@@ -200,11 +216,22 @@ async def _waiting(ctx: WorkspaceContext, row: Any) -> list[Waiting]:
             verify_status=r.verify_status,
             email_suppressed=bool(getattr(r, "email_suppressed", False)),
             domain_suppressed=bool(getattr(r, "domain_suppressed", False)),
-            company_replied=False,
+            company_replied=is_company_domain(getattr(r, "replied_domain", None)),
         )
         if stop_reason(facts, rules) is None:
             found.append(Waiting(r.timezone, r.step, r.due, int(r.n)))
     return found
+
+
+async def _has_replied(ctx: WorkspaceContext, campaign_id: str) -> bool:
+    cl = campaign_leads.c
+    found = await ctx.conn.execute(
+        scoped(ctx, campaign_leads)
+        .select(cl.id)
+        .where(cl.campaign_id == campaign_id, cl.status == "replied")
+        .limit(1)
+    )
+    return found.first() is not None
 
 
 async def _has_suppressions(ctx: WorkspaceContext) -> bool:

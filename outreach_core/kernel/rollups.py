@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from sqlalchemy import Column, MetaData, Table, text
 from sqlalchemy.dialects import postgresql, sqlite
 
 from outreach_core.kernel.context import WorkspaceContext, scoped
@@ -143,6 +144,17 @@ class Tally:
             counts=counts,
         )
 
+    def merge(self, other: Tally) -> None:
+        """Add `other`'s deltas to this tally."""
+        rows = self.rows
+        for key, counts in other.rows.items():
+            row = rows.get(key)
+            if row is None:
+                rows[key] = list(counts)
+            else:
+                for i, n in enumerate(counts):
+                    row[i] += n
+
     def nonzero(self) -> list[dict[str, Any]]:
         out = []
         for (dim, k1, k2, grain, ts), row in self.rows.items():
@@ -178,6 +190,37 @@ async def apply(ctx: WorkspaceContext, tally: Tally, sign: int = 1) -> None:
         return
     values = [{**r, "workspace_id": ctx.workspace_id} for r in rows]
     await ctx.conn.execute(_upsert(ctx.conn.dialect.name), values)
+
+
+_STAGED = "analytics_counters_staged"
+
+
+async def apply_staged(ctx: WorkspaceContext, tally: Tally) -> None:
+    """`apply` for a large tally (the rebuild's): the rows inserted into a temporary table without indexes,
+    then added to the counters in one `INSERT ... SELECT ... ON CONFLICT` (an executemany upsert of 10^5-10^6
+    rows walks both indexes row by row)."""
+    rows = tally.nonzero()
+    if not rows:
+        return
+    conn = ctx.conn
+    names = ", ".join(("workspace_id", *_KEY[1:], *COUNTERS))
+    await conn.execute(text(f"DROP TABLE IF EXISTS {_STAGED}"))
+    await conn.execute(
+        text(f"CREATE TEMPORARY TABLE {_STAGED} AS SELECT {names} FROM analytics_counters WHERE 1 = 0")
+    )
+    staged = Table(_STAGED, MetaData(), *(Column(c.name, c.type) for c in analytics_counters.c))
+    for start in range(0, len(rows), 50_000):
+        await conn.execute(
+            staged.insert(), [{**r, "workspace_id": ctx.workspace_id} for r in rows[start : start + 50_000]]
+        )
+    added = ", ".join(f"{c} = analytics_counters.{c} + excluded.{c}" for c in COUNTERS)
+    await conn.execute(
+        text(
+            f"""INSERT INTO analytics_counters ({names}) SELECT {names} FROM {_STAGED} WHERE true
+            ON CONFLICT ({", ".join(_KEY)}) DO UPDATE SET {added}"""
+        )
+    )
+    await conn.execute(text(f"DROP TABLE {_STAGED}"))
 
 
 @lru_cache(maxsize=2)
@@ -384,8 +427,11 @@ async def counted_replies(ctx: WorkspaceContext, lead_ids: Sequence[str]) -> dic
     return out
 
 
-async def sync_replies(ctx: WorkspaceContext, lead_ids: Iterable[str], zone_name: str | None = None) -> None:
-    """Recount the replies of `lead_ids` (see the module's docstring) and move what changed."""
+async def sync_replies(
+    ctx: WorkspaceContext, lead_ids: Iterable[str], zone_name: str | None = None, into: Tally | None = None
+) -> None:
+    """Recount the replies of `lead_ids` (see the module's docstring) and move what changed (the counter
+    deltas added to `into` instead, when given: the rebuild writes them all at once)."""
     ids = sorted(set(lead_ids))
     if not ids:
         return
@@ -432,7 +478,10 @@ async def sync_replies(ctx: WorkspaceContext, lead_ids: Iterable[str], zone_name
         )
     if fresh:
         await ctx.conn.execute(*scoped(ctx, table).insert_many(fresh))
-    await apply(ctx, tally)
+    if into is None:
+        await apply(ctx, tally)
+    else:
+        into.merge(tally)
 
 
 async def leads_of_threads_labeled(ctx: WorkspaceContext, label_id: str) -> list[str]:

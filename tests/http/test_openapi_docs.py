@@ -14,7 +14,8 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from http_api.app import api_endpoints
-from outreach_core.kernel.endpoint import SUMMARY_MAX
+from outreach_core.catalog import all_files
+from outreach_core.kernel.endpoint import SUMMARY_MAX, describe_path_params
 
 
 class _Links(HTMLParser):
@@ -80,6 +81,7 @@ async def test_the_document_describes_every_parameter_and_shows_every_body(http:
     doc: dict[str, Any] = (await http.get("/api/v1/openapi.json")).json()
     assert doc["openapi"] == "3.1.1"
     models = {e.name: e for e in api_endpoints()}
+    files = {f.name: f for f in all_files()}
     bodies = 0
     for operations in doc["paths"].values():
         for op in operations.values():
@@ -90,7 +92,12 @@ async def test_the_document_describes_every_parameter_and_shows_every_body(http:
             for parameter in op.get("parameters", []):
                 assert parameter.get("description"), (name, parameter["name"])
                 if parameter["in"] == "path":
-                    assert parameter["description"] == models[name].path_descriptions[parameter["name"]], name
+                    described = (
+                        describe_path_params(files[name].path)
+                        if name in files
+                        else models[name].path_descriptions
+                    )
+                    assert parameter["description"] == described[parameter["name"]], name
             if "requestBody" in op:
                 bodies += 1
                 example = op["requestBody"]["content"]["application/json"]["example"]
@@ -98,3 +105,30 @@ async def test_the_document_describes_every_parameter_and_shows_every_body(http:
                 assert body_model is not None
                 body_model.model_validate(example)  # the example is a request the API accepts
     assert bodies >= 40
+
+
+async def test_the_files_are_in_the_document_with_their_media_types(http: httpx.AsyncClient) -> None:
+    """The charts and CSV exports are documented like the JSON routes: their source's parameters (the
+    query of the JSON route they render, the campaign of the export), the roles, the errors, and a success
+    of their media type."""
+    doc: dict[str, Any] = (await http.get("/api/v1/openapi.json")).json()
+    expected = {
+        "/analytics/overview.png": ("image/png", "/analytics/overview", {"days"}),
+        "/campaigns/stats.png": ("image/png", "/campaigns/stats", {"days", "campaignId"}),
+        "/analytics/overview.csv": ("text/csv", "/analytics/overview", {"days"}),
+        "/campaigns/{id}/leads.csv": ("text/csv", None, {"id"}),
+    }
+    for path, (media_type, json_route, parameters) in expected.items():
+        op = doc["paths"][path]["get"]
+        names = {p["name"] for p in op.get("parameters", [])}
+        assert parameters <= names, path
+        if json_route is not None:  # the query of the JSON route it renders, described the same
+            assert op["parameters"] == doc["paths"][json_route]["get"]["parameters"], path
+        assert list(op["responses"]["200"]["content"]) == [media_type], path
+        assert op["responses"]["200"]["content"][media_type]["schema"]["type"] == "string"
+        assert {"401", "403", "422", "404"} <= op["responses"].keys(), path
+        assert op["x-role"] == "member"
+    days = next(
+        p for p in doc["paths"]["/analytics/overview.png"]["get"]["parameters"] if p["name"] == "days"
+    )
+    assert days["schema"]["enum"] == [7, 30, 90] or "enum" in str(days["schema"]), days
