@@ -10,7 +10,7 @@ Duplicates across parts: an address this import created is a lead whose `import_
 address it met without creating it (skipped, updated, suppressed) is kept in `import_seen` until the import
 is complete. A million new leads therefore cost no second index of a million addresses.
 
-PostgreSQL merges a part set-based through a temporary staging table (`_merge_staged`); SQLite, in-process
+PostgreSQL merges a part set-based through a temporary staging table (`merge_staged`); SQLite, in-process
 with no round trips to save, looks the part's addresses up and inserts the new leads with one executemany.
 """
 
@@ -19,29 +19,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import (
-    ARRAY,
-    Boolean,
-    Column,
-    MetaData,
-    Table,
-    Text,
-    any_,
-    bindparam,
-    case,
-    cast,
-    func,
-    insert,
-    literal,
-    null,
-    select,
-)
+from sqlalchemy import Boolean, Text, case, cast, func, null
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.schema import CreateTable
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
+from outreach_core.imports.lead_rows import Row, clean_cell, new_lead_row
 from outreach_core.imports.schemas import stored_row
+from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import Values, insert_rows, one_of, try_lock, update_each
 from outreach_core.kernel.context import (
     Principal,
@@ -59,7 +43,6 @@ from outreach_core.kernel.db.tables import (
     lead_imports,
     lead_search_pending,
     leads,
-    list_leads,
 )
 from outreach_core.kernel.db.types import json_text
 from outreach_core.kernel.geo import normalize_country
@@ -77,8 +60,6 @@ from outreach_core.targets.suppression import suppressed_emails
 
 OUTCOMES = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "over_limit")
 _CLAIM_CANDIDATES = 20
-Row = dict[str, Any]
-"""A queued import row in storage form (`stored_row`): snake_case keys, values as validated on arrival."""
 STATISTICS_FROM = 5_000
 """The planner statistics of `leads` are refreshed whenever an import has doubled the leads it created,
 from this many on (5,000, 10,000, 20,000 ...; nine times for a million)."""
@@ -269,7 +250,7 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
     if not unique:
         return counts
     if ctx.conn.dialect.name == "postgresql":
-        await _merge_staged(ctx, imp, unique, counts)
+        await merge_staged(ctx, imp, unique, counts)
         return counts
 
     lead_table = scoped(ctx, leads)
@@ -325,7 +306,9 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
     ids: list[str] = []
     if new:
         ids = new_ids("lead", len(new))
-        created = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)]
+        created = [
+            new_lead_row(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)
+        ]
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
@@ -336,36 +319,6 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
         await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
     return counts
-
-
-def _new_lead(
-    ctx: WorkspaceContext, imp: Any, lead_id: str, email: str, domain: str, row: Row
-) -> dict[str, Any]:
-    fields = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
-    # unrecognised countries are dropped, not stored
-    fields["country"] = normalize_country(fields["country"])
-    derived = derived_columns(email, fields["first_name"], fields["last_name"], fields["company"])
-    return {
-        "id": lead_id,
-        "email": email,
-        "domain": domain,
-        **fields,
-        "custom": row.get("custom") or {},
-        **derived,
-        # PostgreSQL: written at once (the sort indexes carry it, so search pages can walk them); its GIN
-        # indexes are on `lead_search`, filled by the search-index worker after storing (issue 31), while a
-        # later UPDATE of `leads` would write every row a second time and, MVCC, leave the table twice its
-        # size. SQLite: left to that worker, since the FTS5 trigger (~10,000 rows/s) would hold the single
-        # write lock 0.5 s longer per 5,000 rows, and SQLite updates a row in place.
-        "search_index": (
-            search_index_value(derived["search_text"]) if ctx.conn.dialect.name == "postgresql" else None
-        ),
-        "verify_status": "verifying" if imp.verify else "unknown",
-        "verify_api": bool(imp.verify and ctx.settings.verifier_url),
-        "import_id": imp.id,
-        "created_at": ctx.now,
-        "updated_at": None,
-    }
 
 
 async def _update_existing(
@@ -387,7 +340,7 @@ async def _update_existing(
     rows = []
     for email, lead_id in existing.items():
         row, now = unique[email][1], current[lead_id]
-        new = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
+        new = {name: clean_cell(row.get(name)) for name in LEAD_FIELDS}
         new["country"] = normalize_country(new["country"])
         merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in LEAD_FIELDS}
         derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
@@ -423,242 +376,4 @@ async def _update_existing(
         }
 
     await update_each(ctx, lead_table.update(), rows, values=values, types=types)
-    return len(rows)
-
-
-def _clean(value: str | None) -> str | None:
-    if value is None:
-        return None
-    stripped = value.strip()
-    return stripped or None
-
-
-# --- PostgreSQL: the part staged, then merged set-based ----------------------------------------------------
-
-_STAGE_META = MetaData()
-_lead_stage = Table(
-    # a part's new leads as they would be stored; ON COMMIT DELETE ROWS: empty at every transaction's end,
-    # created once per database connection (`_stage`), so a part costs no catalog writes
-    "import_lead_stage",
-    _STAGE_META,
-    *(Column(c.name, c.type) for c in leads.c),
-    prefixes=["TEMPORARY"],
-    postgresql_on_commit="DELETE ROWS",
-)
-_update_stage = Table(
-    # `existing: update`: per known lead, the part's values (NULL: the cell was empty) and what follows
-    "import_update_stage",
-    _STAGE_META,
-    Column("id", leads.c.id.type),
-    Column("workspace_id", leads.c.workspace_id.type),
-    *(Column(name, leads.c[name].type) for name in LEAD_FIELDS),
-    Column("custom", leads.c.custom.type),
-    Column("sort_name", leads.c.sort_name.type),
-    Column("search_text", leads.c.search_text.type),
-    Column("search_index", leads.c.search_index.type),
-    Column("reset_enrichment", Boolean()),
-    prefixes=["TEMPORARY"],
-    postgresql_on_commit="DELETE ROWS",
-)
-
-
-async def _stage(ctx: WorkspaceContext, stage: Table, rows: list[dict[str, Any]]) -> None:
-    """COPY `rows` into the connection's temporary table `stage` (created on the connection's first use)."""
-    await ctx.conn.execute(CreateTable(stage, if_not_exists=True))
-    await insert_rows(ctx, stage, rows)
-
-
-async def _merge_staged(
-    ctx: WorkspaceContext, imp: Any, unique: dict[str, tuple[str, Row]], counts: dict[str, int]
-) -> None:
-    """PostgreSQL's merge of a part's distinct addresses (issue 31): the new leads are COPYed into a
-    temporary staging table, then stored by one `INSERT INTO leads ... SELECT ... FROM staging ON CONFLICT
-    (workspace_id, email) DO NOTHING RETURNING`, which also puts them on the list and in the search queue
-    (one statement, writable CTEs). The unique index decides which addresses are new, probed once per row
-    whatever the planner's statistics say; only the addresses it turns away (already leads) are looked up
-    afterwards. Counters as in the SQLite path: created, duplicates (met earlier in this import),
-    suppressed, skipped or updated, over the contacts limit."""
-    emails = list(unique)
-    met = set(
-        (
-            await ctx.conn.execute(
-                scoped(ctx, import_seen)
-                .select(import_seen.c.email)
-                .where(import_seen.c.import_id == imp.id, one_of(ctx, import_seen.c.email, emails))
-            )
-        ).scalars()
-    )
-    fresh = [e for e in emails if e not in met]
-    suppressed = await suppressed_emails(ctx, [(e, unique[e][0]) for e in fresh]) if fresh else set()
-    candidates = [e for e in fresh if e not in suppressed]
-    update = imp.existing == "update"
-    known: dict[str, Any] = {}
-    over: list[str] = []
-    room = await contacts_room(ctx) if candidates else None
-    tight = room is not None and room.current + len(candidates) > room.limit
-    # An import that has met more known addresses than it created so far (a file imported again, `existing:
-    # update`) looks them up first, so that it does not build and stage a row for every known lead only to
-    # have the insert turn it away.
-    if tight or imp.skipped + imp.updated > imp.created:
-        # Near the limit the new addresses must be known before storing, to store the first that fit.
-        known = await _known_leads(ctx, candidates, update)
-        candidates = [e for e in candidates if e not in known]
-        if room is not None and tight:
-            fits = max(room.limit - room.current, 0)
-            candidates, over = candidates[:fits], candidates[fits:]
-    columns = await _stage_new_leads(ctx, imp, unique, candidates)
-    created = await _store_staged(ctx, imp, columns)
-    # Every address not stored now is a lead already (the import's own, or another's), or a lead deleted
-    # since it turned the insert away: those are stored by a second try, until none is left.
-    lookup = [e for e in suppressed if e not in known]
-    while missing := [e for e in candidates if e not in created and e not in known]:
-        known |= await _known_leads(ctx, [*missing, *lookup], update)
-        lookup = []
-        if gone := [e for e in missing if e not in known]:
-            created |= await _store_staged(ctx, imp, columns, gone)
-    if lookup:
-        known |= await _known_leads(ctx, lookup, update)
-    created_here = {e for e, r in known.items() if r.import_id == imp.id and e not in created}
-    counts["duplicates"] += len(met) + len(created_here)
-    counts["created"] = len(created)
-    suppressed_now = [e for e in fresh if e in suppressed and e not in created_here]
-    counts["suppressed"] = len(suppressed_now)
-    existing = {
-        e: known[e]
-        for e in fresh
-        if e in known and e not in created_here and e not in suppressed and e not in created
-    }
-    counts["over_limit"] = len(over)
-    not_created = [*suppressed_now, *existing, *over]
-    if not_created:
-        await insert_rows(ctx, import_seen, [{"import_id": imp.id, "email": e} for e in not_created])
-    if existing:
-        if update:
-            counts["updated"] = await _update_staged(ctx, existing, unique)
-        else:
-            counts["skipped"] = len(existing)
-        if imp.list_id is not None:
-            await add_known_leads_to_list(ctx, imp.list_id, [r.id for r in existing.values()])
-
-
-async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -> dict[str, Any]:
-    """The workspace's leads with these addresses (id, email, import_id; `update`: also the values an
-    update merges with), by address, share-locked: a lead met here cannot be deleted before this merge
-    commits (it is counted, updated and put on the list)."""
-    if not emails:
-        return {}
-    columns = [leads.c.id, leads.c.email, leads.c.import_id]
-    if update:
-        columns += [leads.c.first_name, leads.c.last_name, leads.c.company, leads.c.custom]
-    rows = await ctx.conn.execute(
-        scoped(ctx, leads)
-        .select(*columns)
-        .where(one_of(ctx, leads.c.email, emails))
-        .with_for_update(read=True)
-    )
-    return {r.email: r for r in rows}
-
-
-async def _stage_new_leads(
-    ctx: WorkspaceContext, imp: Any, unique: dict[str, tuple[str, Row]], emails: list[str]
-) -> list[str]:
-    """COPY the rows of new leads for `emails` (ids made here) into the staging table; returns the columns
-    they fill."""
-    if not emails:
-        return []
-    ids = new_ids("lead", len(emails))
-    rows = [_new_lead(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, emails, strict=True)]
-    # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
-    await enrich_new_leads(ctx, rows)
-    await _stage(ctx, _lead_stage, rows)
-    return [*rows[0], "workspace_id"]
-
-
-async def _store_staged(
-    ctx: WorkspaceContext, imp: Any, columns: list[str], only: list[str] | None = None
-) -> dict[str, str]:
-    """Store the staged leads (`only`: of those addresses) that are not leads yet, put them on the
-    import's list and in the search queue; returns their ids by address."""
-    if not columns:
-        return {}
-    stage = _lead_stage
-    source = select(*(stage.c[name] for name in columns)).where(stage.c.workspace_id == ctx.workspace_id)
-    if only is not None:
-        source = source.where(stage.c.email == any_(_text_array(only)))
-    stored = (
-        pg_insert(leads)
-        .from_select(columns, source)
-        .on_conflict_do_nothing(index_elements=["workspace_id", "email"])
-        .returning(leads.c.id, leads.c.email)
-        .cte("stored")
-    )
-    owner = literal(ctx.workspace_id, leads.c.workspace_id.type)
-    searched = insert(lead_search_pending).from_select(
-        ["lead_id", "workspace_id"], select(stored.c.id, owner)
-    )
-    statement = select(stored.c.id, stored.c.email).add_cte(searched.cte("searched"))
-    if imp.list_id is not None:
-        listed = insert(list_leads).from_select(
-            ["list_id", "lead_id", "added_at", "workspace_id"],
-            select(
-                literal(imp.list_id, list_leads.c.list_id.type),
-                stored.c.id,
-                literal(ctx.now, list_leads.c.added_at.type),
-                owner,
-            ),
-        )
-        statement = statement.add_cte(listed.cte("listed"))
-    return {r.email: r.id for r in await ctx.conn.execute(statement)}
-
-
-def _text_array(values: list[str]) -> Any:
-    return bindparam(None, values, type_=ARRAY(Text()))
-
-
-async def _update_staged(
-    ctx: WorkspaceContext, existing: dict[str, Any], unique: dict[str, tuple[str, Row]]
-) -> int:
-    """`existing: update` on PostgreSQL: the part's values are staged (COPY), then one `UPDATE leads ...
-    FROM staging`; each field is `COALESCE(new, current)`, as in `_update_existing`."""
-    rows = []
-    for email, now in existing.items():
-        row = unique[email][1]
-        new = {name: _clean(row.get(name)) for name in LEAD_FIELDS}
-        new["country"] = normalize_country(new["country"])
-        derived = derived_columns(
-            email,
-            new["first_name"] or now.first_name,
-            new["last_name"] or now.last_name,
-            new["company"] or now.company,
-        )
-        rows.append(
-            {
-                "id": now.id,
-                **new,
-                "custom": {**(now.custom or {}), **(row.get("custom") or {})},
-                **derived,
-                "search_index": search_index_value(derived["search_text"]),
-                "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
-            }
-        )
-    await _stage(ctx, _update_stage, rows)
-    s = _update_stage.c
-    await ctx.conn.execute(
-        scoped(ctx, leads)
-        .update()
-        .where(leads.c.id == s.id, s.workspace_id == ctx.workspace_id)
-        .values(
-            {
-                **{name: func.coalesce(s[name], leads.c[name]) for name in LEAD_FIELDS},
-                "custom": s.custom,
-                "sort_name": s.sort_name,
-                "search_text": s.search_text,
-                # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-                "search_index": case((leads.c.search_index.is_(None), null()), else_=s.search_index),
-                "enriched_at": case((s.reset_enrichment, null()), else_=leads.c.enriched_at),
-                "country_source": case((s.country.is_not(None), null()), else_=leads.c.country_source),
-                "updated_at": ctx.now,
-            }
-        )
-    )
     return len(rows)

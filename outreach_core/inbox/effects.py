@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from outreach_core.campaigns.schedule import zone
+from outreach_core.campaigns.stops import is_company_domain
 from outreach_core.campaigns.unsubscribe import STOPPABLE, unsubscribe_lead
 from outreach_core.events.data import iso_z
 from outreach_core.inbox.known import CampaignLead, Known, Pending, event_data
@@ -142,7 +143,7 @@ async def _replied(ctx: WorkspaceContext, m: Received, *, label_type: str | None
 async def _stop_company(ctx: WorkspaceContext, m: Received) -> None:
     """The other leads of the replying lead's company domain in the campaign get no more email."""
     domain = m.known.people[m.lead_id].domain
-    if not send_rules.is_company_domain(domain):
+    if not is_company_domain(domain):
         return
     colleagues = (
         scoped(ctx, leads).select(leads.c.id).where(leads.c.domain == domain, leads.c.id != m.lead_id)

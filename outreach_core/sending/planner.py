@@ -47,6 +47,7 @@ from outreach_core.campaigns.schedule import (
     zone,
 )
 from outreach_core.campaigns.schemas import Step
+from outreach_core.campaigns.stops import is_company_domain
 from outreach_core.campaigns.store import load_steps
 from outreach_core.kernel.bulk import update_each
 from outreach_core.kernel.context import (
@@ -489,7 +490,7 @@ class _Planner:
     async def _company_replies(self, rows: Sequence[Any]) -> set[tuple[str, str]]:
         wanted: dict[str, set[str]] = defaultdict(set)
         for r in rows:
-            if self.campaigns[r.campaign_id].stop_for_company and rules.is_company_domain(r.domain):
+            if self.campaigns[r.campaign_id].stop_for_company and is_company_domain(r.domain):
                 wanted[r.campaign_id].add(r.domain)
         found: set[tuple[str, str]] = set()
         for cid, domains in wanted.items():

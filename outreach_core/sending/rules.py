@@ -21,7 +21,6 @@ from outreach_core.campaigns.stops import FREE_MAIL_DOMAINS as FREE_MAIL_DOMAINS
 from outreach_core.campaigns.stops import CampaignLeadStatus as CampaignLeadStatus
 from outreach_core.campaigns.stops import LeadFacts as LeadFacts
 from outreach_core.campaigns.stops import StopRules as StopRules
-from outreach_core.campaigns.stops import is_company_domain as is_company_domain
 from outreach_core.campaigns.stops import stop_reason as stop_reason
 from outreach_core.kernel import ports
 from outreach_core.mailboxes.rules import MailboxLimits as MailboxLimits

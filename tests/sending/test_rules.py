@@ -11,6 +11,7 @@ import pytest
 from outreach_core.billing.rules import month_start
 from outreach_core.campaigns import schedule
 from outreach_core.campaigns.rules import WeightedVariant, pick_variant
+from outreach_core.campaigns.stops import is_company_domain
 from outreach_core.kernel.ports import FixedClock
 from outreach_core.mail.message import Outgoing, UnsafeHeader, build_message, new_message_id
 from outreach_core.sending import rules
@@ -121,8 +122,8 @@ def test_stop_rules() -> None:
         "stopped",
         "The lead replied.",
     )
-    assert not rules.is_company_domain("gmail.com") and not rules.is_company_domain("yahoo.co.uk")
-    assert rules.is_company_domain("acme.example")
+    assert not is_company_domain("gmail.com") and not is_company_domain("yahoo.co.uk")
+    assert is_company_domain("acme.example")
 
 
 @pytest.mark.parametrize(
