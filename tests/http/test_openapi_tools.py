@@ -59,7 +59,14 @@ async def generated(live_server: str, tmp_path_factory: pytest.TempPathFactory) 
         doc = await served_document(http)
     tmp_path = tmp_path_factory.mktemp("generated")
     (tmp_path / "openapi.json").write_text(json.dumps(doc))
-    (tmp_path / "config.json").write_text(json.dumps({"package_name_override": PACKAGE, "post_hooks": []}))
+    # openapi-python-client reads only JSON, text/* and application/octet-stream responses; its documented
+    # setting for any other binary type (our charts' image/png) is to treat it as octet-stream
+    config = {
+        "package_name_override": PACKAGE,
+        "post_hooks": [],
+        "content_type_overrides": {"image/png": "application/octet-stream"},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
     made = await asyncio.create_subprocess_exec(
         str(GENERATOR),
         "generate",
