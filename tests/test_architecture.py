@@ -45,6 +45,24 @@ STATEMENT_BUILDERS = {
         for m in ("accounts", "analytics", "audience", "sending", "events", "inbox")
     ),
 }
+# Modules that build some statements themselves, each for a reason that the scoping helpers cannot express;
+# every statement they build names the workspace itself (reviewed; the names allowed are per module).
+RAW_STATEMENTS_ALLOWED: dict[str, tuple[set[str], str]] = {
+    "analytics/rebuild.py": (
+        {"text"},
+        "the set-based rebuild: grouped SQL over a temporary table, per workspace",
+    ),
+    "kernel/rollups.py": (
+        {"text"},
+        "a temporary staging table of counter deltas (create, upsert from, drop)",
+    ),
+    "imports/staged_merge.py": (
+        {"select", "insert"},
+        "INSERT ... SELECT from the connection's temporary staging tables, filtered by the workspace",
+    ),
+    "campaigns/forecast.py": ({"select"}, "a correlated subquery over aliases of scoped tables"),
+    "tracking/record.py": ({"text"}, "SET LOCAL synchronous_commit, not a statement over rows"),
+}
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
 SYSTEM_SCOPE_ALLOWED = {
     "kernel/context.py",
@@ -172,6 +190,7 @@ def test_core_builds_statements_only_through_scoping_helpers() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sqlalchemy"):
                 bad = {a.name for a in node.names} & {"select", "update", "delete", "insert", "text"}
+                bad -= RAW_STATEMENTS_ALLOWED.get(rel, (set(), ""))[0]
                 if bad:
                     offenders.append((rel, sorted(bad)))
             if isinstance(node, ast.Attribute) and node.attr in {"select", "update", "delete", "insert"}:
