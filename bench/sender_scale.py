@@ -244,6 +244,7 @@ async def warm_up(rt: Runtime) -> None:
         rows = (
             await conn.execute(mailboxes.select().with_only_columns(mailboxes.c.id, mailboxes.c.workspace_id))
         ).all()
+        await conn.execute(warmup_mailboxes.delete())  # --reuse of a database an earlier --warmup run filled
         await conn.execute(
             warmup_mailboxes.insert(),
             [
