@@ -19,6 +19,7 @@ from outreach_app.adapters import DnspythonResolver
 from outreach_app.adapters.http import GuardedHttpClient
 from outreach_core.kernel.ports import FixedClock, Ports
 from outreach_core.kernel.runtime import Runtime
+from tests.conftest import merge_every_queued_import_part
 from tests.dns_server import DnsServer
 
 API_KEY = "test-verifier-key"
@@ -159,3 +160,9 @@ async def make_runtime(
     yield make
     for client in clients:
         await client.aclose()
+
+
+@pytest.fixture(autouse=True)
+async def no_import_being_stored(runtime: Runtime) -> None:
+    """Verification waits while an import is being stored: merge what other tests left queued first."""
+    await merge_every_queued_import_part(runtime)
