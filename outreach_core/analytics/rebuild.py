@@ -94,11 +94,11 @@ async def _replying_leads(ctx: WorkspaceContext) -> list[Any]:
     return sorted(r.lead_id for r in rows)
 
 
-# What `add_send` and `add_open` count for every ledger row, computed by the database in one pass (the
-# rebuild counted 10 M sends row by row in Python at ~50 µs CPU each; set-based it is a few hash
-# aggregations). The buckets are spelled as the counters' UtcDateTime column stores them: `timestamptz` on
-# PostgreSQL, naive UTC text `YYYY-MM-DD HH:MM:SS.ffffff` on SQLite. tests/analytics/test_rebuild.py proves
-# the result equal to what the recording transactions keep.
+# What `add_send` and a first open (`count_opens`) count for every ledger row, computed by the database in
+# one pass (the rebuild counted 10 M sends row by row in Python at ~50 µs CPU each; set-based it is a few
+# hash aggregations). The buckets are spelled as the counters' UtcDateTime column stores them:
+# `timestamptz` on PostgreSQL, naive UTC text `YYYY-MM-DD HH:MM:SS.ffffff` on SQLite.
+# tests/analytics/test_rebuild.py proves the result equal to what the recording transactions keep.
 _BUCKETS = {
     "postgresql": (
         "date_trunc('hour', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",

@@ -16,11 +16,11 @@ What calls what (each in the transaction that records the change):
   counted against that email's step, variant, mailbox and ESP, at the hour it arrived, under the label type
   its thread carries now) and moves only what differs from what was counted (`analytics_replies`).
 - `count_won(ctx, at, campaign_id)` when a lead is marked won (`sign=-1` for the win it replaces).
-- `count_open(ctx, send_id, at)` / `count_opens(ctx, opens)`: first opens of people (not scanners), for the
-  tracking feature to call.
+- `count_opens(ctx, opens)`: first opens of people (not scanners), in the transaction that records them
+  (`tracking/record.py`).
 
-`outreach analytics rebuild` (analytics/rebuild.py) counts everything again from the ledger with the same
-functions; a test proves both give the same counters.
+`outreach analytics rebuild` (analytics/rebuild.py) counts the ledger again set-based (what `add_send` and
+a first open count, in SQL) and the replies with `sync_replies`; a test proves both give the same counters.
 """
 
 from __future__ import annotations
@@ -239,8 +239,10 @@ def _upsert(dialect_name: str) -> Any:
 # --- sends -------------------------------------------------------------------------------------------------
 
 
-async def tally_sends(ctx: WorkspaceContext, tally: Tally, send_ids: Sequence[str], sign: int = 1) -> None:
-    """Add what the ledger rows `send_ids` count now (sent; bounced) to `tally`."""
+async def _ledger_rows(ctx: WorkspaceContext, send_ids: Sequence[str], *columns: Any) -> list[Any]:
+    """The workspace's ledger rows `send_ids` with what a counter is keyed by (campaign, step, variant,
+    mailbox, the lead's ESP) and `columns`, read in chunks of `_CHUNK` ids."""
+    rows: list[Any] = []
     for start in range(0, len(send_ids), _CHUNK):
         found = await ctx.conn.execute(
             scoped(ctx, sends)
@@ -249,15 +251,20 @@ async def tally_sends(ctx: WorkspaceContext, tally: Tally, send_ids: Sequence[st
                 sends.c.step,
                 sends.c.variant_id,
                 sends.c.mailbox_id,
-                sends.c.status,
-                sends.c.sent_at,
                 leads.c.esp,
+                *columns,
             )
             .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
             .where(sends.c.id.in_(list(send_ids[start : start + _CHUNK])))
         )
-        for r in found:
-            add_send(tally, r, sign)
+        rows.extend(found)
+    return rows
+
+
+async def tally_sends(ctx: WorkspaceContext, tally: Tally, send_ids: Sequence[str], sign: int = 1) -> None:
+    """Add what the ledger rows `send_ids` count now (sent; bounced) to `tally`."""
+    for r in await _ledger_rows(ctx, send_ids, sends.c.status, sends.c.sent_at):
+        add_send(tally, r, sign)
 
 
 def add_send(tally: Tally, r: Any, sign: int = 1) -> None:
@@ -277,44 +284,17 @@ async def count_sends(ctx: WorkspaceContext, send_ids: Sequence[str], sign: int 
     await apply(ctx, tally)
 
 
-def add_open(tally: Tally, r: Any) -> None:
-    """A ledger row's first open by a person (`opened_at`; the rebuild) into `tally`, counted on that hour."""
-    if r.opened_at is None:
-        return
-    tally.send_row(r, r.opened_at, {"opened": 1})
-
-
-async def count_open(ctx: WorkspaceContext, send_id: str, at: dt.datetime) -> None:
-    """The first open of the email `send_id` by a person (tracking calls it in the transaction that records
-    it: `tracking/record.py`); an email opened again is not counted again."""
-    await count_opens(ctx, [(send_id, at)])
-
-
 async def count_opens(ctx: WorkspaceContext, opens: Sequence[tuple[str, dt.datetime]]) -> None:
-    """`count_open` of many emails of the workspace at once: one read and one write for all of them (a batch
+    """The first opens `(send_id, at)` of emails of the workspace by people; an email opened again is not
+    counted again (tracking calls it in the transaction that records them). One read and one write (a batch
     of tracking hits of a fresh campaign is mostly first opens; one at a time, they were most of the
     recorder's round trips)."""
     if not opens:
         return
     at_of = dict(opens)
-    ids = sorted(at_of)
     tally = Tally()
-    for first in range(0, len(ids), 500):
-        found = await ctx.conn.execute(
-            scoped(ctx, sends)
-            .select(
-                sends.c.id,
-                sends.c.campaign_id,
-                sends.c.step,
-                sends.c.variant_id,
-                sends.c.mailbox_id,
-                leads.c.esp,
-            )
-            .select_from(sends.outerjoin(leads, leads.c.id == sends.c.lead_id))
-            .where(sends.c.id.in_(ids[first : first + 500]))
-        )
-        for row in found:
-            tally.send_row(row, at_of[row.id], {"opened": 1})
+    for row in await _ledger_rows(ctx, sorted(at_of), sends.c.id):
+        tally.send_row(row, at_of[row.id], {"opened": 1})
     await apply(ctx, tally)
 
 
