@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import WorkspaceHandle
+from tests.conftest import WorkspaceHandle, merge_every_queued_import_part
 
 
 async def create(http: httpx.AsyncClient, ws: WorkspaceHandle, email: str, **fields: Any) -> dict[str, Any]:
@@ -36,10 +36,7 @@ async def suppress(http: httpx.AsyncClient, ws: WorkspaceHandle, *entries: str) 
 
 async def merge_imports(ws: WorkspaceHandle) -> None:
     """What the import worker does between requests: merge every queued import row."""
-    from workers import imports
-
-    while await imports.tick(ws.runtime):
-        pass
+    await merge_every_queued_import_part(ws.runtime)
 
 
 async def imported(http: httpx.AsyncClient, ws: WorkspaceHandle, **body: Any) -> dict[str, Any]:
