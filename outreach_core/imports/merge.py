@@ -19,11 +19,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Text, case, cast, func, null
+from sqlalchemy import Boolean, Text, cast, func
 from sqlalchemy.dialects.postgresql import JSONB
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, clean_cell, new_lead_row
+from outreach_core.imports.lead_rows import Row, new_lead_row, update_lead_values, updated_lead_row
 from outreach_core.imports.schemas import stored_row
 from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import Values, insert_rows, one_of, try_lock, update_each
@@ -45,16 +45,12 @@ from outreach_core.kernel.db.tables import (
     leads,
 )
 from outreach_core.kernel.db.types import json_text
-from outreach_core.kernel.geo import normalize_country
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
 from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
-    ENRICHMENT_INPUTS,
-    derived_columns,
     normalize_email,
-    search_index_value,
 )
 from outreach_core.targets.suppression import suppressed_emails
 
@@ -339,41 +335,22 @@ async def _update_existing(
     }
     rows = []
     for email, lead_id in existing.items():
-        row, now = unique[email][1], current[lead_id]
-        new = {name: clean_cell(row.get(name)) for name in LEAD_FIELDS}
-        new["country"] = normalize_country(new["country"])
-        merged = {name: new[name] if new[name] is not None else getattr(now, name) for name in LEAD_FIELDS}
-        derived = derived_columns(email, merged["first_name"], merged["last_name"], merged["company"])
-        rows.append(
-            {
-                "id": lead_id,
-                **{f"new_{name}": value for name, value in new.items()},
-                "new_custom": json_text({**(now.custom or {}), **(row.get("custom") or {})}),
-                **{f"new_{name}": value for name, value in derived.items()},
-                "new_search_index": search_index_value(derived["search_text"]),
-                "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
-            }
-        )
-    types: dict[str, Any] = {f"new_{name}": leads.c[name].type for name in (*LEAD_FIELDS, *derived)}
+        update = updated_lead_row(email, unique[email][1], current[lead_id])
+        update["custom"] = json_text(update["custom"])
+        rows.append({"id": lead_id, **{f"new_{name}": value for name, value in update.items()}})
+    types: dict[str, Any] = {
+        f"new_{name}": leads.c[name].type for name in (*LEAD_FIELDS, "sort_name", "search_text")
+    }
     types |= {
         "new_custom": Text(),
         "new_search_index": leads.c.search_index.type,
-        "reset_enrichment": Boolean(),
+        "new_reset_enrichment": Boolean(),
     }
     postgresql = ctx.conn.dialect.name == "postgresql"
 
     def values(v: Values) -> dict[str, Any]:
-        return {
-            **{name: func.coalesce(v[f"new_{name}"], getattr(leads.c, name)) for name in LEAD_FIELDS},
-            "custom": cast(v["new_custom"], JSONB) if postgresql else v["new_custom"],
-            "sort_name": v["new_sort_name"],
-            "search_text": v["new_search_text"],
-            # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-            "search_index": case((leads.c.search_index.is_(None), null()), else_=v["new_search_index"]),
-            "enriched_at": case((v["reset_enrichment"], null()), else_=leads.c.enriched_at),
-            "country_source": case((v["new_country"].is_not(None), null()), else_=leads.c.country_source),
-            "updated_at": ctx.now,
-        }
+        custom = cast(v["new_custom"], JSONB) if postgresql else v["new_custom"]
+        return update_lead_values(ctx, lambda name: v[f"new_{name}"], custom)
 
     await update_each(ctx, lead_table.update(), rows, values=values, types=types)
     return len(rows)

@@ -14,27 +14,27 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
-    case,
-    func,
     insert,
     literal,
-    null,
     select,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.schema import CreateTable
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, clean_cell, new_lead_row
+from outreach_core.imports.lead_rows import (
+    Row,
+    new_lead_row,
+    update_lead_values,
+    updated_lead_row,
+)
 from outreach_core.kernel.bulk import insert_rows, one_of
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import import_seen, lead_search_pending, leads, list_leads
-from outreach_core.kernel.geo import normalize_country
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
 from outreach_core.targets.list_members import add_known_leads_to_list
-from outreach_core.targets.rules import ENRICHMENT_INPUTS, derived_columns, search_index_value
 from outreach_core.targets.suppression import suppressed_emails
 
 # --- the part staged, then merged set-based ----------------------------------------------------
@@ -224,45 +224,15 @@ async def _update_staged(
 ) -> int:
     """`existing: update` on PostgreSQL: the part's values are staged (COPY), then one `UPDATE leads ...
     FROM staging`; each field is `COALESCE(new, current)`, as in `_update_existing`."""
-    rows = []
-    for email, now in existing.items():
-        row = unique[email][1]
-        new = {name: clean_cell(row.get(name)) for name in LEAD_FIELDS}
-        new["country"] = normalize_country(new["country"])
-        derived = derived_columns(
-            email,
-            new["first_name"] or now.first_name,
-            new["last_name"] or now.last_name,
-            new["company"] or now.company,
-        )
-        rows.append(
-            {
-                "id": now.id,
-                **new,
-                "custom": {**(now.custom or {}), **(row.get("custom") or {})},
-                **derived,
-                "search_index": search_index_value(derived["search_text"]),
-                "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
-            }
-        )
+    rows = [
+        {"id": now.id, **updated_lead_row(email, unique[email][1], now)} for email, now in existing.items()
+    ]
     await _stage(ctx, _update_stage, rows)
     s = _update_stage.c
     await ctx.conn.execute(
         scoped(ctx, leads)
         .update()
         .where(leads.c.id == s.id, s.workspace_id == ctx.workspace_id)
-        .values(
-            {
-                **{name: func.coalesce(s[name], leads.c[name]) for name in LEAD_FIELDS},
-                "custom": s.custom,
-                "sort_name": s.sort_name,
-                "search_text": s.search_text,
-                # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-                "search_index": case((leads.c.search_index.is_(None), null()), else_=s.search_index),
-                "enriched_at": case((s.reset_enrichment, null()), else_=leads.c.enriched_at),
-                "country_source": case((s.country.is_not(None), null()), else_=leads.c.country_source),
-                "updated_at": ctx.now,
-            }
-        )
+        .values(update_lead_values(ctx, lambda name: s[name], s.custom))
     )
     return len(rows)
