@@ -139,6 +139,13 @@ def variables_in(template: str) -> list[str]:
 
     Variables inside every spintax option count, and so do variables nested in a fallback.
     """
+    return list(_variables_in(template))
+
+
+@functools.lru_cache(maxsize=1024)
+def _variables_in(template: str) -> tuple[str, ...]:
+    """`variables_in`, once per template: rendering asks it of every email, and a campaign's emails share
+    a few templates (one per variant and spintax choice)."""
     found: list[str] = []
 
     def record(match: re.Match[str]) -> str:
@@ -151,7 +158,7 @@ def variables_in(template: str) -> list[str]:
         if replaced == text:
             break
         text = replaced
-    return _dedupe(found)
+    return tuple(_dedupe(found))
 
 
 def unknown_variables(template: str, custom_keys: Iterable[str]) -> list[str]:

