@@ -139,7 +139,7 @@ def row_ids(prefix: str, lead_id: ColumnElement[str], *, salted: bool = False) -
     return literal(head) + tail
 
 
-def one_of(ctx: WorkspaceContext, column: ColumnElement[Any], values: Sequence[Any]) -> ColumnElement[bool]:
+def one_of(ctx: SystemContext, column: ColumnElement[Any], values: Sequence[Any]) -> ColumnElement[bool]:
     """`column IN (values)` with one parameter instead of one per value (rendering and casting 5,000 bound
     parameters costs ~15 ms of Python per statement): on PostgreSQL `column = ANY(:array)`, on SQLite, for
     text values, `column IN (SELECT value FROM json_each(:json))`, which SQLite still answers by probing the

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from outreach_core.campaigns.lifecycle import lifecycle_principal
 from outreach_core.campaigns.schemas import Step
-from outreach_core.kernel.bulk import insert_rows, update_each
+from outreach_core.kernel.bulk import insert_rows, one_of, update_each
 from outreach_core.kernel.context import SystemContext, as_workspace, system_scope
 from outreach_core.kernel.db.tables import campaign_leads, mailboxes, sends
 from outreach_core.kernel.ids import new_id
@@ -53,7 +53,7 @@ async def claim(ctx: SystemContext, chosen: Sequence[Chosen], rng: random.Random
                 sends.c.attempts,
                 sends.c.message_id,
             )
-            .where(sends.c.campaign_lead_id.in_([c.row.id for c in chosen]))
+            .where(one_of(ctx, sends.c.campaign_lead_id, [c.row.id for c in chosen]))
         )
     ).all()
     existing = {(r.campaign_lead_id, r.step): r for r in ledger}

@@ -38,6 +38,7 @@ from outreach_core.billing.rules import in_force
 from outreach_core.campaigns.compose import RENDERED_FIELDS
 from outreach_core.campaigns.lifecycle import lifecycle_principal, pause_for
 from outreach_core.campaigns.schedule import (
+    Schedule,
     campaign_day,
     ended,
     in_window,
@@ -49,7 +50,7 @@ from outreach_core.campaigns.schedule import (
 from outreach_core.campaigns.schemas import Step
 from outreach_core.campaigns.stops import is_company_domain
 from outreach_core.campaigns.store import load_steps
-from outreach_core.kernel.bulk import update_each
+from outreach_core.kernel.bulk import one_of, update_each
 from outreach_core.kernel.context import (
     SystemContext,
     WorkspaceContext,
@@ -180,6 +181,7 @@ class _Planner:
         self.active: dict[str, list[str]] = defaultdict(list)  # campaign -> every active attached mailbox
         self.by_mailbox: dict[str, list[str]] = defaultdict(list)  # mailbox -> running campaigns
         self.steps: dict[str, list[Step]] = {}
+        self.schedules: dict[str, Schedule] = {}  # campaign -> its schedule, read once a pass
         self.workspace: dict[str, Any] = {}
         self.allowance: dict[str, int] = {}  # workspace -> emails left this month (plan)
         self.first_left: dict[str, int | None] = {}  # campaign -> first emails left today (dailyCap)
@@ -196,7 +198,10 @@ class _Planner:
                 system_scope(campaign_mailboxes)
                 .select(campaign_mailboxes.c.campaign_id, campaign_mailboxes.c.mailbox_id)
                 .join(campaigns, campaigns.c.id == campaign_mailboxes.c.campaign_id)
-                .where(campaigns.c.status == "running", campaign_mailboxes.c.mailbox_id.in_(list(self.boxes)))
+                .where(
+                    campaigns.c.status == "running",
+                    one_of(ctx, campaign_mailboxes.c.mailbox_id, list(self.boxes)),
+                )
             )
         ).all()
         for link in links:
@@ -292,7 +297,7 @@ class _Planner:
                 .label("rn"),
             )
             .where(
-                campaign_leads.c.mailbox_id.in_(senders),
+                one_of(self.ctx, campaign_leads.c.mailbox_id, senders),
                 campaign_leads.c.status.in_(("contacted", "rescheduled")),
                 campaign_leads.c.next_at <= self.now,
             )
@@ -464,7 +469,7 @@ class _Planner:
             if stop is not None:
                 stops.append(self._final(r, *stop))
                 continue
-            schedule = schedule_of(c)
+            schedule = self._schedule(c)
             if not in_window(self.now, r.timezone, schedule):
                 later.append({"id": r.id, "next_at": window_opens(self.now, r.timezone, schedule)})
                 continue
@@ -473,6 +478,12 @@ class _Planner:
         await update_each(self.ctx, system_scope(campaign_leads).update(), later)
         self.changed += len(stops) + len(later)
         return keep
+
+    def _schedule(self, c: Any) -> Schedule:
+        found = self.schedules.get(c.id)
+        if found is None:
+            found = self.schedules[c.id] = schedule_of(c)
+        return found
 
     def _final(self, r: Any, status: str, reason: str | None) -> dict[str, Any]:
         return {"id": r.id, "status": status, "reason": reason, "finished_at": self.now, "next_at": None}
@@ -483,7 +494,7 @@ class _Planner:
         found = await self.ctx.conn.execute(
             system_scope(suppressions)
             .select(suppressions.c.workspace_id, suppressions.c.value)
-            .where(suppressions.c.workspace_id.in_(ws_ids), suppressions.c.value.in_(values))
+            .where(suppressions.c.workspace_id.in_(ws_ids), one_of(self.ctx, suppressions.c.value, values))
         )
         return {(w, v) for w, v in found.all()}
 
