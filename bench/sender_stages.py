@@ -44,6 +44,7 @@ CALLS: dict[str, int] = defaultdict(int)
 _current: dict[str, list[float]] = {}
 STATEMENTS: list[tuple[float, str, Any]] = []
 _record_statements = [False]
+DATABASE = [""]
 
 
 def _add(name: str, wall: float, cpu: float) -> None:
@@ -130,6 +131,34 @@ def instrument() -> None:
     AsyncConnection.exec_driver_sql = exec_driver_sql  # type: ignore[method-assign]
 
 
+def _server_cpu() -> float | None:
+    """CPU seconds (user + system) so far of the PostgreSQL backends connected to this benchmark's database
+    (found by their process title, which names the database; the WAL writer and checkpointer are not in
+    it)."""
+    total, found = 0, False
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if not stat[stat.index("(") + 1 : stat.rindex(")")].startswith("postgres"):
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                title = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if f" {DATABASE[0]} " in title:
+            fields = stat[stat.rindex(")") + 2 :].split()
+            total += int(fields[11]) + int(fields[12])
+            found = True
+    return total / tick if found else None
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--passes", type=int, default=5)
@@ -138,6 +167,7 @@ async def main() -> None:
     parser.add_argument("--explain-ms", type=float, default=20.0)
     args = parser.parse_args()
     url = os.environ["OUTREACH_DATABASE_URL"]
+    DATABASE[0] = url.rsplit("/", 1)[-1].split("?")[0]
     from outreach_app.bootstrap import build_runtime
 
     rt = build_runtime(Settings(database_url=url, secret_key="bench-secret", sender_idle_nap_s=0))
@@ -155,6 +185,7 @@ async def main() -> None:
             await conn.execute(text(f"VACUUM ANALYZE {table}" if engine == "PostgreSQL" else "ANALYZE"))
     instrument()
     profiler = cProfile.Profile() if args.profile else None
+    server_cpus: list[float] = []
     totals: list[tuple[float, float, int]] = []
     for i in range(args.passes + 1):  # the first pass warms caches and is not counted
         async with rt.engine.begin() as conn:
@@ -163,9 +194,12 @@ async def main() -> None:
         _record_statements[0] = args.explain and i == args.passes
         if profiler and i > 0:
             profiler.enable()
+        s0 = _server_cpu()
         t0, c0 = time.perf_counter(), time.process_time()
         batch = await rt.system(planner.plan_batch)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if i > 0 and s0 is not None:
+            server_cpus.append((_server_cpu() or 0.0) - s0)
         if profiler and i > 0:
             profiler.disable()
         if i == 0:
@@ -185,6 +219,8 @@ async def main() -> None:
     for name in _current:
         wall, cpu = statistics.median(WALL[name]) * 1000, statistics.median(CPU[name]) * 1000
         print(f"{name:50} {wall:9.1f} {cpu:9.1f} {CALLS[name]:6}")
+    if server_cpus:
+        print(f"{'(PostgreSQL backends: CPU)':50} {'':9} {statistics.median(server_cpus) * 1000:9.1f}")
     most_wall, most_cpu = max(t[0] for t in totals) * 1000, max(t[1] for t in totals) * 1000
     print(f"max wall {most_wall:.0f} ms, max CPU {most_cpu:.0f} ms")
     if profiler:
