@@ -384,6 +384,8 @@ class _Renderer:
 
     def substitute(self, template: str, context: Context) -> str:
         """`template` with its variables replaced for `context`, nested fallbacks included."""
+        if "{{" not in template and _VALUE_OPEN not in template:
+            return template  # most pieces of a body (between its tags) hold no variable
         for _ in range(_MAX_PASSES):
             replaced = VARIABLE_RE.sub(lambda m: self._replace(m, context), template)
             if replaced == template:
@@ -464,7 +466,10 @@ class _Renderer:
         position = 0
         for tag in _TAG_RE.finditer(markup):
             pieces.append(self.substitute(markup[position : tag.start()], "text"))
-            pieces.append(_ATTRIBUTE_RE.sub(self._attribute, tag.group()))
+            markup_tag = tag.group()
+            if "{{" in markup_tag or _VALUE_OPEN in markup_tag:
+                markup_tag = _ATTRIBUTE_RE.sub(self._attribute, markup_tag)
+            pieces.append(markup_tag)
             position = tag.end()
         pieces.append(self.substitute(markup[position:], "text"))
         return "".join(pieces)
