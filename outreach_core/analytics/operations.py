@@ -3,12 +3,12 @@ read from the rollups (docs/analytics.md). Days are calendar days in the workspa
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import datetime as dt
 from collections import defaultdict
 from typing import Any
 
 from outreach_core.analytics import store
-from outreach_core.analytics.rules import Arm, Period, midnight, period, rate, winner
+from outreach_core.analytics.rules import Arm, Period, period, rate, winner
 from outreach_core.analytics.schemas import (
     Breakdown,
     BreakdownQuery,
@@ -51,27 +51,29 @@ async def get_analytics_overview(ctx: WorkspaceContext, query: OverviewQuery) ->
     Monday first) and by country. `sending: false` when nothing was ever sent. Pass `chart: true` to also
     get a PNG chart to show the person."""
     zone_name, p = await _period(ctx, query.days)
-    hours = await store.hourly(ctx, "w", "", p.start, p.end)
-    totals = _total(hours)
-    previous = _sum((await store.period_sums(ctx, "w", p.previous_start, p.start)).values())
+    days = await store.days(ctx, "w", "", p.start, p.end, p.zone)
+    totals = _total(days)
+    read = await store.sums(
+        ctx, [("previous", ("w",), p.previous_start, p.start), ("now", ("hm", "co"), p.start, p.end)]
+    )
+    previous = _sum(read["previous"].values())
     heat = [[0] * 24 for _ in range(7)]
-    for (dow, hour), sums in (await store.period_sums(ctx, "hm", p.start, p.end)).items():
-        if dow.isdigit() and hour.isdigit() and int(dow) < 7 and int(hour) < 24:
-            heat[int(dow)][int(hour)] += sums["replied"]
     countries: list[CountryReplies] = []
     without = 0
-    for (code, _), sums in (await store.period_sums(ctx, "co", p.start, p.end)).items():
-        if not sums["replied"]:
-            continue
-        if code:
-            countries.append(CountryReplies(code=code, replies=sums["replied"]))
-        else:
-            without += sums["replied"]
+    for (dim, k1, k2), sums in read["now"].items():
+        if dim == "hm":
+            if k1.isdigit() and k2.isdigit() and int(k1) < 7 and int(k2) < 24:
+                heat[int(k1)][int(k2)] += sums["replied"]
+        elif sums["replied"]:
+            if k1:
+                countries.append(CountryReplies(code=k1, replies=sums["replied"]))
+            else:
+                without += sums["replied"]
     countries.sort(key=lambda c: (-c.replies, c.code))
     return Overview(
         days=query.days,
         timezone=zone_name,
-        series=_series(p, hours),
+        series=_series(p, days),
         totals=_counts(totals),
         previous=_counts(previous),
         tracks_opens=await _tracks_opens(ctx, None),
@@ -92,12 +94,12 @@ async def get_campaign_stats(ctx: WorkspaceContext, query: StatsQuery) -> Campai
         await campaign_row(ctx, query.campaign_id)  # 404 for a campaign that is not yours
     zone_name, p = await _period(ctx, query.days)
     dim, key = ("c", query.campaign_id) if query.campaign_id is not None else ("w", "")
-    hours = await store.hourly(ctx, dim, key, p.start, p.end)
+    days = await store.days(ctx, dim, key, p.start, p.end, p.zone)
     return CampaignStats(
         days=query.days,
         timezone=zone_name,
-        series=_series(p, hours),
-        totals=_counts(_total(hours)),
+        series=_series(p, days),
+        totals=_counts(_total(days)),
         tracks_opens=await _tracks_opens(ctx, query.campaign_id),
     )
 
@@ -108,22 +110,24 @@ async def get_campaign_analytics(ctx: WorkspaceContext, query: CampaignAnalytics
     sentiment (the type of the label their thread carries now). Replies count against the email they
     answered. Pass `chart: true` to also get a PNG chart of the workspace's days."""
     _, p = await _period(ctx, query.days)
-    by_campaign = await store.period_sums(ctx, "c", p.start, p.end)
-    by_mailbox = await store.period_sums(ctx, "m", p.start, p.end)
-    by_esp = await store.period_sums(ctx, "e", p.start, p.end)
-    whole = _sum((await store.period_sums(ctx, "w", p.start, p.end)).values())
-    names = await _campaign_names(ctx, [k for k, _ in by_campaign])
+    read = (await store.sums(ctx, [("now", ("c", "m", "e", "w"), p.start, p.end)]))["now"]
+    by: dict[str, dict[str, Sums]] = {"c": {}, "m": {}, "e": {}, "w": {}}
+    for (dim, k1, _), sums in read.items():
+        by[dim][k1] = sums
+    by_campaign = by["c"]
+    whole = _sum(by["w"].values())
+    names = await _campaign_names(ctx, list(by_campaign))
     rows = [
         CampaignRow(campaign_id=k, name=names.get(k, ""), **_rates(s))
-        for (k, _), s in by_campaign.items()
+        for k, s in by_campaign.items()
         if k in names and any(s[n] for n in SERIES)
     ]
     rows.sort(key=lambda r: (-r.sent, r.name, r.campaign_id))
     return CampaignAnalytics(
         days=query.days,
         by_campaign=rows,
-        by_mailbox=await _mailbox_rows(ctx, {k: s for (k, _), s in by_mailbox.items()}),
-        by_esp=_esp_rows({k: s for (k, _), s in by_esp.items()}),
+        by_mailbox=await _mailbox_rows(ctx, by["m"]),
+        by_esp=_esp_rows(by["e"]),
         sentiment=_sentiment(whole),
     )
 
@@ -136,7 +140,8 @@ async def get_campaign_breakdown(ctx: WorkspaceContext, id: str, query: Breakdow
     positive-reply rate); otherwise `winner` is null and `reason` says why. Pass `chart: true` to also get a
     PNG chart of the variants."""
     await campaign_row(ctx, id)
-    by_variant = await store.all_time(ctx, "v", id)
+    read = await store.all_time(ctx, ("v", "cm", "ce"), id)
+    by_variant = read["v"]
     sequence = await _sequence(ctx, id)
     counted: dict[int, dict[str | None, Sums]] = defaultdict(dict)
     for key, sums in by_variant.items():
@@ -180,13 +185,11 @@ async def get_campaign_breakdown(ctx: WorkspaceContext, id: str, query: Breakdow
                 reason=verdict.reason,
             )
         )
-    mailbox_sums = await store.all_time(ctx, "cm", id)
-    esp_sums = await store.all_time(ctx, "ce", id)
     return Breakdown(
         campaign_id=id,
         steps=steps,
-        by_mailbox=await _mailbox_rows(ctx, dict(mailbox_sums)),
-        by_esp=_esp_rows(dict(esp_sums)),
+        by_mailbox=await _mailbox_rows(ctx, dict(read["cm"])),
+        by_esp=_esp_rows(dict(read["ce"])),
         sentiment=_sentiment(_sum(by_variant.values())),
     )
 
@@ -226,29 +229,23 @@ def _rates(s: Sums) -> dict[str, Any]:
     }
 
 
-def _total(hours: list[tuple[int, tuple[int, ...]]]) -> Sums:
+def _total(days: dict[dt.date, tuple[int, ...]]) -> Sums:
     total = [0] * len(COUNTERS)
-    for _, row in hours:
+    for row in days.values():
         for i, n in enumerate(row):
             total[i] += n
     return dict(zip(COUNTERS, total, strict=True))
 
 
-def _series(p: Period, hours: list[tuple[int, tuple[int, ...]]]) -> list[DayCounts]:
-    """Hourly rows into the period's local calendar days (by the instants each local day begins)."""
-    dates = p.dates
-    starts = [int(midnight(d, p.zone).timestamp()) for d in dates]
+def _series(p: Period, days: dict[dt.date, tuple[int, ...]]) -> list[DayCounts]:
+    """The period's local calendar days, each with its counters (zero for a day without a row)."""
     index = [COUNTERS.index(k) for k in SERIES]
-    days = [[0] * len(SERIES) for _ in dates]
-    for ts, row in hours:
-        i = bisect_right(starts, ts) - 1
-        if 0 <= i < len(days):
-            day = days[i]
-            for j, k in enumerate(index):
-                day[j] += row[k]
-    return [
-        DayCounts(date=d.isoformat(), **dict(zip(SERIES, days[i], strict=True))) for i, d in enumerate(dates)
-    ]
+    none = (0,) * len(COUNTERS)
+    out = []
+    for d in p.dates:
+        row = days.get(d, none)
+        out.append(DayCounts(date=d.isoformat(), **{k: row[i] for k, i in zip(SERIES, index, strict=True)}))
+    return out
 
 
 def _letter(i: int) -> str:
