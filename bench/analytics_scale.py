@@ -480,7 +480,7 @@ async def requests(rt: Runtime, principal: Any, args: argparse.Namespace) -> Non
         print("|---|---|---|---|")
         for label, p50, p95, cpu in await recording_cost(rt, principal, args.samples * 5):
             print(f"| {label} | {p50:.2f} | {p95:.2f} | {cpu:.2f} |", flush=True)
-    if rt.is_sqlite and not args.reuse:  # the same without SQLite's covering index (migration 0030)
+    if rt.is_sqlite and args.drop_cover:  # the same without SQLite's covering index (migration 0030)
         async with rt.engine.begin() as conn:
             await conn.execute(text("DROP INDEX ix_analytics_counters_cover"))
             await conn.execute(text("ANALYZE"))
@@ -505,6 +505,11 @@ if __name__ == "__main__":
     parser.add_argument("--campaigns", type=int, default=200)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--skip-recording", action="store_true")
+    parser.add_argument(
+        "--drop-cover",
+        action="store_true",
+        help="SQLite: at the end, drop the covering index of migration 0030 and time the requests again",
+    )
     parser.add_argument(
         "--reuse", action="store_true", help="time the requests on the database an earlier run generated"
     )
