@@ -1,5 +1,5 @@
-"""Analytics rollups (issue 28, docs/analytics.md): counters in hourly, daily and weekly UTC buckets, and the replies
-they count (one per lead and campaign), so that no analytics request scans the send ledger."""
+"""Analytics rollups (issue 28, docs/analytics.md): counters in hourly, daily and weekly UTC buckets, and
+the replies they count (one per lead and campaign), so that no analytics request scans the send ledger."""
 
 from __future__ import annotations
 
