@@ -374,7 +374,8 @@ async def main(args: argparse.Namespace) -> None:
     rt = Runtime(Settings(database_url=url, secret_key="bench-secret-key"))
     if args.reuse:
         t0 = time.perf_counter()
-        await migrate(rt.engine)  # a later migration (0031: the weekly rollups) on the generated data
+        if not args.no_migrate:  # a later migration (0031: the weekly rollups) on the generated data
+            await migrate(rt.engine)
         print(f"Migrated (to the newest revision) in {time.perf_counter() - t0:.1f} s\n", flush=True)
         async with rt.engine.connect() as conn:  # as autovacuum leaves them (index-only scans)
             await conn.execution_options(isolation_level="AUTOCOMMIT")
@@ -515,6 +516,11 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--reuse", action="store_true", help="time the requests on the database an earlier run generated"
+    )
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="with --reuse: leave the schema as it is (code older than the database's revision)",
     )
     parser.add_argument(
         "--stages",
