@@ -120,7 +120,10 @@ def offsets(start: dt.datetime, end: dt.datetime, zone: ZoneInfo) -> list[tuple[
     while lo < end:
         hi = min(lo + day, end)
         if offset(hi) != out[-1][1]:
-            a, b = lo, hi  # offset(a) is the last piece's, offset(b) is not: the change is in (a, b]
+            # offset(a) is the last piece's, offset(b) is not: the change is in (a, b], bisected in whole
+            # seconds (transitions fall on whole seconds; whole bounds make the loop end)
+            a = lo.replace(microsecond=0)
+            b = hi if hi.microsecond == 0 else hi.replace(microsecond=0) + dt.timedelta(seconds=1)
             while b - a > dt.timedelta(seconds=1):
                 mid = a + (b - a) // 2
                 mid = mid.replace(microsecond=0)

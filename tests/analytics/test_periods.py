@@ -56,3 +56,9 @@ def test_offsets_find_each_transition_to_the_second() -> None:
     # the local day of an instant: (seconds + offset) div 86400 days after the epoch
     at = dt.datetime(2026, 3, 8, 4, 30, tzinfo=UTC)  # 23:30 EST on the 7th
     assert local_day((int(at.timestamp()) - 5 * 3600) // 86400) == dt.date(2026, 3, 7)
+    # bounds inside a second still find the transition to the second
+    odd = offsets(start + dt.timedelta(microseconds=250), end - dt.timedelta(microseconds=250), zone)
+    assert [at for at, _ in odd[1:]] == [
+        dt.datetime(2026, 3, 8, 7, tzinfo=UTC),
+        dt.datetime(2026, 11, 1, 6, tzinfo=UTC),
+    ]
