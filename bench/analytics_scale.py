@@ -12,6 +12,7 @@ read-only transaction, through the runtime), and the CPU time per row of each st
 docs/PERFORMANCE.md.
 
     .venv/bin/python bench/analytics_scale.py [--sends 1000000] [--replies 50000] [--campaigns 200]
+    .venv/bin/python bench/analytics_scale.py --reuse [--stages] [--skip-recording]  # the database again
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from outreach_core.analytics.operations import (
     get_analytics_overview,
@@ -36,7 +37,7 @@ from outreach_core.analytics.operations import (
 from outreach_core.analytics.rebuild import rebuild
 from outreach_core.analytics.schemas import BreakdownQuery, CampaignAnalyticsQuery, OverviewQuery, StatsQuery
 from outreach_core.auth.authenticate import authenticate_api_key
-from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.context import Principal, WorkspaceContext, scoped
 from outreach_core.kernel.db.migrate import migrate
 from outreach_core.kernel.db.tables import sends
 from outreach_core.kernel.rollups import count_sends, sync_replies
@@ -288,11 +289,101 @@ async def recording_cost(rt: Runtime, principal: Any, rounds: int) -> list[tuple
     return out
 
 
+async def reused(rt: Runtime) -> tuple[str, Principal]:
+    """The workspace an earlier run generated (slug `bench`) and its owner, acting as through an API key."""
+    async with rt.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                text(
+                    """SELECT w.id AS ws, m.user_id, k.id AS key FROM workspaces w
+                       JOIN members m ON m.workspace_id = w.id AND m.role = 'owner'
+                       JOIN api_keys k ON k.workspace_id = w.id WHERE w.slug = 'bench'"""
+                )
+            )
+        ).one()
+    return row.ws, Principal(
+        user_id=row.user_id, workspace_id=row.ws, role="owner", auth="api_key", credential_id=row.key
+    )
+
+
+class Statements:
+    """Each SQL statement a request runs, with its wall time (driver round trip and server work), through
+    SQLAlchemy's cursor events; what is left of the request's wall time is Python (and BEGIN/COMMIT)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.on = False
+        self.seen: list[tuple[str, Any, float]] = []
+        self._t0 = 0.0
+        sync = rt.engine.sync_engine
+        event.listen(sync, "before_cursor_execute", self._before)
+        event.listen(sync, "after_cursor_execute", self._after)
+
+    def _before(self, *_: Any) -> None:
+        self._t0 = time.perf_counter()
+
+    def _after(self, _conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if self.on:
+            self.seen.append((statement, parameters, (time.perf_counter() - self._t0) * 1000))
+
+
+async def stages(
+    rt: Runtime, label: str, fn: Callable[[], Awaitable[Any]], samples: int, watch: Statements
+) -> None:
+    """The request's statements (count, mean ms each, their plan) and its time outside them."""
+    await fn()
+    per: dict[str, list[float]] = {}
+    params: dict[str, Any] = {}
+    walls, sql = [], []
+    for _ in range(samples):
+        watch.seen, watch.on = [], True
+        t0 = time.perf_counter()
+        await fn()
+        walls.append((time.perf_counter() - t0) * 1000)
+        watch.on = False
+        sql.append(sum(ms for _, _, ms in watch.seen))
+        for i, (statement, parameters, ms) in enumerate(watch.seen):
+            per.setdefault(f"{i:02d} {statement}", []).append(ms)
+            params[f"{i:02d} {statement}"] = parameters
+    n = len(per)
+    outside = statistics.median(w - s for w, s in zip(walls, sql, strict=True))
+    print(
+        f"\n#### {label}: {n} statements; wall p50 {statistics.median(walls):.1f} ms, of which SQL "
+        f"{statistics.median(sql):.1f} ms, outside SQL {outside:.1f} ms\n"
+    )
+    for key, times in per.items():
+        statement = " ".join(key[3:].split())
+        print(f"- {statistics.median(times):.2f} ms: `{statement[:220]}`")
+    if os.environ.get("BENCH_PLANS"):
+        async with rt.engine.connect() as conn:
+            for key in per:
+                statement, parameters = key[3:], params[key]
+                if not statement.lstrip().upper().startswith("SELECT"):
+                    continue
+                prefix = "EXPLAIN QUERY PLAN " if rt.is_sqlite else "EXPLAIN (ANALYZE, BUFFERS) "
+                plan = await conn.exec_driver_sql(prefix + statement, parameters)
+                print("\n```\n" + " ".join(statement.split())[:300])
+                for row in plan:
+                    print("  " + " | ".join(str(c) for c in row))
+                print("```")
+
+
 async def main(args: argparse.Namespace) -> None:
     url = os.environ.get("OUTREACH_DATABASE_URL") or (
         f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='analytics-bench-')}/bench.db"
     )
     rt = Runtime(Settings(database_url=url, secret_key="bench-secret-key"))
+    if args.reuse:
+        t0 = time.perf_counter()
+        if not args.no_migrate:  # a later migration (0031: the weekly rollups) on the generated data
+            await migrate(rt.engine)
+        print(f"Migrated (to the newest revision) in {time.perf_counter() - t0:.1f} s\n", flush=True)
+        async with rt.engine.connect() as conn:  # as autovacuum leaves them (index-only scans)
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.execute(text("VACUUM ANALYZE analytics_counters" if not rt.is_sqlite else "ANALYZE"))
+        _, principal = await reused(rt)
+        await requests(rt, principal, args)
+        await rt.dispose()
+        return
     if not rt.is_sqlite:
         async with rt.engine.begin() as conn:
             await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
@@ -342,12 +433,12 @@ async def main(args: argparse.Namespace) -> None:
     async with rt.engine.connect() as conn:
         rows = (await conn.execute(text("SELECT count(*) FROM analytics_counters"))).scalar_one()
     print(f"\nRollup rows: {rows:,} (generation CPU of this process {c1 - c0:.1f} s).\n")
+    await requests(rt, principal, args)
+    await rt.dispose()
+
+
+async def requests(rt: Runtime, principal: Any, args: argparse.Namespace) -> None:
     print(f"Load average before the requests: {os.getloadavg()}\n")
-    print(
-        "| request (operation in its read-only transaction) | p50 ms | p95 ms | CPU ms/request (this process) "
-        "| server CPU ms/request |"
-    )
-    print("|---|---|---|---|---|")
     calls: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
         (
             "overview, 90 days",
@@ -374,6 +465,16 @@ async def main(args: argparse.Namespace) -> None:
             lambda: rt.read(principal, get_campaign_breakdown, id="cmp_7", query=BreakdownQuery()),
         ),
     ]
+    if args.stages:
+        watch = Statements(rt)
+        for label, fn in calls:
+            await stages(rt, label, fn, args.samples, watch)
+        return
+    print(
+        "| request (operation in its read-only transaction) | p50 ms | p95 ms | CPU ms/request (this process) "
+        "| server CPU ms/request |"
+    )
+    print("|---|---|---|---|---|")
     for label, fn in calls:
         p50, p95, cpu, server = await timed(fn, args.samples, rt)
         print(f"| {label} | {p50:.1f} | {p95:.1f} | {cpu:.1f} | {server:.1f} |", flush=True)
@@ -383,7 +484,7 @@ async def main(args: argparse.Namespace) -> None:
         print("|---|---|---|---|")
         for label, p50, p95, cpu in await recording_cost(rt, principal, args.samples * 5):
             print(f"| {label} | {p50:.2f} | {p95:.2f} | {cpu:.2f} |", flush=True)
-    if rt.is_sqlite:  # the same without SQLite's covering index of the counters (migration 0030)
+    if rt.is_sqlite and args.drop_cover:  # the same without SQLite's covering index (migration 0030)
         async with rt.engine.begin() as conn:
             await conn.execute(text("DROP INDEX ix_analytics_counters_cover"))
             await conn.execute(text("ANALYZE"))
@@ -399,7 +500,6 @@ async def main(args: argparse.Namespace) -> None:
             print("|---|---|---|---|")
             for label, p50, p95, cpu in await recording_cost(rt, principal, args.samples * 5):
                 print(f"| {label} | {p50:.2f} | {p95:.2f} | {cpu:.2f} |", flush=True)
-    await rt.dispose()
 
 
 if __name__ == "__main__":
@@ -409,4 +509,22 @@ if __name__ == "__main__":
     parser.add_argument("--campaigns", type=int, default=200)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--skip-recording", action="store_true")
+    parser.add_argument(
+        "--drop-cover",
+        action="store_true",
+        help="SQLite: at the end, drop the covering index of migration 0030 and time the requests again",
+    )
+    parser.add_argument(
+        "--reuse", action="store_true", help="time the requests on the database an earlier run generated"
+    )
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="with --reuse: leave the schema as it is (code older than the database's revision)",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="each request's SQL statements and its time outside them (BENCH_PLANS=1: their plans too)",
+    )
     asyncio.run(main(parser.parse_args()))

@@ -3,12 +3,14 @@ read from the rollups (docs/analytics.md). Days are calendar days in the workspa
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from sqlalchemy import literal, union_all
+
 from outreach_core.analytics import store
-from outreach_core.analytics.rules import Arm, Period, midnight, period, rate, winner
+from outreach_core.analytics.rules import Arm, Period, period, rate, winner
 from outreach_core.analytics.schemas import (
     Breakdown,
     BreakdownQuery,
@@ -34,9 +36,9 @@ from outreach_core.analytics.schemas import (
 from outreach_core.analytics.store import Sums
 from outreach_core.campaigns.store import campaign_row
 from outreach_core.kernel.context import WorkspaceContext, scoped
-from outreach_core.kernel.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes
+from outreach_core.kernel.db.tables import campaign_steps, campaign_variants, campaigns, mailboxes, workspaces
 from outreach_core.kernel.db.tables.analytics import COUNTERS
-from outreach_core.kernel.rollups import SENTIMENTS, workspace_zone, zone_or_none
+from outreach_core.kernel.rollups import SENTIMENTS, zone_or_none
 from outreach_core.warmup.problems import warmup_problems
 
 SERIES = ("sent", "replied", "positive", "bounced", "opened")
@@ -50,37 +52,40 @@ async def get_analytics_overview(ctx: WorkspaceContext, query: OverviewQuery) ->
     health and problems; replies by sentiment, by weekday and hour in each lead's own time zone (`heatmap`,
     Monday first) and by country. `sending: false` when nothing was ever sent. Pass `chart: true` to also
     get a PNG chart to show the person."""
-    zone_name, p = await _period(ctx, query.days)
-    hours = await store.hourly(ctx, "w", "", p.start, p.end)
-    totals = _total(hours)
-    previous = _sum((await store.period_sums(ctx, "w", p.previous_start, p.start)).values())
+    zone_name, p, tracks_opens = await _period(ctx, query.days, opens=True)
+    days = await store.days(ctx, "w", "", p.start, p.end, p.zone)
+    totals = _total(days)
+    read = await store.sums(
+        ctx, [("previous", ("w",), p.previous_start, p.start), ("now", ("hm", "co"), p.start, p.end)]
+    )
+    previous = _sum(read["previous"].values())
     heat = [[0] * 24 for _ in range(7)]
-    for (dow, hour), sums in (await store.period_sums(ctx, "hm", p.start, p.end)).items():
-        if dow.isdigit() and hour.isdigit() and int(dow) < 7 and int(hour) < 24:
-            heat[int(dow)][int(hour)] += sums["replied"]
     countries: list[CountryReplies] = []
     without = 0
-    for (code, _), sums in (await store.period_sums(ctx, "co", p.start, p.end)).items():
-        if not sums["replied"]:
-            continue
-        if code:
-            countries.append(CountryReplies(code=code, replies=sums["replied"]))
-        else:
-            without += sums["replied"]
+    for (dim, k1, k2), sums in read["now"].items():
+        if dim == "hm":
+            if k1.isdigit() and k2.isdigit() and int(k1) < 7 and int(k2) < 24:
+                heat[int(k1)][int(k2)] += sums["replied"]
+        elif sums["replied"]:
+            if k1:
+                countries.append(CountryReplies(code=k1, replies=sums["replied"]))
+            else:
+                without += sums["replied"]
     countries.sort(key=lambda c: (-c.replies, c.code))
     return Overview(
         days=query.days,
         timezone=zone_name,
-        series=_series(p, hours),
+        series=_series(p, days),
         totals=_counts(totals),
         previous=_counts(previous),
-        tracks_opens=await _tracks_opens(ctx, None),
+        tracks_opens=tracks_opens,
         mailboxes=await _mailbox_health(ctx),
         sentiment=_sentiment(totals),
         heatmap=heat,
         countries=countries,
         replies_without_country=without,
-        sending=await store.ever_sent(ctx),
+        # a send counted in the period or the one before answers without another read
+        sending=totals["sent"] > 0 or previous["sent"] > 0 or await store.ever_sent(ctx),
     )
 
 
@@ -90,15 +95,15 @@ async def get_campaign_stats(ctx: WorkspaceContext, query: StatsQuery) -> Campai
     totals. Pass `chart: true` to also get a PNG line chart to show the person."""
     if query.campaign_id is not None:
         await campaign_row(ctx, query.campaign_id)  # 404 for a campaign that is not yours
-    zone_name, p = await _period(ctx, query.days)
+    zone_name, p, tracks_opens = await _period(ctx, query.days, opens=True, campaign_id=query.campaign_id)
     dim, key = ("c", query.campaign_id) if query.campaign_id is not None else ("w", "")
-    hours = await store.hourly(ctx, dim, key, p.start, p.end)
+    days = await store.days(ctx, dim, key, p.start, p.end, p.zone)
     return CampaignStats(
         days=query.days,
         timezone=zone_name,
-        series=_series(p, hours),
-        totals=_counts(_total(hours)),
-        tracks_opens=await _tracks_opens(ctx, query.campaign_id),
+        series=_series(p, days),
+        totals=_counts(_total(days)),
+        tracks_opens=tracks_opens,
     )
 
 
@@ -107,23 +112,25 @@ async def get_campaign_analytics(ctx: WorkspaceContext, query: CampaignAnalytics
     with their rates by campaign, by sending mailbox and by the leads' email provider (ESP), and replies by
     sentiment (the type of the label their thread carries now). Replies count against the email they
     answered. Pass `chart: true` to also get a PNG chart of the workspace's days."""
-    _, p = await _period(ctx, query.days)
-    by_campaign = await store.period_sums(ctx, "c", p.start, p.end)
-    by_mailbox = await store.period_sums(ctx, "m", p.start, p.end)
-    by_esp = await store.period_sums(ctx, "e", p.start, p.end)
-    whole = _sum((await store.period_sums(ctx, "w", p.start, p.end)).values())
-    names = await _campaign_names(ctx, [k for k, _ in by_campaign])
+    _, p, _ = await _period(ctx, query.days)
+    read = (await store.sums(ctx, [("now", ("c", "m", "e", "w"), p.start, p.end)]))["now"]
+    by: dict[str, dict[str, Sums]] = {"c": {}, "m": {}, "e": {}, "w": {}}
+    for (dim, k1, _), sums in read.items():
+        by[dim][k1] = sums
+    by_campaign = by["c"]
+    whole = _sum(by["w"].values())
+    names, emails = await _names(ctx, list(by_campaign), [k for k in by["m"] if k != "-"])
     rows = [
         CampaignRow(campaign_id=k, name=names.get(k, ""), **_rates(s))
-        for (k, _), s in by_campaign.items()
+        for k, s in by_campaign.items()
         if k in names and any(s[n] for n in SERIES)
     ]
     rows.sort(key=lambda r: (-r.sent, r.name, r.campaign_id))
     return CampaignAnalytics(
         days=query.days,
         by_campaign=rows,
-        by_mailbox=await _mailbox_rows(ctx, {k: s for (k, _), s in by_mailbox.items()}),
-        by_esp=_esp_rows({k: s for (k, _), s in by_esp.items()}),
+        by_mailbox=_mailbox_rows(emails, by["m"]),
+        by_esp=_esp_rows(by["e"]),
         sentiment=_sentiment(whole),
     )
 
@@ -136,7 +143,8 @@ async def get_campaign_breakdown(ctx: WorkspaceContext, id: str, query: Breakdow
     positive-reply rate); otherwise `winner` is null and `reason` says why. Pass `chart: true` to also get a
     PNG chart of the variants."""
     await campaign_row(ctx, id)
-    by_variant = await store.all_time(ctx, "v", id)
+    read = await store.all_time(ctx, ("v", "cm", "ce"), id)
+    by_variant = read["v"]
     sequence = await _sequence(ctx, id)
     counted: dict[int, dict[str | None, Sums]] = defaultdict(dict)
     for key, sums in by_variant.items():
@@ -180,13 +188,13 @@ async def get_campaign_breakdown(ctx: WorkspaceContext, id: str, query: Breakdow
                 reason=verdict.reason,
             )
         )
-    mailbox_sums = await store.all_time(ctx, "cm", id)
-    esp_sums = await store.all_time(ctx, "ce", id)
     return Breakdown(
         campaign_id=id,
         steps=steps,
-        by_mailbox=await _mailbox_rows(ctx, dict(mailbox_sums)),
-        by_esp=_esp_rows(dict(esp_sums)),
+        by_mailbox=_mailbox_rows(
+            (await _names(ctx, [], [k for k in read["cm"] if k != "-"]))[1], dict(read["cm"])
+        ),
+        by_esp=_esp_rows(dict(read["ce"])),
         sentiment=_sentiment(_sum(by_variant.values())),
     )
 
@@ -194,11 +202,22 @@ async def get_campaign_breakdown(ctx: WorkspaceContext, id: str, query: Breakdow
 # --- helpers -----------------------------------------------------------------------------------------------
 
 
-async def _period(ctx: WorkspaceContext, days: int) -> tuple[str, Period]:
-    name = await workspace_zone(ctx)
+async def _period(
+    ctx: WorkspaceContext, days: int, *, opens: bool = False, campaign_id: str | None = None
+) -> tuple[str, Period, bool]:
+    """The workspace's zone, the period of `days` in it, and (`opens=True`) whether a campaign in scope
+    tracks opens (the workspace's, or `campaign_id`): one statement."""
+    query = scoped(ctx, workspaces).select(workspaces.c.timezone)
+    if opens:
+        tracking = scoped(ctx, campaigns).select(campaigns.c.id).where(campaigns.c.track_opens.is_(True))
+        if campaign_id is not None:
+            tracking = tracking.where(campaigns.c.id == campaign_id)
+        query = query.add_columns(tracking.exists().label("tracks"))
+    row = (await ctx.conn.execute(query)).one_or_none()
+    name = (row.timezone if row is not None else None) or "UTC"
     zone = zone_or_none(name) or zone_or_none("UTC")
     assert zone is not None
-    return name, period(ctx.now, days, zone)
+    return name, period(ctx.now, days, zone), bool(opens and row is not None and row.tracks)
 
 
 def _sum(many: Any) -> Sums:
@@ -226,29 +245,23 @@ def _rates(s: Sums) -> dict[str, Any]:
     }
 
 
-def _total(hours: list[tuple[int, tuple[int, ...]]]) -> Sums:
+def _total(days: dict[dt.date, tuple[int, ...]]) -> Sums:
     total = [0] * len(COUNTERS)
-    for _, row in hours:
+    for row in days.values():
         for i, n in enumerate(row):
             total[i] += n
     return dict(zip(COUNTERS, total, strict=True))
 
 
-def _series(p: Period, hours: list[tuple[int, tuple[int, ...]]]) -> list[DayCounts]:
-    """Hourly rows into the period's local calendar days (by the instants each local day begins)."""
-    dates = p.dates
-    starts = [int(midnight(d, p.zone).timestamp()) for d in dates]
+def _series(p: Period, days: dict[dt.date, tuple[int, ...]]) -> list[DayCounts]:
+    """The period's local calendar days, each with its counters (zero for a day without a row)."""
     index = [COUNTERS.index(k) for k in SERIES]
-    days = [[0] * len(SERIES) for _ in dates]
-    for ts, row in hours:
-        i = bisect_right(starts, ts) - 1
-        if 0 <= i < len(days):
-            day = days[i]
-            for j, k in enumerate(index):
-                day[j] += row[k]
-    return [
-        DayCounts(date=d.isoformat(), **dict(zip(SERIES, days[i], strict=True))) for i, d in enumerate(dates)
-    ]
+    none = (0,) * len(COUNTERS)
+    out = []
+    for d in p.dates:
+        row = days.get(d, none)
+        out.append(DayCounts(date=d.isoformat(), **{k: row[i] for k, i in zip(SERIES, index, strict=True)}))
+    return out
 
 
 def _letter(i: int) -> str:
@@ -294,23 +307,34 @@ async def _mailbox_health(ctx: WorkspaceContext) -> MailboxHealth:
     return MailboxHealth(total=len(rows), healthy=len(rows) - len(problems), problems=problems)
 
 
-async def _campaign_names(ctx: WorkspaceContext, ids: list[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    rows = await ctx.conn.execute(
-        scoped(ctx, campaigns).select(campaigns.c.id, campaigns.c.name).where(campaigns.c.id.in_(ids))
-    )
-    return {r.id: r.name for r in rows}
-
-
-async def _mailbox_rows(ctx: WorkspaceContext, sums: dict[str, Sums]) -> list[MailboxRow]:
-    ids = [k for k in sums if k != "-"]
-    emails: dict[str, str] = {}
-    if ids:
-        rows = await ctx.conn.execute(
-            scoped(ctx, mailboxes).select(mailboxes.c.id, mailboxes.c.email).where(mailboxes.c.id.in_(ids))
+async def _names(
+    ctx: WorkspaceContext, campaign_ids: list[str], mailbox_ids: list[str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The names of the workspace's campaigns and the addresses of its mailboxes among the ids given, in
+    one statement."""
+    parts = []
+    if campaign_ids:
+        parts.append(
+            scoped(ctx, campaigns)
+            .select(literal("c").label("kind"), campaigns.c.id, campaigns.c.name.label("text"))
+            .where(campaigns.c.id.in_(campaign_ids))
         )
-        emails = {r.id: r.email for r in rows}
+    if mailbox_ids:
+        parts.append(
+            scoped(ctx, mailboxes)
+            .select(literal("m").label("kind"), mailboxes.c.id, mailboxes.c.email.label("text"))
+            .where(mailboxes.c.id.in_(mailbox_ids))
+        )
+    names: dict[str, str] = {}
+    emails: dict[str, str] = {}
+    if parts:
+        for r in await ctx.conn.execute(parts[0] if len(parts) == 1 else union_all(*parts)):
+            (names if r.kind == "c" else emails)[r.id] = r.text
+    return names, emails
+
+
+def _mailbox_rows(emails: dict[str, str], sums: dict[str, Sums]) -> list[MailboxRow]:
+    """Rows per mailbox (`emails`: the addresses of those still there)."""
     out = [
         MailboxRow(
             mailbox_id=k if k in emails else None,
@@ -363,11 +387,3 @@ async def _sequence(ctx: WorkspaceContext, campaign_id: str) -> dict[int, list[t
     for r in rows:
         out[r.step].append((r.id, r.subject, bool(r.active)))
     return out
-
-
-async def _tracks_opens(ctx: WorkspaceContext, campaign_id: str | None) -> bool:
-    """Whether a campaign in scope (the workspace's, or the one given) tracks opens: opens then count."""
-    query = scoped(ctx, campaigns).select(campaigns.c.id).where(campaigns.c.track_opens.is_(True))
-    if campaign_id is not None:
-        query = query.where(campaigns.c.id == campaign_id)
-    return (await ctx.conn.execute(query.limit(1))).first() is not None

@@ -28,6 +28,7 @@ from outreach_core.kernel.db.tables import (
 from outreach_core.kernel.errors import NotFound
 from outreach_core.kernel.rollups import (
     COUNTED_SENDS,
+    WEEK_BUCKET,
     Tally,
     add_won,
     apply_staged,
@@ -103,11 +104,13 @@ _BUCKETS = {
     "postgresql": (
         "date_trunc('hour', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
         "date_trunc('day', hr AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'",
+        WEEK_BUCKET["postgresql"].format(bucket="hr"),
         "TIMESTAMPTZ '1970-01-01 00:00:00+00'",
     ),
     "sqlite": (
         "substr(at, 1, 13) || ':00:00.000000'",
         "substr(hr, 1, 10) || ' 00:00:00.000000'",
+        WEEK_BUCKET["sqlite"].format(bucket="hr"),
         "'1970-01-01 00:00:00.000000'",
     ),
 }
@@ -127,7 +130,7 @@ async def _count_ledger(ctx: WorkspaceContext) -> int:
     """Insert the counters of the workspace's ledger (sent, bounced at `sent_at`; opened at `opened_at`)
     into its emptied `analytics_counters`; return the number of ledger rows counted."""
     pg = ctx.conn.dialect.name == "postgresql"
-    hour, day, epoch = _BUCKETS["postgresql" if pg else "sqlite"]
+    hour, day, week, epoch = _BUCKETS["postgresql" if pg else "sqlite"]
     if pg:  # the hash aggregations of millions of rows in memory rather than in batches on disk
         await ctx.conn.execute(text("SET LOCAL work_mem = '256MB'"))
     statuses = ", ".join(f"'{s}'" for s in COUNTED_SENDS)
@@ -157,10 +160,10 @@ async def _count_ledger(ctx: WorkspaceContext) -> int:
         ),
         {"ws": ctx.workspace_id},
     )
-    # 2. every dimension from those hours: hourly and daily, or all-time
+    # 2. every dimension from those hours: hourly, daily and weekly, or all-time
     columns = "workspace_id, dim, k1, k2, grain, bucket, sent, bounced, opened"
     for dim, (k1, k2) in _KEYS.items():
-        grains = [("t", epoch)] if dim in ("v", "cm", "ce") else [("h", "hr"), ("d", day)]
+        grains = [("t", epoch)] if dim in ("v", "cm", "ce") else [("h", "hr"), ("d", day), ("k", week)]
         for grain, bucket in grains:
             # PostgreSQL refuses a constant in GROUP BY
             groups = [e for e in (k1, k2, bucket) if not e.startswith("'") and e != epoch]

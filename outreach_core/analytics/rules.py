@@ -74,14 +74,74 @@ def ceil_day(at: dt.datetime) -> dt.datetime:
     return floor if floor == at else floor + dt.timedelta(days=1)
 
 
+def floor_week(at: dt.datetime) -> dt.datetime:
+    """The start of the 7-day UTC block (counted from the epoch) holding `at`: the weekly grain's bucket."""
+    seconds = int(at.timestamp())
+    return dt.datetime.fromtimestamp(seconds - seconds % WEEK_SECONDS, UTC)
+
+
+def ceil_week(at: dt.datetime) -> dt.datetime:
+    floor = floor_week(at)
+    return floor if floor == at else floor + dt.timedelta(seconds=WEEK_SECONDS)
+
+
+WEEK_SECONDS = 7 * 86400
+"""The weekly grain (`rollups.WEEK`): 7-day UTC blocks from the epoch (Thursday 00:00 UTC)."""
+
+
 def pieces(start: dt.datetime, end: dt.datetime) -> list[tuple[str, dt.datetime, dt.datetime]]:
-    """[start, end) as rollup reads: whole UTC days from the daily buckets, the hours at either edge from the
-    hourly ones (`(grain, from, to)`). Instants inside an hour are read at the hour (half-hour zones)."""
+    """[start, end) as rollup reads (`(grain, from, to)`): the whole 7-day blocks from the weekly buckets,
+    the whole UTC days at their edges from the daily ones, the hours at either edge from the hourly ones.
+    Instants inside an hour are read at the hour (half-hour zones). A 90-day period reads at most 12 weekly,
+    12 daily and 46 hourly rows a key (the days alone were 90)."""
     s, e = floor_hour(start), ceil_hour(end)
     d0, d1 = ceil_day(s), floor_day(e)
     if d0 >= d1:
         return [("h", s, e)]
-    return [p for p in (("h", s, d0), ("d", d0, d1), ("h", d1, e)) if p[1] < p[2]]
+    w0, w1 = ceil_week(d0), floor_week(d1)
+    whole = w0 < w1
+    middle = [("d", d0, w0), ("k", w0, w1), ("d", w1, d1)] if whole else [("d", d0, d1)]
+    return [p for p in (("h", s, d0), *middle, ("h", d1, e)) if p[1] < p[2]]
+
+
+def offsets(start: dt.datetime, end: dt.datetime, zone: ZoneInfo) -> list[tuple[dt.datetime, int]]:
+    """The UTC offsets (seconds) of `zone` over [start, end) as `(from, offset)` pieces, the first from
+    `start`: each transition found by bisection to the second (a zone changes its offset at most once a
+    day, which every zone of the tz database does). A local calendar day is then `(instant + offset) //
+    86400` days after 1970-01-01."""
+
+    def offset(at: dt.datetime) -> int:
+        found = at.astimezone(zone).utcoffset()
+        return int(found.total_seconds()) if found is not None else 0
+
+    out = [(start, offset(start))]
+    day = dt.timedelta(days=1)
+    lo = start
+    while lo < end:
+        hi = min(lo + day, end)
+        if offset(hi) != out[-1][1]:
+            # offset(a) is the last piece's, offset(b) is not: the change is in (a, b], bisected in whole
+            # seconds (transitions fall on whole seconds; whole bounds make the loop end)
+            a = lo.replace(microsecond=0)
+            b = hi if hi.microsecond == 0 else hi.replace(microsecond=0) + dt.timedelta(seconds=1)
+            while b - a > dt.timedelta(seconds=1):
+                mid = a + (b - a) // 2
+                mid = mid.replace(microsecond=0)
+                if offset(mid) == out[-1][1]:
+                    a = mid
+                else:
+                    b = mid
+            out.append((b, offset(b)))
+        lo = hi
+    return out
+
+
+def local_day(number: int) -> dt.date:
+    """The calendar date `number` days after 1970-01-01 (what `offsets` counts days in)."""
+    return _EPOCH_DAY + dt.timedelta(days=number)
+
+
+_EPOCH_DAY = dt.date(1970, 1, 1)
 
 
 def rate(part: int, whole: int) -> float:

@@ -1,10 +1,11 @@
 """Analytics rollups, kept in the transactions that change what they count (issue 28, docs/analytics.md).
 
-Counters live in `analytics_counters` in UTC buckets: hourly (`h`) and daily (`d`) for what a period asks
-(the workspace, campaigns, mailboxes, ESPs, the reply heatmap and countries), all-time (`t`) for a
-campaign's breakdown (step and variant, mailbox, ESP). Calendar days of any time zone are unions of whole
-UTC hours, so a change of the workspace time zone moves day boundaries without rewriting a counter
-(zones with a half-hour offset are read at the hour: documented).
+Counters live in `analytics_counters` in UTC buckets: hourly (`h`), daily (`d`) and weekly (`k`, 7-day
+blocks from the epoch) for what a period asks (the workspace, campaigns, mailboxes, ESPs, the reply heatmap
+and countries), all-time (`t`) for a campaign's breakdown (step and variant, mailbox, ESP). Calendar days of
+any time zone are unions of whole UTC hours, so a change of the workspace time zone moves day boundaries
+without rewriting a counter (zones with a half-hour offset are read at the hour: documented); a period reads
+the weeks inside it, the days at their edges and the hours at the days' edges (`analytics/rules.py:pieces`).
 
 What calls what (each in the transaction that records the change):
 
@@ -56,6 +57,15 @@ TOTAL_DIMS = ("v", "cm", "ce")
 """Dimensions counted since the beginning (a campaign's breakdown)."""
 COUNTED_SENDS = ("sent", "bounced")
 NO_KEY = "-"
+WEEK = 7 * 86400
+"""The weekly grain (`k`): 7-day UTC blocks counted from the epoch (so they begin on Thursdays 00:00 UTC)."""
+WEEK_BUCKET = {
+    "postgresql": "to_timestamp(floor(extract(epoch FROM {bucket}) / 604800) * 604800)",
+    "sqlite": "strftime('%Y-%m-%d %H:%M:%S.000000', "
+    "CAST(strftime('%s', {bucket}) AS INTEGER) / 604800 * 604800, 'unixepoch')",
+}
+"""The week of a bucket column, as SQL spelling it as the counters' column stores it (`timestamptz` on
+PostgreSQL, naive UTC text on SQLite): the rebuild and migration 0031 count weeks with it."""
 _KEY = ("workspace_id", "dim", "k1", "k2", "grain", "bucket")
 _CHUNK = 400
 
@@ -92,14 +102,18 @@ class Tally:
         self.rows: dict[tuple[str, str, str, str, int], list[int]] = {}
 
     def add(self, dim: str, k1: str, k2: str, at: dt.datetime | None, counts: Mapping[str, int]) -> None:
-        """Add `counts` under one key: per hour and per day at `at`, or all-time when `at` is None."""
+        """Add `counts` under one key: per hour, day and week at `at`, or all-time when `at` is None."""
         self._add(dim, k1, k2, None if at is None else int(at.timestamp()), _items(counts))
 
     def _add(self, dim: str, k1: str, k2: str, ts: int | None, items: list[tuple[int, int]]) -> None:
         keys = (
             ((dim, k1, k2, "t", 0),)
             if ts is None
-            else ((dim, k1, k2, "h", ts - ts % 3600), (dim, k1, k2, "d", ts - ts % 86400))
+            else (
+                (dim, k1, k2, "h", ts - ts % 3600),
+                (dim, k1, k2, "d", ts - ts % 86400),
+                (dim, k1, k2, "k", ts - ts % WEEK),
+            )
         )
         rows = self.rows
         for key in keys:

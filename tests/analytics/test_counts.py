@@ -5,7 +5,9 @@ later label, heatmap in the lead's own zone, countries, mailbox health, nothing 
 from __future__ import annotations
 
 import datetime as dt
+from zoneinfo import ZoneInfo
 
+from outreach_core.analytics.rules import period
 from tests.analytics.conftest import NOW, Reader
 from tests.analytics.ledger import Ledger
 
@@ -181,3 +183,54 @@ async def test_label_type_change_and_label_deletion_move_replies(ledger: Ledger,
     o = await reader.overview(7)
     assert o.sentiment.model_dump() == dict.fromkeys(("positive", "negative", "neutral", "warning"), 0)
     assert o.totals.replied == 1
+
+
+async def test_long_periods_read_weeks_days_and_hours_and_count_each_send_once(
+    ledger: Ledger, reader: Reader
+) -> None:
+    """Sends every 41 hours over 190 days, read as 7-, 30- and 90-day periods (and the periods before) in
+    zones with a DST change inside, a half-hour offset and a half-hour DST change: the series (each hour on
+    the local day it begins in), the totals, `previous` and campaign analytics (the weekly, daily and
+    hourly rollup rows of `rules.pieces`) agree with the sends counted one by one."""
+    boxes = [await ledger.mailbox(), await ledger.mailbox()]
+    campaigns = [(await ledger.campaign())[0], (await ledger.campaign())[0]]
+    made: list[tuple[dt.datetime, str, str]] = []
+    when = NOW - dt.timedelta(days=190, minutes=17)
+    while when < NOW:
+        i = len(made)
+        made.append((when, campaigns[i % 2], boxes[i // 2 % 2]))
+        await ledger.send(campaigns[i % 2], await ledger.lead(), boxes[i // 2 % 2], at=when)
+        when += dt.timedelta(hours=41)
+
+    def hour(x: dt.datetime) -> dt.datetime:
+        return x.replace(minute=0, second=0, microsecond=0)
+
+    def ceil(x: dt.datetime) -> dt.datetime:
+        return x if hour(x) == x else hour(x) + dt.timedelta(hours=1)
+
+    for zone_name in ("UTC", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"):
+        await ledger.timezone(zone_name)
+        zone = ZoneInfo(zone_name)
+        for days in (7, 30, 90):
+            p = period(NOW, days, zone)
+            series: dict[str, int] = {}
+            for sent_at, _, _ in made:
+                if p.start <= hour(sent_at) < p.end:
+                    day = hour(sent_at).astimezone(zone).date().isoformat()
+                    series[day] = series.get(day, 0) + 1
+            before = sum(1 for s, _, _ in made if hour(p.previous_start) <= hour(s) < ceil(p.start))
+            o = await reader.overview(days)
+            assert {d.date: d.sent for d in o.series if d.sent} == series, (zone_name, days)
+            assert o.totals.sent == sum(series.values()) and o.previous.sent == before, (zone_name, days)
+            inside = [(c, b) for s, c, b in made if hour(p.start) <= hour(s) < ceil(p.end)]
+            a = await reader.analytics(days)
+            assert {r.campaign_id: r.sent for r in a.by_campaign} == {
+                c: n for c in campaigns if (n := sum(1 for k, _ in inside if k == c))
+            }, (zone_name, days)
+            assert {r.mailbox_id: r.sent for r in a.by_mailbox} == {
+                b: n for b in boxes if (n := sum(1 for _, k in inside if k == b))
+            }, (zone_name, days)
+            one = await reader.stats(days, campaigns[0])
+            assert one.totals.sent == sum(
+                1 for s, c, _ in made if c == campaigns[0] and p.start <= hour(s) < p.end
+            ), (zone_name, days)

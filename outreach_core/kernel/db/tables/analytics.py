@@ -1,5 +1,5 @@
-"""Analytics rollups (issue 28, docs/analytics.md): counters in hourly and daily UTC buckets, and the replies
-they count (one per lead and campaign), so that no analytics request scans the send ledger."""
+"""Analytics rollups (issue 28, docs/analytics.md): counters in hourly, daily and weekly UTC buckets, and
+the replies they count (one per lead and campaign), so that no analytics request scans the send ledger."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ analytics_counters = Table(
     # One row per (dimension, key, grain, bucket): `dim` names what the row counts by (`w` the workspace,
     # `c` campaign, `m` mailbox, `e` ESP, `v` campaign+step:variant, `cm` campaign+mailbox, `ce` campaign+ESP,
     # `hm` weekday+hour of replies in the lead's zone, `co` country of replies); `grain` is `h` (the UTC
-    # hour starting at `bucket`), `d` (the UTC day) or `t` (all time, bucket = the epoch).
+    # hour starting at `bucket`), `d` (the UTC day), `k` (the 7-day UTC block from the epoch, migration 0031)
+    # or `t` (all time, bucket = the epoch).
     ws_fk(),
     Column("dim", String(2), nullable=False),
     Column("k1", String(64), nullable=False),
