@@ -117,23 +117,27 @@ async def variants(conn: AsyncConnection) -> list[Variant]:
     found.append(("leads: without trigger lead_counters_insert",
                   ["DROP TRIGGER lead_counters_insert ON leads"]))  # fmt: skip
     found.append(("leads: without FK to workspaces",
-                  ["ALTER TABLE leads DROP CONSTRAINT fk_leads_workspace_id_workspaces"]))  # fmt: skip
+                  ["ALTER TABLE leads DROP CONSTRAINT IF EXISTS "
+                   "fk_leads_workspace_id_workspaces"]))  # fmt: skip
     for name in await index_defs(conn, "list_leads"):
         if name != "pk_list_leads":
             found.append((f"list_leads: without {name}", [f"DROP INDEX {name}"]))
     found.append(("list_leads: without its two FKs", [
-        "ALTER TABLE list_leads DROP CONSTRAINT fk_list_leads_list_id_lists",
-        "ALTER TABLE list_leads DROP CONSTRAINT fk_list_leads_workspace_id_workspaces",
+        "ALTER TABLE list_leads DROP CONSTRAINT IF EXISTS fk_list_leads_list_id_lists",
+        "ALTER TABLE list_leads DROP CONSTRAINT IF EXISTS fk_list_leads_workspace_id_workspaces",
     ]))  # fmt: skip
     found.append(("lead_search_pending: without its index and FK", [
         "DROP INDEX ix_lead_search_pending_ws",
-        "ALTER TABLE lead_search_pending DROP CONSTRAINT fk_lead_search_pending_workspace_id_workspaces",
+        "ALTER TABLE lead_search_pending DROP CONSTRAINT IF EXISTS "
+        "fk_lead_search_pending_workspace_id_workspaces",
     ]))  # fmt: skip
     found.append(("all four foreign keys the part's rows check (per row)", [
-        "ALTER TABLE leads DROP CONSTRAINT fk_leads_workspace_id_workspaces",
-        "ALTER TABLE list_leads DROP CONSTRAINT fk_list_leads_list_id_lists",
-        "ALTER TABLE list_leads DROP CONSTRAINT fk_list_leads_workspace_id_workspaces",
-        "ALTER TABLE lead_search_pending DROP CONSTRAINT fk_lead_search_pending_workspace_id_workspaces",
+        "ALTER TABLE leads DROP CONSTRAINT IF EXISTS "
+                   "fk_leads_workspace_id_workspaces",
+        "ALTER TABLE list_leads DROP CONSTRAINT IF EXISTS fk_list_leads_list_id_lists",
+        "ALTER TABLE list_leads DROP CONSTRAINT IF EXISTS fk_list_leads_workspace_id_workspaces",
+        "ALTER TABLE lead_search_pending DROP CONSTRAINT IF EXISTS "
+        "fk_lead_search_pending_workspace_id_workspaces",
     ]))  # fmt: skip
     return found
 
