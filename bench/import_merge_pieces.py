@@ -4,10 +4,11 @@ PostgreSQL only, on a scratch database (OUTREACH_DATABASE_URL; it is migrated, a
 `--prefill` leads are written into it through the real import: chunks queued by `import_leads`, merged by
 `merge_queued_rows`, the import worker's operation). Then one more 5,000-row part of new addresses is
 queued and merged `--repeat` times per variant, each time on one connection inside a transaction that is
-rolled back afterwards (then `VACUUM leads, list_leads, lead_search_pending`, so no run meets the dead
-index entries of the one before). A variant first changes the schema inside that transaction (drops an
-index, a trigger or a foreign key, or rebuilds an index without the search text): the drop is rolled back
-with the rest, so every variant starts from the same database.
+rolled back afterwards (then `VACUUM leads, list_leads, lead_search_pending` and the staging table
+truncated, so no run meets the dead rows and index entries of the one before). A variant first changes
+the schema inside that transaction (drops an index, a trigger or a foreign key, or rebuilds an index
+without the search text): the drop is rolled back with the rest, so every variant starts from the same
+database.
 
 Reported per variant (median of the runs): wall milliseconds of the merge, CPU microseconds per row of the
 database backend (`/proc/<pid>/stat` of `pg_backend_pid()`, utime + stime) and of this process (the merge's
@@ -237,6 +238,14 @@ async def in_rolled_back(
         db = (backend_cpu(pid) - db0) if pid else 0.0
         await trans.rollback()
         assert merged == PART, merged
+        if postgresql:
+            # the staging tables empty themselves at a commit (ON COMMIT DELETE ROWS), not at a rollback:
+            # without this every run would scan the dead rows of the runs before on this connection
+            await conn.exec_driver_sql(
+                "DO $$ BEGIN IF to_regclass('pg_temp.import_lead_stage') IS NOT NULL THEN "
+                "TRUNCATE pg_temp.import_lead_stage; END IF; END $$"
+            )
+            await conn.commit()
     if not postgresql:
         return wall, db, py
     async with rt.engine.connect() as conn:
