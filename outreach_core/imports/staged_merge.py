@@ -34,7 +34,7 @@ from outreach_core.kernel.db.tables import import_seen, lead_search_pending, lea
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
-from outreach_core.targets.list_members import add_known_leads_to_list
+from outreach_core.targets.list_members import add_known_leads_to_list, lock_list
 from outreach_core.targets.suppression import suppressed_emails
 
 # --- the part staged, then merged set-based ----------------------------------------------------
@@ -111,7 +111,10 @@ async def merge_staged(
             fits = max(room.limit - room.current, 0)
             candidates, over = candidates[:fits], candidates[fits:]
     columns = await _stage_new_leads(ctx, imp, unique, candidates)
-    created = await _store_staged(ctx, imp, columns)
+    # the import's list, held until the commit (no foreign key checks it per membership; a list deleted
+    # while the import runs gets no members)
+    list_id = imp.list_id if imp.list_id is not None and await lock_list(ctx, imp.list_id) else None
+    created = await _store_staged(ctx, list_id, columns)
     # Every address not stored now is a lead already (the import's own, or another's), or a lead deleted
     # since it turned the insert away: those are stored by a second try, until none is left.
     lookup = [e for e in suppressed if e not in known]
@@ -119,7 +122,7 @@ async def merge_staged(
         known |= await _known_leads(ctx, [*missing, *lookup], update)
         lookup = []
         if gone := [e for e in missing if e not in known]:
-            created |= await _store_staged(ctx, imp, columns, gone)
+            created |= await _store_staged(ctx, list_id, columns, gone)
     if lookup:
         known |= await _known_leads(ctx, lookup, update)
     created_here = {e for e, r in known.items() if r.import_id == imp.id and e not in created}
@@ -141,8 +144,8 @@ async def merge_staged(
             counts["updated"] = await _update_staged(ctx, existing, unique)
         else:
             counts["skipped"] = len(existing)
-        if imp.list_id is not None:
-            await add_known_leads_to_list(ctx, imp.list_id, [r.id for r in existing.values()])
+        if list_id is not None:
+            await add_known_leads_to_list(ctx, list_id, [r.id for r in existing.values()])
 
 
 async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -> dict[str, Any]:
@@ -179,10 +182,10 @@ async def _stage_new_leads(
 
 
 async def _store_staged(
-    ctx: WorkspaceContext, imp: Any, columns: list[str], only: list[str] | None = None
+    ctx: WorkspaceContext, list_id: str | None, columns: list[str], only: list[str] | None = None
 ) -> dict[str, str]:
-    """Store the staged leads (`only`: of those addresses) that are not leads yet, put them on the
-    import's list and in the search queue; returns their ids by address."""
+    """Store the staged leads (`only`: of those addresses) that are not leads yet, put them on the list
+    `list_id` (held by the caller, `lock_list`) and in the search queue; returns their ids by address."""
     if not columns:
         return {}
     stage = _lead_stage
@@ -201,11 +204,11 @@ async def _store_staged(
         ["lead_id", "workspace_id"], select(stored.c.id, owner)
     )
     statement = select(stored.c.id, stored.c.email).add_cte(searched.cte("searched"))
-    if imp.list_id is not None:
+    if list_id is not None:
         listed = insert(list_leads).from_select(
             ["list_id", "lead_id", "added_at", "workspace_id"],
             select(
-                literal(imp.list_id, list_leads.c.list_id.type),
+                literal(list_id, list_leads.c.list_id.type),
                 stored.c.id,
                 literal(ctx.now, list_leads.c.added_at.type),
                 owner,

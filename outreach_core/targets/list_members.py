@@ -25,6 +25,21 @@ async def list_name(ctx: WorkspaceContext, list_id: str) -> str:
     return str(name)
 
 
+async def lock_list(ctx: WorkspaceContext, list_id: str) -> bool:
+    """Whether the workspace's list `list_id` exists, holding its row (`FOR KEY SHARE`, PostgreSQL; SQLite
+    has one writer at a time) until the transaction ends: the list cannot be deleted before the memberships
+    written in it are committed, so the statement deleting it (its trigger, migration 0032) sees them.
+    `list_leads` has no foreign keys; every writer of memberships calls this first, once per statement,
+    where a foreign key checked the list once per row."""
+    found = await ctx.conn.execute(
+        scoped(ctx, lists)
+        .select(lists.c.id)
+        .where(lists.c.id == list_id)
+        .with_for_update(read=True, key_share=True)
+    )
+    return found.first() is not None
+
+
 async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]) -> int:
     """Put the workspace's leads selected by the sub-select `lead_ids` on the list `list_id` (which the
     caller has checked), in one INSERT ... SELECT that skips leads already on it. Returns how many were
@@ -33,7 +48,10 @@ async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]
     Leads already on the list are skipped by `ON CONFLICT DO NOTHING` against the primary key (`list_id`,
     `lead_id`): one index probe per lead whatever the planner believes. The `NOT EXISTS` anti-join this
     replaces was planned from statistics, and on a `list_leads` never analysed (autovacuum off, or behind
-    an import) PostgreSQL scanned the list once per lead: 24 s for one 5,000-row import part."""
+    an import) PostgreSQL scanned the list once per lead: 24 s for one 5,000-row import part. A list
+    deleted since the caller's check: 404 `not_found`."""
+    if not await lock_list(ctx, list_id):
+        raise NotFound("list", list_id)
     ld = scoped(ctx, leads)
     source = ld.select(
         literal(list_id, list_leads.c.list_id.type), leads.c.id, literal(ctx.now, UtcDateTime)
@@ -52,9 +70,10 @@ async def add_known_leads_to_list(
 
     `created_now`: the leads were created in this same transaction and cannot be on a list yet; the rows
     are written as they are (`insert_rows`: a COPY on PostgreSQL). Otherwise a lead already on the list is
-    skipped by `ON CONFLICT DO NOTHING` against the primary key: one index probe per lead."""
+    skipped by `ON CONFLICT DO NOTHING` against the primary key: one index probe per lead. A list deleted
+    since the caller's check gets no members (an import's list can be deleted while it runs)."""
     rows = [{"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now} for lead_id in lead_ids]
-    if not rows:
+    if not rows or not await lock_list(ctx, list_id):
         return
     if created_now:
         await insert_rows(ctx, list_leads, rows)

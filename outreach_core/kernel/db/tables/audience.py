@@ -145,11 +145,12 @@ lists = Table(
 list_leads = Table(
     "list_leads",
     metadata,
-    Column("list_id", ID, ForeignKey("lists.id", ondelete="CASCADE"), primary_key=True),
-    # no foreign key to `leads` (migration 0022): the statement deleting leads deletes their memberships
-    # (a trigger on `leads`), and an import's memberships cost no lookup of their lead
+    # no foreign keys (migrations 0022 and 0032): the statement deleting leads or lists deletes their
+    # memberships (triggers on `leads` and `lists`), every writer of memberships holds its list's row
+    # (`list_members.lock_list`), and an import's memberships cost no lookup per row
+    Column("list_id", ID, primary_key=True),
     Column("lead_id", ID, primary_key=True),
-    ws_fk(),
+    Column("workspace_id", ID, nullable=False),
     Column("added_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
     # covering for a list's workspace-scoped count and membership probe (`leads.operations`, migration 0016)
