@@ -276,7 +276,7 @@ def _serving_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     asyncio's otherwise. The server runs its own loop (the worker process and the runtime share it), so
     uvicorn's `loop="auto"` never applies; this is the same choice. uvloop and httptools (the HTTP parser
     uvicorn picks by itself when installed) cut the server's CPU per tracking request from about 310 to
-    about 180 µs (docs/PERFORMANCE.md, tracking, 2026-11-26 evening)."""
+    about 180 µs (docs/PERFORMANCE.md, "2026-11-26 evening (branch `track3`" under Tracking)."""
     try:
         import uvloop
     except ImportError:
