@@ -265,7 +265,7 @@ async def update_each(
     (the campaign lead counters) fire once instead of once per row, and one round trip. SQLite gets an
     executemany of the same statement (in-process, so already cheap).
 
-    `reuse`: a name under which the statement is built once per process and engine, for a caller that runs
+    `reuse`: a name under which the statement is built once per process and dialect, for a caller that runs
     the same update many times a second (the tracking recorder; building it was ~40 % of that transaction's
     CPU). Only for an `update` without bound values of its own (`system_scope(t).update()`) and the same
     `where`/`values` every time: the first call's statement is used for every later call with that name.
