@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.runtime import Runtime
 from outreach_core.tracking.journal import Journal
 from outreach_core.tracking.record import record_hits
@@ -83,6 +84,7 @@ class TrackingLinks:
         self.recorder = recorder
         self.keys = runtime.settings.signing_keys()
         self.clock = runtime.ports.clock
+        self.journaled = recorder.journal is not None  # a journaled hit carries its event id from the start
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
@@ -130,6 +132,7 @@ class TrackingLinks:
             head=scope["method"] == "HEAD",
             user_agent=agent.decode("latin-1"),
             address=client[0] if client else None,
+            id=new_id("trk") if self.journaled else None,
         )
 
 

@@ -271,6 +271,19 @@ def _graceful_server_class() -> type:
     return GracefulServer
 
 
+def _serving_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop for `outreach serve` where it is installed (a dependency except on Windows),
+    asyncio's otherwise. The server runs its own loop (the worker process and the runtime share it), so
+    uvicorn's `loop="auto"` never applies; this is the same choice. uvloop and httptools (the HTTP parser
+    uvicorn picks by itself when installed) cut the server's CPU per tracking request from about 310 to
+    about 180 µs (docs/PERFORMANCE.md, "2026-11-26 evening (branch `track3`" under Tracking)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
@@ -329,7 +342,8 @@ def serve(
             await runtime.dispose()
 
     try:
-        asyncio.run(main())
+        with asyncio.Runner(loop_factory=_serving_loop_factory()) as runner:
+            runner.run(main())
     except OutreachError as err:  # a setting refused while building the app (OUTREACH_MCP_TOOLSETS)
         typer.echo(json.dumps(err.to_body()), err=True)
         raise typer.Exit(code=1) from None

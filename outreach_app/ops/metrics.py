@@ -30,7 +30,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNMATCHED = "unmatched"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-"""Any other method is counted as `OTHER` (a client's invented methods must not add series)."""
+"""Any other method is counted as `OTHER` (a client's invented methods must not add series; one that
+uvicorn's HTTP parser, httptools, does not know is answered 400 before it reaches the app)."""
 
 
 class _Snapshot(Collector):

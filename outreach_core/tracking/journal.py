@@ -19,6 +19,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from outreach_core.tracking.rules import Hit
 
 _PREFIX, _SUFFIX = "tracking-", ".jsonl"
@@ -102,7 +104,10 @@ def encode(hit: Hit) -> bytes:
         hit.user_agent,
         hit.address,
     ]
-    return json.dumps(fields, separators=(",", ":")).encode() + b"\n"
+    try:  # orjson: the same JSON as json.dumps for `decode`, in a tenth of the time (once per hit)
+        return orjson.dumps(fields) + b"\n"
+    except TypeError:  # a lone surrogate in a target URL, which orjson refuses and json escapes
+        return json.dumps(fields, separators=(",", ":")).encode() + b"\n"
 
 
 def decode(line: bytes) -> Hit:

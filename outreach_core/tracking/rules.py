@@ -73,13 +73,19 @@ def parse_networks(text: str) -> tuple[Network, ...]:
 
 
 def _in(address: str | None, networks: Sequence[Network]) -> bool:
-    if not address:
+    if not address or not networks:
         return False
+    ip = _parsed(address)
+    return ip is not None and any(ip in net for net in networks)
+
+
+@lru_cache(maxsize=4096)
+def _parsed(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """A client's address, parsed once per address (each hit is checked against one or two networks)."""
     try:
-        ip = ipaddress.ip_address(address)
+        return ipaddress.ip_address(address)
     except ValueError:
-        return False
-    return any(ip in net for net in networks)
+        return None
 
 
 def flag_of(

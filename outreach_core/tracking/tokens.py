@@ -46,6 +46,8 @@ def is_trackable(url: str) -> bool:
 def location(url: str) -> str:
     """`url` as a `Location` header value: every character outside printable ASCII (spaces, control
     characters, non-ASCII) percent-encoded as UTF-8 (RFC 3986), so no target can add a header."""
+    if url.isascii() and url.isprintable() and " " not in url:  # the usual case: nothing to encode
+        return url
     return "".join(
         c if 32 < ord(c) < 127 else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
         for c in url

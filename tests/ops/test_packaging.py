@@ -24,6 +24,7 @@ DECLARED_BUT_NOT_IMPORTED = {
     "aiosqlite": "SQLAlchemy's SQLite driver, chosen by the database URL (sqlite+aiosqlite://)",
     "asyncpg": "SQLAlchemy's PostgreSQL driver, chosen by the database URL (postgresql+asyncpg://)",
     "httpx": "the HTTP client of Stripe's library (stripe.HTTPXClient in outreach_app/adapters)",
+    "httptools": "uvicorn's C HTTP parser, picked by uvicorn itself when installed (outreach serve)",
     "sniffio": "httpcore asks it which event loop runs on every request",
     "tzdata": "time zone data for zoneinfo where the system has none (slim containers)",
 }

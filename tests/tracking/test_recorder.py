@@ -72,6 +72,25 @@ async def test_a_burst_is_committed_in_few_transactions_before_each_answer(
     await recorder.close()
 
 
+async def test_batches_of_other_sizes_and_sends_add_to_each_send_in_turn(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """The counts' update is built once and reused (`update_each(reuse=...)`): each batch, whatever its
+    sends (of two workspaces here) and size, adds to its own sends only, and the first time kept is the
+    earliest."""
+    ws, other = await make_workspace(), await make_workspace()
+    first, second = await a_send(http, ws), await a_send(http, other)
+    early = hits(first, 1)[0].at - dt.timedelta(minutes=5)
+    click = dataclasses.replace(hits(second, 1)[0], kind="click", url="https://example.com/")
+    assert await ws.runtime.system(record_hits, [*hits(first, 2), click]) == 3
+    assert await ws.runtime.system(record_hits, [*hits(second, 1), *hits(first, 3)]) == 4
+    assert await ws.runtime.system(record_hits, [dataclasses.replace(hits(first, 1)[0], at=early)]) == 1
+    [a], [b] = await rows(ws, "sends", id=first), await rows(other, "sends", id=second)
+    assert (a.open_count, a.click_count, b.open_count, b.click_count) == (6, 0, 1, 1)
+    assert a.opened_at == early and a.clicked_at is None
+    assert b.opened_at is not None and b.clicked_at == click.at
+
+
 async def test_a_failed_write_is_retried_and_stopping_writes_what_is_queued(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
