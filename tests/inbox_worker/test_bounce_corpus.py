@@ -15,6 +15,7 @@ import asyncio
 import imaplib
 import re
 import ssl
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -94,6 +95,7 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
     workers: Workers,
     http: httpx.AsyncClient,
 ) -> None:
+    stages = _Stages()
     ws = await make_workspace()
     imap = {"imap_host": mail_servers.imap.host, "imap_port": mail_servers.imap.tls_port}
     boxes = [
@@ -113,8 +115,10 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         for group in rounds(tuple(placed))
     ]
     round_of = {c.file: n for n, group in enumerate(rounds(tuple(placed))) for c in group}
+    stages.done(f"{MAILBOXES} mailboxes, {len(lead_ids)} leads, {len(campaigns)} campaigns launched")
     sends = await send_all(ws, boxes, sum(len(c.leads) for c in placed))
     by_lead = {(s.campaign_id, s.lead_id): s for s in sends}
+    stages.done(f"{len(sends)} emails sent over SMTP")
 
     # every message to the mailbox that sent the email it returns, rewritten to return that email
     delivered: dict[str, list[tuple[Case, bytes]]] = defaultdict(list)
@@ -136,6 +140,7 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         uids = await asyncio.to_thread(append, mail_servers, user, passwords[user], [raw for _, raw in items])
         where.update({(box, uid): item for uid, item in zip(uids, items, strict=True)})
     last = {box: max(uid for b, uid in where if b == box) for box in delivered}
+    stages.done(f"every mailbox taken by the inbox worker, {len(where)} messages APPENDed")
 
     async def all_read() -> bool:
         for box, uid in last.items():
@@ -145,6 +150,7 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         return True
 
     await until(all_read, timeout=240.0, what="every message read")
+    stages.done("every message read and recorded by the inbox worker")
     stored = await recorded(ws)
 
     figures = Figures()
@@ -153,12 +159,28 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         row, lead_email = stored.get(key, (None, None))
         figures.add(case, ours, row, lead_email)
         wrong += _wrong(case, row, lead_email)
-    print("\n" + figures.report())
+    print("\n" + stages.report() + "\n" + figures.report())
     print(f"  kinds (label, recorded): {sorted(figures.kinds.items())}")
     assert not wrong, wrong
     assert figures.bounces >= 410
     assert figures.recorded / figures.bounces >= 0.95
     assert figures.hard_right / figures.hard_rows >= 0.90
+
+
+class _Stages:
+    """Wall time of each stage, printed with the figures (`-s`): where the test's time goes."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self._lines: list[str] = []
+
+    def done(self, what: str) -> None:
+        now = time.monotonic()
+        self._lines.append(f"  {now - self._last:6.1f} s  {what}")
+        self._last = now
+
+    def report(self) -> str:
+        return "stages (wall time):\n" + "\n".join(self._lines)
 
 
 def _wrong(case: Case, row: Any | None, lead_email: str | None) -> list[str]:
