@@ -105,6 +105,22 @@ class ImapSession:
         self._new_mail = False  # an EXISTS seen in a response since the last search
         protocol = client.protocol
         protocol.conn_lost_cb = self._on_lost
+        # aioimaplib runs FETCH, SEARCH and UID as asynchronous commands and drops an untagged EXISTS that
+        # arrives during one (it files untagged lines only under a synchronous command or the asynchronous
+        # command they name). The server reports new mail once: dropped, IDLE never hears of it and the
+        # mail waits for the next poll (`OUTREACH_INBOX_POLL_S`). So every EXISTS outside a synchronous
+        # command is noted here; those of synchronous commands are in their responses (`_command`).
+        untagged = protocol._untagged_response
+
+        def note_exists(line: bytes) -> Any:
+            if (
+                protocol.pending_sync_command is None
+                and parse.exists_count([line.removeprefix(b"* ")]) is not None
+            ):
+                self._new_mail = True
+            return untagged(line)
+
+        protocol._untagged_response = note_exists
         if protocol.transport is not None and protocol.transport.is_closing():
             self._on_lost(None)
 

@@ -5,18 +5,27 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 WIDTH, HEIGHT, DPI = 8.0, 4.0, 100
 """Every chart is 800 x 400 pixels (the overview: 800 x 800, the line chart above the heatmap)."""
 LINES = (("sent", "Sent"), ("replied", "Replied"), ("positive", "Positive"), ("bounced", "Bounced"))
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A new figure of `width` x `height` inches. matplotlib is imported on the first chart drawn, not when
+    the service starts: its import was 0.4 s of CPU of every `outreach` process (server, workers, every
+    command), most of which never draw a chart."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
 
 
 def _png(fig: Figure) -> bytes:
@@ -40,14 +49,14 @@ def _lines(ax: Any, series: Sequence[Any], title: str) -> None:
 
 def series_chart(answer: Any) -> bytes:
     """Sent, replied, positive and bounced by day (campaign stats, or any answer with `series`, `days`)."""
-    fig = Figure(figsize=(WIDTH, HEIGHT), layout="constrained")
+    fig = _figure(WIDTH, HEIGHT)
     _lines(fig.add_subplot(), answer.series, f"Last {answer.days} days ({answer.timezone})")
     return _png(fig)
 
 
 def overview_chart(answer: Any) -> bytes:
     """The overview: the line chart of its days above the reply heatmap (weekday x hour, leads' zones)."""
-    fig = Figure(figsize=(WIDTH, HEIGHT * 2), layout="constrained")
+    fig = _figure(WIDTH, HEIGHT * 2)
     top, bottom = fig.subplots(2, 1)
     _lines(top, answer.series, f"Last {answer.days} days ({answer.timezone})")
     image = bottom.imshow(answer.heatmap, aspect="auto", cmap="Blues")
@@ -61,7 +70,7 @@ def overview_chart(answer: Any) -> bytes:
 def analytics_chart(answer: Any) -> bytes:
     """Campaign analytics: sent and replied per campaign (the ten that sent most), as bars."""
     rows = answer.by_campaign[:10]
-    fig = Figure(figsize=(WIDTH, HEIGHT), layout="constrained")
+    fig = _figure(WIDTH, HEIGHT)
     ax = fig.add_subplot()
     ys = list(range(len(rows)))
     ax.barh([y + 0.2 for y in ys], [r.sent for r in rows], height=0.4, label="Sent")
@@ -80,7 +89,7 @@ def breakdown_chart(answer: Any) -> bytes:
         for v in step.variants:
             labels.append(f"Email {step.step + 1} {v.name}")
             rates.append(v.reply_rate * 100)
-    fig = Figure(figsize=(WIDTH, HEIGHT), layout="constrained")
+    fig = _figure(WIDTH, HEIGHT)
     ax = fig.add_subplot()
     ax.bar(range(len(labels)), rates)
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize="small")

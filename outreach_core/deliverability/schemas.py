@@ -31,6 +31,9 @@ def _domain_pattern() -> str:
         suffix_list_urls=(), cache_dir=None, fallback_to_snapshot=True, include_psl_private_domains=False
     )
     rules = set(extractor.tlds)
+    # the top-level domains with a public suffix of more labels under them (co.uk): found in one pass over the
+    # rules (asking each top-level domain whether any rule ends with it was 1.1 s of every server's start-up)
+    parents = {s.rsplit(".", 1)[1] for s in rules if "." in s}
     tlds = sorted(
         r
         for r in rules
@@ -40,7 +43,7 @@ def _domain_pattern() -> str:
         and r not in ("arpa", "onion")
         and f"*.{r}" not in rules
         # a label before the TLD that is itself a public suffix there (co.uk) would not be registrable
-        and not any(s.endswith("." + r) for s in rules)
+        and r not in parents
     )
     return f"^(?:{_LABEL}\\.){{1,3}}(?:{'|'.join(tlds)})$"
 

@@ -15,6 +15,7 @@ import asyncio
 import imaplib
 import re
 import ssl
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -61,14 +62,15 @@ def append(servers: MailServers, user: str, password: str, messages: list[bytes]
 
 
 async def send_all(ws: Any, boxes: list[str], expected: int) -> list[Any]:
-    """Sender passes (each mailbox's gap reset between them) until `expected` emails went out."""
+    """Sender passes (the gap of every mailbox of the workspace, `boxes`, reset between them, in one
+    statement) until `expected` emails went out."""
+    assert len(await rows(ws, "mailboxes")) == len(boxes)  # the reset below touches these and only these
     for _ in range(expected):
         await sender.tick(ws.runtime)
         sent = [r for r in await rows(ws, "sends") if r.status == "sent"]
         if len(sent) >= expected:
             return sent
-        for box in boxes:
-            await update_rows(ws, "mailboxes", {"next_send_at": None}, id=box)
+        await update_rows(ws, "mailboxes", {"next_send_at": None})
     raise AssertionError(f"only {len(sent)} of {expected} emails were sent")
 
 
@@ -94,6 +96,7 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
     workers: Workers,
     http: httpx.AsyncClient,
 ) -> None:
+    stages = _Stages()
     ws = await make_workspace()
     imap = {"imap_host": mail_servers.imap.host, "imap_port": mail_servers.imap.tls_port}
     boxes = [
@@ -113,8 +116,10 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         for group in rounds(tuple(placed))
     ]
     round_of = {c.file: n for n, group in enumerate(rounds(tuple(placed))) for c in group}
+    stages.done(f"{MAILBOXES} mailboxes, {len(lead_ids)} leads, {len(campaigns)} campaigns launched")
     sends = await send_all(ws, boxes, sum(len(c.leads) for c in placed))
     by_lead = {(s.campaign_id, s.lead_id): s for s in sends}
+    stages.done(f"{len(sends)} emails sent over SMTP")
 
     # every message to the mailbox that sent the email it returns, rewritten to return that email
     delivered: dict[str, list[tuple[Case, bytes]]] = defaultdict(list)
@@ -136,6 +141,7 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         uids = await asyncio.to_thread(append, mail_servers, user, passwords[user], [raw for _, raw in items])
         where.update({(box, uid): item for uid, item in zip(uids, items, strict=True)})
     last = {box: max(uid for b, uid in where if b == box) for box in delivered}
+    stages.done(f"every mailbox taken by the inbox worker, {len(where)} messages APPENDed")
 
     async def all_read() -> bool:
         for box, uid in last.items():
@@ -145,6 +151,7 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         return True
 
     await until(all_read, timeout=240.0, what="every message read")
+    stages.done("every message read and recorded by the inbox worker")
     stored = await recorded(ws)
 
     figures = Figures()
@@ -153,12 +160,28 @@ async def test_the_bounce_corpus_is_recorded_as_bounces_of_the_right_leads(
         row, lead_email = stored.get(key, (None, None))
         figures.add(case, ours, row, lead_email)
         wrong += _wrong(case, row, lead_email)
-    print("\n" + figures.report())
+    print("\n" + stages.report() + "\n" + figures.report())
     print(f"  kinds (label, recorded): {sorted(figures.kinds.items())}")
     assert not wrong, wrong
     assert figures.bounces >= 410
     assert figures.recorded / figures.bounces >= 0.95
     assert figures.hard_right / figures.hard_rows >= 0.90
+
+
+class _Stages:
+    """Wall time of each stage, printed with the figures (`-s`): where the test's time goes."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self._lines: list[str] = []
+
+    def done(self, what: str) -> None:
+        now = time.monotonic()
+        self._lines.append(f"  {now - self._last:6.1f} s  {what}")
+        self._last = now
+
+    def report(self) -> str:
+        return "stages (wall time):\n" + "\n".join(self._lines)
 
 
 def _wrong(case: Case, row: Any | None, lead_email: str | None) -> list[str]:

@@ -180,28 +180,34 @@ def test_logs_are_json_in_a_pipe_and_readable_on_a_terminal(runtime: Any, settin
 
 
 def _serve_logs(tmp_path: Path, **env: str) -> str:
+    """The server's log from its start to its stop, once `/healthz` answered. The log goes to a file: at
+    DEBUG it outgrows a pipe's buffer before the server is up, and a pipe read only at the end blocked the
+    server's next write, so it never answered and each run waited out the whole deadline (60 s)."""
     port = free_port()
     database = tmp_path / f"fresh-{port}.db"
-    proc = subprocess.Popen(
-        [*MODULE, "serve", "--no-workers", "--port", str(port)],
-        env=clean_env(OUTREACH_DATABASE_URL=f"sqlite:///{database}", **env),
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=20)
-    return stderr
+    log = tmp_path / f"serve-{port}.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [*MODULE, "serve", "--no-workers", "--port", str(port)],
+            env=clean_env(OUTREACH_DATABASE_URL=f"sqlite:///{database}", **env),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            healthy = False
+            while not healthy and time.monotonic() < deadline:
+                try:
+                    healthy = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200
+                except httpx.TransportError:
+                    time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=20)
+    assert healthy, f"the server did not answer /healthz within 60 s:\n{log.read_text()[-2000:]}"
+    return log.read_text()
 
 
 def test_migration_chatter_only_at_debug(tmp_path: Path) -> None:
