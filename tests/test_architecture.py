@@ -61,6 +61,7 @@ RAW_STATEMENTS_ALLOWED: dict[str, tuple[set[str], str]] = {
         "INSERT ... SELECT from the connection's temporary staging tables, filtered by the workspace",
     ),
     "campaigns/forecast.py": ({"select"}, "a correlated subquery over aliases of scoped tables"),
+    "analytics/store.py": ({"select"}, "an outer GROUP BY over a UNION ALL of scoped rollup reads"),
     "tracking/record.py": ({"text"}, "SET LOCAL synchronous_commit, not a statement over rows"),
 }
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
