@@ -44,6 +44,7 @@ from outreach_core.campaigns.store import campaign_row  # noqa: E402
 from outreach_core.kernel.context import Principal, WorkspaceContext  # noqa: E402
 from outreach_core.kernel.db.migrate import migrate  # noqa: E402
 from outreach_core.kernel.db.tables import (  # noqa: E402
+    campaigns,  # noqa: E402
     mailboxes,
 )
 from outreach_core.kernel.runtime import Runtime  # noqa: E402
