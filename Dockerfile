@@ -30,7 +30,10 @@ COPY --from=build /opt/outreach /opt/outreach
 ENV PATH=/opt/outreach/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     OUTREACH_DATABASE_URL=sqlite:////data/outreach.db \
-    OUTREACH_LOG_JSON=1
+    OUTREACH_LOG_JSON=1 \
+    XDG_STATE_HOME=/data/state
+# Local state in the /data volume: with PostgreSQL the tracking journal defaults to
+# /data/state/outreach/tracking-journal/<database> (docs/tracking.md); with SQLite it sits beside the database.
 USER outreach:outreach
 WORKDIR /data
 VOLUME ["/data"]

@@ -7,8 +7,9 @@ old, so every hit counts as a person's) from `--concurrency` keep-alive connecti
 client (httpx would cost this process more CPU than the server spends). Prints requests/s, latency
 percentiles, the CPU of the server process per request, and checks that every answered hit is in the
 database. `--crash` kills the server (SIGKILL) halfway, replays its journal as the next start would, and
-counts the answered hits that were not recorded. The journal is on with SQLite (beside the database); give
-OUTREACH_TRACKING_JOURNAL=<dir> for PostgreSQL, or `off`.
+counts the answered hits that were not recorded. The journal is on by default on both engines (beside a
+SQLite database; with PostgreSQL in $XDG_STATE_HOME/outreach/tracking-journal/<database>, docs/tracking.md);
+OUTREACH_TRACKING_JOURNAL=off measures the path without one, =<dir> puts it elsewhere.
 Then the stages alone, in this process: verifying a token, rewriting an email, recording a batch of hits.
 
     .venv/bin/python bench/tracking_redirect.py [--requests 20000] [--concurrency 32] [--sends 1000]
@@ -290,7 +291,8 @@ def main() -> None:
         settled_ms = (time.perf_counter() - settle) * 1000
     q = statistics.quantiles(latencies, n=100)
     engine = "PostgreSQL" if settings.database_url.startswith("postgresql") else "SQLite"
-    engine += f", journal {'on' if settings.tracking_journal_dir else 'off'}"
+    directory = settings.tracking_journal_dir
+    engine += f", journal {f'on ({directory})' if directory else 'off'}"
     print(f"\n{engine}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {args.requests:,} requests "
           f"(half /l/, half /o/) over {args.concurrency} keep-alive connections"
           f"{f', arriving at {args.rate:,.0f}/s' if args.rate else ', closed loop'}, {args.sends:,} sends, "

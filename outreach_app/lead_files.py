@@ -19,7 +19,6 @@ import csv
 import enum
 import hashlib
 import json
-import os
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -38,6 +37,7 @@ from outreach_core.kernel.context import Principal, workspace_itself
 from outreach_core.kernel.endpoint import AnyEndpoint
 from outreach_core.kernel.errors import NotFound
 from outreach_core.kernel.runtime import Runtime
+from outreach_core.kernel.settings import state_home
 from outreach_core.leads.export import COLUMNS, custom_keys, export_batch, list_id_named
 from outreach_core.workspace.setup import workspace_id_of
 
@@ -54,8 +54,7 @@ def _endpoint(name: str) -> AnyEndpoint:
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "outreach" / "imports"
+    return state_home() / "imports"
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,20 @@ def quiet_logs() -> None:
     configure_logging("WARNING", json=False)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def local_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The servers and commands the tests start keep their local state (PostgreSQL's tracking journals,
+    import progress) in a directory of the session's, not in the user's ~/.local/state."""
+    directory = tmp_path_factory.mktemp("state")
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(directory)
+    yield directory
+    if before is None:
+        del os.environ["XDG_STATE_HOME"]
+    else:
+        os.environ["XDG_STATE_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     if PG_URL:

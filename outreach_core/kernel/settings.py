@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import threading
@@ -11,6 +12,7 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from outreach_core.kernel.urls import url_problem
 
@@ -248,11 +250,13 @@ class Settings(BaseSettings):
         description="Tracking hits kept in memory while the database cannot be written.",
     )
     # Where each server process journals its hits before answering (`auto`: a directory `tracking-journal`
-    # beside a SQLite database, none with PostgreSQL; `off`: none, requests wait for the commit instead).
+    # beside a SQLite database; with PostgreSQL one per database in the server's state directory,
+    # `tracking_journal_dir`; `off`: none, requests wait for the commit instead).
     tracking_journal: str = Field(
         default="auto",
         description="Where tracking hits are journaled before the answer: auto (beside a SQLite database; "
-        "none with PostgreSQL), a directory, or off.",
+        "with PostgreSQL, $XDG_STATE_HOME/outreach/tracking-journal/<database>, ~/.local/state without "
+        "XDG_STATE_HOME), a directory, or off.",
     )
 
     # OAuth token lifetimes.
@@ -323,13 +327,20 @@ class Settings(BaseSettings):
 
     @property
     def tracking_journal_dir(self) -> Path | None:
-        """The directory of the tracking journal (docs/tracking.md), or None when there is none."""
+        """The directory of the tracking journal (docs/tracking.md), or None when there is none.
+
+        `auto`: `tracking-journal` beside a SQLite database (none for an in-memory one); with another engine,
+        `<state home>/tracking-journal/<16 hex digits>`, the digits those of the SHA-256 of the database URL
+        without its password, so that the servers of two databases on one machine never replay each
+        other's hits, and a changed password keeps the directory."""
         if self.tracking_journal == "off":
             return None
         if self.tracking_journal != "auto":
             return Path(self.tracking_journal)
-        database = sqlite_path(self.database_url)
-        return database.parent / "tracking-journal" if database is not None else None
+        if self.is_sqlite:
+            database = sqlite_path(self.database_url)
+            return database.parent / "tracking-journal" if database is not None else None
+        return state_home() / "tracking-journal" / database_digest(self.database_url)
 
     @property
     def is_sqlite(self) -> bool:
@@ -425,6 +436,20 @@ def _read_key(key_file: Path) -> str:
             raise RuntimeError(f"{key_file} is empty: delete it or set OUTREACH_SECRET_KEY")
         time.sleep(0.01)
     return key
+
+
+def state_home() -> Path:
+    """The directory of this machine's local state of the service (import progress, tracking journals):
+    `$XDG_STATE_HOME/outreach`, else `~/.local/state/outreach` (an XDG_STATE_HOME that is not absolute is
+    ignored, as the XDG base directory specification says)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "outreach"
+
+
+def database_digest(url: str) -> str:
+    """16 hex digits naming a database: of the SHA-256 of its URL without the password."""
+    public = make_url(url)._replace(password=None).render_as_string(hide_password=False)
+    return hashlib.sha256(public.encode()).hexdigest()[:16]
 
 
 def sqlite_path(url: str) -> Path | None:

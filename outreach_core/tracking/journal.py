@@ -36,7 +36,7 @@ class Journal:
     """This process's journal segments in `directory`."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(directory)
         self.directory = directory
         self.current = self._new_segment()
 
@@ -63,6 +63,14 @@ class Journal:
     def close(self) -> None:
         """At a clean stop, every hit committed: the current segment goes too."""
         self.discard(self.current)
+
+
+def make_private_dirs(directory: Path) -> None:
+    """Create `directory` and its missing parents readable by this user only (mode 0700: the hits hold
+    addresses and user agents); an existing one is left as it is."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
 
 
 def orphans(directory: Path) -> list[Segment]:

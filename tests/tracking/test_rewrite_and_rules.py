@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import stat
 from html import unescape
 from pathlib import Path
 
 import pytest
 
 from outreach_core.kernel.settings import Settings
+from outreach_core.tracking.journal import Journal
 from outreach_core.tracking.rewrite import Tracking, track_email
 from outreach_core.tracking.rules import Hit, flag_of, parse_networks
 from outreach_core.tracking.tokens import (
@@ -144,12 +146,61 @@ def test_who_counts_as_a_person(the_hit: Hit, flag: str | None) -> None:
     assert flag_of(the_hit, SENT, window_s=10, scanner_networks=networks) == flag
 
 
-def test_the_journal_sits_beside_a_sqlite_database_unless_told_otherwise(tmp_path: Path) -> None:
+def test_the_journal_sits_beside_a_sqlite_database_unless_told_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sqlite = f"sqlite+aiosqlite:///{tmp_path}/o.db"
     postgres = "postgresql+asyncpg://u@127.0.0.1/db"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     assert Settings(database_url=sqlite).tracking_journal_dir == tmp_path / "tracking-journal"
-    assert Settings(database_url=postgres).tracking_journal_dir is None
+    assert Settings(database_url="sqlite+aiosqlite:///:memory:").tracking_journal_dir is None
     assert Settings(database_url=sqlite, tracking_journal="off").tracking_journal_dir is None
+    assert Settings(database_url=postgres, tracking_journal="off").tracking_journal_dir is None
     assert Settings(
         database_url=postgres, tracking_journal="/var/lib/outreach/j"
     ).tracking_journal_dir == Path("/var/lib/outreach/j")
+
+
+def test_with_postgresql_each_database_has_its_own_journal_in_the_state_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`auto` with PostgreSQL: one directory per database under $XDG_STATE_HOME/outreach/tracking-journal,
+    so that the servers of two databases on one machine never replay each other's hits; the password is
+    not part of the name (a rotated password keeps the journal), the driver spelling neither (normalised)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    journals = tmp_path / "state" / "outreach" / "tracking-journal"
+
+    def auto(url: str) -> Path:
+        directory = Settings(database_url=url).tracking_journal_dir
+        assert directory is not None and directory.parent == journals
+        assert re.fullmatch(r"[0-9a-f]{16}", directory.name)
+        return directory
+
+    one_url = "postgresql+asyncpg://outreach:secret@db.internal:5432/outreach"
+    one = auto(one_url)
+    assert auto("postgresql+asyncpg://outreach:rotated@db.internal:5432/outreach") == one
+    assert auto("postgres://outreach:secret@db.internal:5432/outreach") == one
+    others = [
+        auto("postgresql+asyncpg://outreach:secret@db.internal:5432/outreach_staging"),
+        auto("postgresql+asyncpg://outreach:secret@db2.internal:5432/outreach"),
+        auto("postgresql+asyncpg://other:secret@db.internal:5432/outreach"),
+        auto("postgresql+asyncpg://outreach:secret@db.internal:5433/outreach"),
+    ]
+    assert len({one, *others}) == 5
+    assert "secret" not in str(one)
+
+    # without XDG_STATE_HOME (or with a relative one, which the XDG specification says to ignore):
+    # ~/.local/state
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for unset in ("", "relative/state"):
+        monkeypatch.setenv("XDG_STATE_HOME", unset)
+        directory = Settings(database_url=one_url).tracking_journal_dir
+        assert directory == tmp_path / "home/.local/state/outreach/tracking-journal" / one.name
+
+
+def test_a_new_journal_directory_is_private_to_its_user(tmp_path: Path) -> None:
+    directory = tmp_path / "state" / "outreach" / "tracking-journal" / "0123456789abcdef"
+    journal = Journal(directory)
+    for created in (directory, *list(directory.parents)[:3]):
+        assert stat.S_IMODE(created.stat().st_mode) == 0o700, created
+    journal.close()
