@@ -275,31 +275,18 @@ async def update_each(
     table = update.table
     assert isinstance(table, Table)
     names = list(rows[0])
-    if reuse is not None:
-        dialect = ctx.conn.dialect.name
-        memo = (reuse, dialect, tuple(names))
-        statement = _REUSED.get(memo)
-        if statement is None:
-            typed = {n: (types or {}).get(n) if n not in table.c else table.c[n].type for n in names}
-            statement = _each_statement(update, table, typed, names, key, where, values, dialect)
+    dialect = ctx.conn.dialect.name
+    memo = (reuse, dialect, tuple(names)) if reuse is not None else None
+    statement = _REUSED.get(memo) if memo is not None else None
+    if statement is None:
+        typed = {n: (types or {}).get(n) if n not in table.c else table.c[n].type for n in names}
+        statement = _each_statement(update, table, typed, names, key, where, values, dialect)
+        if memo is not None:
             _REUSED[memo] = statement
-        if dialect == "postgresql":
-            await ctx.conn.execute(statement, {f"u_{n}": [r[n] for r in rows] for n in names})
-        else:
-            await ctx.conn.execute(statement, [{f"u_{n}": r[n] for n in names} for r in rows])
-        return
-    typed = {n: (types or {}).get(n) if n not in table.c else table.c[n].type for n in names}
-    if ctx.conn.dialect.name == "postgresql":
-        arrays = [bindparam(f"u_{n}", [r[n] for r in rows], type_=ARRAY(_required(typed, n))) for n in names]
-        derived = func.unnest(*arrays).table_valued(*names).render_derived(name="v")
-        given: Values = {n: derived.c[n] for n in names}
-        await ctx.conn.execute(_extend(update, table, given, names, key, where, values))
-        return
-    given = {n: bindparam(f"u_{n}", type_=typed[n]) for n in names}
-    await ctx.conn.execute(
-        _extend(update, table, given, names, key, where, values),
-        [{f"u_{n}": r[n] for n in names} for r in rows],
-    )
+    if dialect == "postgresql":
+        await ctx.conn.execute(statement, {f"u_{n}": [r[n] for r in rows] for n in names})
+    else:
+        await ctx.conn.execute(statement, [{f"u_{n}": r[n] for n in names} for r in rows])
 
 
 _REUSED: dict[tuple[str, str, tuple[str, ...]], Update] = {}
