@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import gc
 import json
 import os
 import sys
@@ -349,6 +350,20 @@ def serve(
         raise typer.Exit(code=1) from None
 
 
+WORKER_GC_THRESHOLD = (20_000, 20, 20)
+"""The worker process's cyclic garbage collector thresholds (Python's default: 700, 10, 10)."""
+
+
+def tune_collector() -> None:
+    """Python's cyclic garbage collector in the worker process: everything loaded at start-up moved out of
+    its reach (`gc.freeze`), and young collections every 20,000 allocations instead of 700. An import
+    part makes about 100,000 short-lived containers (a dict per row and per lead, tuples for binding);
+    with the defaults the collector walked them, and the whole heap at each full collection: 1.8 s of the
+    process's 24 s of CPU for a 100,000-row import (storing and enrichment), 0.2 s with these (issue 31)."""
+    gc.freeze()
+    gc.set_threshold(*WORKER_GC_THRESHOLD)
+
+
 @app.command()
 def worker(
     only: Annotated[
@@ -399,6 +414,7 @@ def worker(
             )
         if port is not None:
             extras.append(asyncio.create_task(_serve_ops(runtime, host, port, stop)))
+        tune_collector()
         try:
             await run_workers(runtime, chosen, stop)
         finally:
