@@ -57,6 +57,15 @@ def clean_cell(value: str | None) -> str | None:
     return stripped or None
 
 
+def compared_columns() -> list[Any]:
+    """The columns of `leads` that `lead_changes` compares with (the search index only as `indexed`, whether
+    the lead is indexed): all a look-up for `existing: update` needs to read."""
+    return [
+        *(leads.c[name] for name in (*LEAD_FIELDS, "custom", "sort_name", "search_text")),
+        leads.c.search_index.is_not(None).label("indexed"),
+    ]
+
+
 def lead_changes(email: str, row: Row, now: Any, indexed: bool) -> dict[str, Any]:
     """What `existing: update` changes in the known lead `now` from the file's `row`, column by column (an
     empty dict: the row would change nothing, and nothing is written).

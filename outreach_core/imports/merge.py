@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import func
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, lead_changes, new_lead_row
+from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_row
 from outreach_core.imports.schemas import stored_row
 from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import insert_rows, one_of, try_lock, update_each
@@ -326,14 +326,17 @@ async def _update_existing(
         r.id: r
         for r in (
             await ctx.conn.execute(
-                lead_table.select().where(one_of(ctx, leads.c.id, list(existing.values())))
+                # only what `lead_changes` compares (every column would cost its type's conversion per row)
+                lead_table.select(leads.c.id, *compared_columns()).where(
+                    one_of(ctx, leads.c.id, list(existing.values()))
+                )
             )
         ).all()
     }
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for email, lead_id in existing.items():
         now = current[lead_id]
-        if changes := lead_changes(email, unique[email][1], now, now.search_index is not None):
+        if changes := lead_changes(email, unique[email][1], now, bool(now.indexed)):
             groups.setdefault(tuple(sorted(changes)), []).append(
                 {"id": lead_id, **changes, "updated_at": ctx.now}
             )

@@ -24,6 +24,7 @@ from sqlalchemy.schema import CreateTable
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.imports.lead_rows import (
     Row,
+    compared_columns,
     lead_changes,
     new_lead_row,
     update_lead_values,
@@ -157,9 +158,7 @@ async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -
         return {}
     columns: list[Any] = [leads.c.id, leads.c.email, leads.c.import_id]
     if update:
-        # what `lead_changes` compares the file's values with (the search index only as indexed or not)
-        columns += [leads.c[name] for name in (*LEAD_FIELDS, "custom", "sort_name", "search_text")]
-        columns.append(leads.c.search_index.is_not(None).label("indexed"))
+        columns += compared_columns()
     rows = await ctx.conn.execute(
         scoped(ctx, leads)
         .select(*columns)
