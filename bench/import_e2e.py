@@ -24,6 +24,10 @@ PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import 
 to the server right after the last chunk of the last import and reports how long it takes to exit.
 
     .venv/bin/python bench/import_e2e.py [--rows 200000] [--existing skip,update] [--autovacuum off]
+        [--change title|custom]
+
+`--change` makes the update import realistic: every row carries a new value of one field (`title`, or a
+custom variable), while by default it re-imports identical rows.
 """
 
 from __future__ import annotations
@@ -65,18 +69,25 @@ TOUCHED = [
 COMPANY_DOMAINS = 10_000
 
 
-def row(i: int, rng: random.Random) -> dict[str, Any]:
-    """Row `i`: two in three at a consumer provider, the rest at one of 10,000 company domains (issue 31)."""
+def row(i: int, rng: random.Random, change: str | None = None) -> dict[str, Any]:
+    """Row `i`: two in three at a consumer provider, the rest at one of 10,000 company domains (issue 31).
+    `change` names a field given a new value (`title`, or `custom`: a custom variable), for an update import
+    that changes every lead."""
     n = i % COMPANY_DOMAINS
     company = f"{WORDS[n % 10]} {WORDS[n // 10 % 10]} {n}"
     domain = rng.choice(CONSUMER) if i % 3 else f"{company.replace(' ', '')}.example"
-    return {
+    values: dict[str, Any] = {
         "email": f"person{i}@{domain}",
         "firstName": f"First{i % 100}",
         "lastName": f"Last{i % 997}",
         "company": company.title(),
         "phone": "+49 30 1234567" if i % 4 == 0 else None,
     }
+    if change == "title":
+        values["title"] = f"Head of {WORDS[i % 10].title()} {i % 50}"
+    elif change == "custom":
+        values["custom"] = {"campaign": f"spring {i % 20}"}
+    return values
 
 
 # --- a DNS server answering every MX query with one mail server -------------------------------------------
@@ -251,6 +262,7 @@ def one_import(
     stop_after: bool,
     cpu: CpuMeter,
     poll: bool = True,
+    change: str | None = None,
 ) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
@@ -263,7 +275,10 @@ def one_import(
     poller.start()
     for first in range(0, rows, CHUNK):
         body: dict[str, Any] = {
-            "rows": [row(i, rng) for i in range(first, min(first + CHUNK, rows))],
+            "rows": [
+                row(i, rng, change if existing == "update" else None)
+                for i in range(first, min(first + CHUNK, rows))
+            ],
             "final": first + CHUNK >= rows,
             "existing": existing,
         }
@@ -277,8 +292,10 @@ def one_import(
         import_id = response.json()["id"]
     accepted = time.perf_counter() - started
     cpu_accepted = cpu.sample()
+    changed = f" changing {change}" if change and existing == "update" else ""
     line = (
-        f"existing={existing}: {rows:,} rows accepted in {accepted:.1f} s = {rows / accepted:,.0f} rows/s "
+        f"existing={existing}{changed}: {rows:,} rows accepted in {accepted:.1f} s = "
+        f"{rows / accepted:,.0f} rows/s "
         f"(CPU µs/row while accepting: {per_row(cpu_start, cpu_accepted, rows)})"
     )
     if stop_after:
@@ -324,6 +341,11 @@ def main() -> None:
     parser.add_argument(
         "--no-poll", action="store_true", help="no pages polled during the import (CPU of the import alone)"
     )
+    parser.add_argument(
+        "--change",
+        choices=["title", "custom"],
+        help="update imports give every row a new value of this field (default: identical rows)",
+    )
     args = parser.parse_args()
     dns_port = start_dns()
     extra = {"OUTREACH_DNS_NAMESERVERS": f"127.0.0.1:{dns_port}"}
@@ -351,7 +373,9 @@ def main() -> None:
         modes = args.existing.split(",")
         for n, mode in enumerate(modes):
             stop = args.stop_during and n == len(modes) - 1
-            line = one_import(http, server.base, server.key, args.rows, mode, stop, cpu, not args.no_poll)
+            line = one_import(
+                http, server.base, server.key, args.rows, mode, stop, cpu, not args.no_poll, args.change
+            )
             print(line, flush=True)
         print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)
         if args.stop_during:

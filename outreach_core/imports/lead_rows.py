@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import case, func, null
+from sqlalchemy import case, cast, func, null
+from sqlalchemy.dialects.postgresql import JSONB
 
 from outreach_core.kernel.context import WorkspaceContext
 from outreach_core.kernel.db.tables import leads
@@ -56,36 +57,62 @@ def clean_cell(value: str | None) -> str | None:
     return stripped or None
 
 
-def updated_lead_row(email: str, row: Row, now: Any) -> dict[str, Any]:
-    """What `existing: update` writes for the known lead `now` from the file's `row`: each field the file
-    fills (None: the field stays as it is), the custom fields merged, the sort and search columns derived
-    from the result, and whether enrichment must run again (`reset_enrichment`)."""
+def compared_columns() -> list[Any]:
+    """The columns of `leads` that `lead_changes` compares with (the search index only as `indexed`, whether
+    the lead is indexed): all a look-up for `existing: update` needs to read."""
+    return [
+        *(leads.c[name] for name in (*LEAD_FIELDS, "custom", "sort_name", "search_text")),
+        leads.c.search_index.is_not(None).label("indexed"),
+    ]
+
+
+def lead_changes(email: str, row: Row, now: Any, indexed: bool) -> dict[str, Any]:
+    """What `existing: update` changes in the known lead `now` from the file's `row`, column by column (an
+    empty dict: the row would change nothing, and nothing is written).
+
+    Each field the file fills with a value other than the stored one (an empty cell leaves the field as it
+    is), the custom fields merged, the sort and search columns derived from the result where they differ,
+    `search_index` re-derived if the lead is `indexed` (a pending one stays pending), `enriched_at` cleared
+    when an enrichment input changes (the lead goes back to enrichment) and `country_source` when the
+    country does. `updated_at` is the caller's: only a lead that changes gets it."""
     new = {name: clean_cell(row.get(name)) for name in LEAD_FIELDS}
     new["country"] = normalize_country(new["country"])
-
-    def kept(name: str) -> Any:
-        return new[name] if new[name] is not None else getattr(now, name)
-
-    derived = derived_columns(email, kept("first_name"), kept("last_name"), kept("company"))
-    return {
-        **new,
-        "custom": {**(now.custom or {}), **(row.get("custom") or {})},
-        **derived,
-        "search_index": search_index_value(derived["search_text"]),
-        "reset_enrichment": any(new[n] is not None for n in ENRICHMENT_INPUTS),
+    changes: dict[str, Any] = {
+        name: value for name, value in new.items() if value is not None and value != getattr(now, name)
     }
 
+    def kept(name: str) -> Any:
+        return changes.get(name, getattr(now, name))
 
-def update_lead_values(ctx: WorkspaceContext, new: Callable[[str], Any], custom: Any) -> dict[str, Any]:
-    """The SET clause of `existing: update` (both engines' statements): `new(name)` is the column carrying an
-    `updated_lead_row` value; each field is `COALESCE(new, current)`."""
+    derived = derived_columns(email, kept("first_name"), kept("last_name"), kept("company"))
+    changes |= {name: value for name, value in derived.items() if value != getattr(now, name)}
+    if "search_text" in changes and indexed:
+        changes["search_index"] = search_index_value(changes["search_text"])
+    if extra := row.get("custom"):
+        custom = {**(now.custom or {}), **extra}
+        if custom != (now.custom or {}):
+            changes["custom"] = custom
+    if ENRICHMENT_INPUTS.intersection(changes):
+        changes["enriched_at"] = None
+    if "country" in changes:
+        changes["country_source"] = None
+    return changes
+
+
+def update_lead_values(ctx: WorkspaceContext, new: Callable[[str], Any]) -> dict[str, Any]:
+    """The SET clause of PostgreSQL's `existing: update` statement: `new(name)` is the staged column carrying
+    a `lead_changes` value, NULL where that column does not change (each column is `COALESCE(new,
+    current)`), and `reset_enrichment` whether `enriched_at` is cleared. An unchanged indexed column keeps
+    its value, so the row's new version can stay on its page without index entries (a HOT update)."""
     return {
-        **{name: func.coalesce(new(name), leads.c[name]) for name in LEAD_FIELDS},
-        "custom": custom,
-        "sort_name": new("sort_name"),
-        "search_text": new("search_text"),
-        # an indexed lead is re-indexed now; a pending one stays pending (search_index NULL)
-        "search_index": case((leads.c.search_index.is_(None), null()), else_=new("search_index")),
+        **{
+            name: func.coalesce(new(name), leads.c[name])
+            for name in (*LEAD_FIELDS, "sort_name", "search_text")
+        },
+        # staged as JSON text: a NULL JSON column would hold the JSON value `null`, not SQL NULL
+        "custom": func.coalesce(cast(new("custom"), JSONB), leads.c.custom),
+        # a NULL new search index is a value (a text too long to index) when the search text changes
+        "search_index": case((new("search_text").is_(None), leads.c.search_index), else_=new("search_index")),
         "enriched_at": case((new("reset_enrichment"), null()), else_=leads.c.enriched_at),
         "country_source": case((new("country").is_not(None), null()), else_=leads.c.country_source),
         "updated_at": ctx.now,

@@ -19,14 +19,13 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Boolean, Text, cast, func
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy import func
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, new_lead_row, update_lead_values, updated_lead_row
+from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_row
 from outreach_core.imports.schemas import stored_row
 from outreach_core.imports.staged_merge import merge_staged
-from outreach_core.kernel.bulk import Values, insert_rows, one_of, try_lock, update_each
+from outreach_core.kernel.bulk import insert_rows, one_of, try_lock, update_each
 from outreach_core.kernel.context import (
     Principal,
     SystemContext,
@@ -44,10 +43,8 @@ from outreach_core.kernel.db.tables import (
     lead_search_pending,
     leads,
 )
-from outreach_core.kernel.db.types import json_text
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
-from outreach_core.leads.schemas import LEAD_FIELDS
 from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
     normalize_email,
@@ -320,37 +317,29 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
 async def _update_existing(
     ctx: WorkspaceContext, existing: dict[str, str], unique: dict[str, tuple[str, Row]]
 ) -> int:
-    """`existing: update`: fill in the values the file has (empty cells leave a field as it is).
-
-    One statement for the part (`bulk.update_each`: `UPDATE ... FROM unnest(...)` on PostgreSQL, an
-    executemany on SQLite): each field is `COALESCE(new, current)`."""
+    """`existing: update` on SQLite: what the file changes (`lead_changes`; a lead it would leave as it is
+    is not written), one statement per set of changed columns (`bulk.update_each`, an executemany) setting
+    only those, so that SQLite rewrites only the indexes on them. Returns how many leads were met
+    (`updated` counts them all)."""
     lead_table = scoped(ctx, leads)
     current = {
         r.id: r
         for r in (
             await ctx.conn.execute(
-                lead_table.select().where(one_of(ctx, leads.c.id, list(existing.values())))
+                # only what `lead_changes` compares (every column would cost its type's conversion per row)
+                lead_table.select(leads.c.id, *compared_columns()).where(
+                    one_of(ctx, leads.c.id, list(existing.values()))
+                )
             )
         ).all()
     }
-    rows = []
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for email, lead_id in existing.items():
-        update = updated_lead_row(email, unique[email][1], current[lead_id])
-        update["custom"] = json_text(update["custom"])
-        rows.append({"id": lead_id, **{f"new_{name}": value for name, value in update.items()}})
-    types: dict[str, Any] = {
-        f"new_{name}": leads.c[name].type for name in (*LEAD_FIELDS, "sort_name", "search_text")
-    }
-    types |= {
-        "new_custom": Text(),
-        "new_search_index": leads.c.search_index.type,
-        "new_reset_enrichment": Boolean(),
-    }
-    postgresql = ctx.conn.dialect.name == "postgresql"
-
-    def values(v: Values) -> dict[str, Any]:
-        custom = cast(v["new_custom"], JSONB) if postgresql else v["new_custom"]
-        return update_lead_values(ctx, lambda name: v[f"new_{name}"], custom)
-
-    await update_each(ctx, lead_table.update(), rows, values=values, types=types)
-    return len(rows)
+        now = current[lead_id]
+        if changes := lead_changes(email, unique[email][1], now, bool(now.indexed)):
+            groups.setdefault(tuple(sorted(changes)), []).append(
+                {"id": lead_id, **changes, "updated_at": ctx.now}
+            )
+    for rows in groups.values():
+        await update_each(ctx, lead_table.update(), rows)
+    return len(existing)

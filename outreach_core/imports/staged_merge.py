@@ -24,13 +24,15 @@ from sqlalchemy.schema import CreateTable
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.imports.lead_rows import (
     Row,
+    compared_columns,
+    lead_changes,
     new_lead_row,
     update_lead_values,
-    updated_lead_row,
 )
 from outreach_core.kernel.bulk import insert_rows, one_of
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import import_seen, lead_search_pending, leads, list_leads
+from outreach_core.kernel.db.types import json_text
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
 from outreach_core.leads.schemas import LEAD_FIELDS
@@ -50,13 +52,13 @@ _lead_stage = Table(
     postgresql_on_commit="DELETE ROWS",
 )
 _update_stage = Table(
-    # `existing: update`: per known lead, the part's values (NULL: the cell was empty) and what follows
+    # `existing: update`: per lead the part changes, the changed values (NULL: the column stays as it is)
     "import_update_stage",
     _STAGE_META,
     Column("id", leads.c.id.type),
     Column("workspace_id", leads.c.workspace_id.type),
     *(Column(name, leads.c[name].type) for name in LEAD_FIELDS),
-    Column("custom", leads.c.custom.type),
+    Column("custom", Text()),  # JSON text
     Column("sort_name", leads.c.sort_name.type),
     Column("search_text", leads.c.search_text.type),
     Column("search_index", leads.c.search_index.type),
@@ -154,9 +156,9 @@ async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -
     commits (it is counted, updated and put on the list)."""
     if not emails:
         return {}
-    columns = [leads.c.id, leads.c.email, leads.c.import_id]
+    columns: list[Any] = [leads.c.id, leads.c.email, leads.c.import_id]
     if update:
-        columns += [leads.c.first_name, leads.c.last_name, leads.c.company, leads.c.custom]
+        columns += compared_columns()
     rows = await ctx.conn.execute(
         scoped(ctx, leads)
         .select(*columns)
@@ -225,17 +227,31 @@ def _text_array(values: list[str]) -> Any:
 async def _update_staged(
     ctx: WorkspaceContext, existing: dict[str, Any], unique: dict[str, tuple[str, Row]]
 ) -> int:
-    """`existing: update` on PostgreSQL: the part's values are staged (COPY), then one `UPDATE leads ...
-    FROM staging`; each field is `COALESCE(new, current)`, as in `_update_existing`."""
-    rows = [
-        {"id": now.id, **updated_lead_row(email, unique[email][1], now)} for email, now in existing.items()
-    ]
-    await _stage(ctx, _update_stage, rows)
-    s = _update_stage.c
-    await ctx.conn.execute(
-        scoped(ctx, leads)
-        .update()
-        .where(leads.c.id == s.id, s.workspace_id == ctx.workspace_id)
-        .values(update_lead_values(ctx, lambda name: s[name], s.custom))
-    )
-    return len(rows)
+    """`existing: update` on PostgreSQL: the changes of the leads the part changes (`lead_changes`; a lead
+    it would leave as it is gets no new row version) are staged (COPY), then one `UPDATE leads ... FROM
+    staging`; each column is `COALESCE(change, current)`. Returns how many leads were met (`updated`
+    counts them all)."""
+    rows = []
+    for email, now in existing.items():
+        changes = lead_changes(email, unique[email][1], now, now.indexed)
+        if changes:
+            # the statement clears these itself (`update_lead_values`)
+            reset = "enriched_at" in changes
+            changes.pop("enriched_at", None)
+            changes.pop("country_source", None)
+            if "custom" in changes:
+                changes["custom"] = json_text(changes["custom"])
+            rows.append({"id": now.id, **dict.fromkeys(_CHANGED), **changes, "reset_enrichment": reset})
+    if rows:
+        await _stage(ctx, _update_stage, rows)
+        s = _update_stage.c
+        await ctx.conn.execute(
+            scoped(ctx, leads)
+            .update()
+            .where(leads.c.id == s.id, s.workspace_id == ctx.workspace_id)
+            .values(update_lead_values(ctx, lambda name: s[name]))
+        )
+    return len(existing)
+
+
+_CHANGED = (*LEAD_FIELDS, "custom", "sort_name", "search_text", "search_index")

@@ -149,6 +149,29 @@ async def test_existing_update_fills_in_new_values(
     assert await emails(http, ws, search="new") == ["keep@acme.io"]
 
 
+async def test_existing_update_writes_only_leads_it_changes(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A row that would change nothing leaves its lead untouched (not even `updatedAt`) and still counts as
+    updated; a changed row changes what it fills and nothing else."""
+    ws = await make_workspace()
+    same = await create(http, ws, "same@acme.io", firstName="Sam", company="Acme", phone="+49 30 1234567")
+    moved = await create(http, ws, "moved@acme.io", firstName="Mo", company="Acme", custom={"a": 1})
+    rows = [
+        {"email": "same@acme.io", "firstName": "Sam", "company": "Acme", "phone": "+49 30 1234567"},
+        {"email": "moved@acme.io", "firstName": "Mo", "title": "CEO", "custom": {"a": 1}},
+    ]
+    imp = await imported(http, ws, existing="update", final=True, rows=rows)
+    assert counters(imp) == {k: 0 for k in COUNTERS} | {"rows": 2, "updated": 2}
+    untouched = (await http.get(f"/api/v1/leads/{same['id']}", headers=ws.headers)).json()
+    assert untouched == same
+    changed = (await http.get(f"/api/v1/leads/{moved['id']}", headers=ws.headers)).json()
+    assert changed["title"] == "CEO" and changed["updatedAt"] is not None
+    assert {k: v for k, v in changed.items() if k not in ("title", "updatedAt")} == {
+        k: v for k, v in moved.items() if k not in ("title", "updatedAt")
+    }
+
+
 async def test_a_file_imported_again_updates_across_parts_and_stores_what_is_new(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
