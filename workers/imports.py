@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from outreach_core.imports.merge import (
     fail_stale_imports,
     import_principal,
-    merge_following_part,
     merge_queued_rows,
     queued_import_workspaces,
     refresh_import_statistics,
@@ -49,18 +48,16 @@ async def tick(runtime: Runtime) -> int:
     connection while the next batch merges (`_refresh_statistics_beside`)."""
     due: set[str] = set()
     merged = 0
+    op = merge_queued_rows if runtime.is_sqlite else partial(merge_queued_rows, analyse_after=due)
     try:
-        if runtime.is_sqlite:
-            merged = await run_per_workspace(
-                runtime,
-                find=queued_import_workspaces,
-                limit=WORKSPACES_PER_TICK,
-                acting_as=import_principal,
-                op=merge_queued_rows,
-                what="import merge",
-            )
-        else:
-            merged = await _merge_ahead(runtime, due)
+        merged = await run_per_workspace(
+            runtime,
+            find=queued_import_workspaces,
+            limit=WORKSPACES_PER_TICK,
+            acting_as=import_principal,
+            op=op,
+            what="import merge",
+        )
     finally:
         if not runtime.is_sqlite:
             _refresh_statistics_beside(runtime, due, merged=merged > 0)
@@ -73,51 +70,6 @@ async def tick(runtime: Runtime) -> int:
         if stale:
             await runtime.system(fail_stale_imports, stale)
     return merged
-
-
-MERGE_AHEAD = 3
-"""PostgreSQL: parts of one import a tick merges per workspace, each in its own transaction after the one
-before; the later ones are read, built and staged while the one before is stored (`merge_following_part`),
-so the worker's CPU runs while the database stores."""
-
-
-async def _merge_ahead(runtime: Runtime, due: set[str]) -> int:
-    """PostgreSQL: up to `MERGE_AHEAD` queued parts of an import for each of up to `WORKSPACES_PER_TICK`
-    workspaces (one after the other), the parts of one workspace in transactions that overlap; returns
-    the rows merged. Failures are raised together once every workspace was tried, as `run_per_workspace`."""
-    handled = 0
-    failures: list[Exception] = []
-    loop = asyncio.get_running_loop()
-    for workspace_id in await runtime.system_read(queued_import_workspaces, WORKSPACES_PER_TICK):
-        principal = import_principal(workspace_id)
-        claims: list[asyncio.Future[tuple[str, int] | None]] = [
-            loop.create_future() for _ in range(MERGE_AHEAD - 1)
-        ]
-        jobs = [_telling(claims[0], runtime.execute(principal, merge_queued_rows, due, claims[0]))]
-        for i in range(1, MERGE_AHEAD):
-            claim = claims[i] if i < len(claims) else None
-            following = runtime.execute(principal, merge_following_part, claims[i - 1], claim, due)
-            jobs.append(_telling(claim, following))
-        for result in await asyncio.gather(*jobs, return_exceptions=True):
-            if isinstance(result, Exception):
-                failures.append(result)
-            elif isinstance(result, BaseException):
-                raise result
-            else:
-                handled += result
-    if failures:
-        raise ExceptionGroup(f"import merge failed in {len(failures)} transaction(s)", failures)
-    return handled
-
-
-async def _telling(claim: asyncio.Future[tuple[str, int] | None] | None, job: Awaitable[int]) -> int:
-    """`job`, then `claim` told there is nothing (if the job did not tell it), whatever the outcome: a
-    transaction that failed before its part was claimed must not leave the next one waiting."""
-    try:
-        return await job
-    finally:
-        if claim is not None and not claim.done():
-            claim.set_result(None)
 
 
 def _refresh_statistics_beside(runtime: Runtime, due: set[str], *, merged: bool) -> None:

@@ -16,7 +16,6 @@ with no round trips to save, looks the part's addresses up and inserts the new l
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -26,8 +25,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.imports.lead_rows import Row, new_lead_row, update_lead_values, updated_lead_row
 from outreach_core.imports.schemas import stored_row
-from outreach_core.imports.staged_merge import merge_staged, stage_part
-from outreach_core.kernel.bulk import Values, insert_rows, one_of, try_lock, update_each, wait_lock
+from outreach_core.imports.staged_merge import merge_staged
+from outreach_core.kernel.bulk import Values, insert_rows, one_of, try_lock, update_each
 from outreach_core.kernel.context import (
     Principal,
     SystemContext,
@@ -81,115 +80,35 @@ async def queued_import_workspaces(ctx: SystemContext, limit: int) -> list[str]:
     return [str(ws) for ws in rows.scalars().all()]
 
 
-async def merge_queued_rows(
-    ctx: WorkspaceContext,
-    analyse_after: set[str] | None = None,
-    claimed: asyncio.Future[tuple[str, int] | None] | None = None,
-) -> int:
+async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | None = None) -> int:
     """Merge the workspace's oldest queued part of an import into its leads; returns the rows merged (0 when
     nothing is queued, or other workers are merging every import that has some).
 
     `analyse_after` (the import worker, PostgreSQL): the planner statistics this merge makes due are not
     refreshed in its transaction but named there (`leads`), for the caller to refresh after the commit on
     another connection, beside the next part's merge (`refresh_import_statistics`). Without it (SQLite, and
-    callers that merge once) they are refreshed here, in the transaction. `claimed` is given the import and
-    the part's `seq` once the part is claimed (None when there is none), for `merge_following_part`."""
-    try:
-        import_id = await _claim(ctx)
-        if import_id is None:
-            return 0
-        part = await _part(ctx, import_id)
-        if part is None:  # merged by another worker between the listing and the claim
-            return 0
-        _tell(claimed, (import_id, part.seq))
-        imp = await _import(ctx, import_id)
-        rows = [stored_row(row) for row in part.rows]
-        counts, unique = _distinct(rows)
-        if unique:
-            await _merge(ctx, imp, unique, counts)
-        return await _merged(ctx, imp, part.seq, len(rows), counts, analyse_after)
-    finally:
-        _tell(claimed, None)
-
-
-async def merge_following_part(
-    ctx: WorkspaceContext,
-    after: asyncio.Future[tuple[str, int] | None],
-    claimed: asyncio.Future[tuple[str, int] | None] | None = None,
-    analyse_after: set[str] | None = None,
-) -> int:
-    """PostgreSQL: merge the part of an import that follows the one another transaction claimed (`after`,
-    from `merge_queued_rows` or another `merge_following_part`), preparing it while that one is stored.
-
-    Its rows are read, built and COPYed into this connection's staging table first, without the import's
-    lock; then the lock is waited for (the transaction before commits or rolls back), and everything that
-    decides an outcome runs under it, as in `merge_queued_rows`: the part must still be the import's oldest
-    queued (else nothing is merged, 0), the import's row, `import_seen`, the suppression list and the
-    contacts limit are read then. So parts are still merged one at a time and in order."""
-    try:
-        prior = await after
-        if prior is None:
-            return 0
-        import_id, prior_seq = prior
-        part = await _part(ctx, import_id, after_seq=prior_seq)
-        if part is None:
-            return 0
-        _tell(claimed, (import_id, part.seq))
-        imp = await _import(ctx, import_id)
-        rows = [stored_row(row) for row in part.rows]
-        counts, unique = _distinct(rows)
-        staged = await stage_part(ctx, imp, unique) if unique else []
-        await wait_lock(ctx, f"import:{import_id}")
-        oldest = await _part(ctx, import_id)
-        if oldest is None or oldest.seq != part.seq:  # the part before was not merged, or this one was
-            return 0
-        imp = await _import(ctx, import_id)
-        if unique:
-            await merge_staged(ctx, imp, unique, counts, staged=staged)
-        return await _merged(ctx, imp, part.seq, len(rows), counts, analyse_after)
-    finally:
-        _tell(claimed, None)
-
-
-def _tell(claimed: asyncio.Future[tuple[str, int] | None] | None, value: tuple[str, int] | None) -> None:
-    if claimed is not None and not claimed.done():
-        claimed.set_result(value)
-
-
-async def _part(ctx: WorkspaceContext, import_id: str, *, after_seq: int | None = None) -> Any:
-    """The import's oldest queued part (`after_seq`: the oldest after that one), or None."""
-    query = (
-        scoped(ctx, import_queue)
-        .select(import_queue.c.seq, import_queue.c.rows)
-        .where(import_queue.c.import_id == import_id)
-        .order_by(import_queue.c.seq)
-        .limit(1)
-    )
-    if after_seq is not None:
-        query = query.where(import_queue.c.seq > after_seq)
-    return (await ctx.conn.execute(query)).first()
-
-
-async def _import(ctx: WorkspaceContext, import_id: str) -> Any:
-    return (
+    callers that merge once) they are refreshed here, in the transaction."""
+    import_id = await _claim(ctx)
+    if import_id is None:
+        return 0
+    queue = scoped(ctx, import_queue)
+    part = (
+        await ctx.conn.execute(
+            queue.select(import_queue.c.seq, import_queue.c.rows)
+            .where(import_queue.c.import_id == import_id)
+            .order_by(import_queue.c.seq)
+            .limit(1)
+        )
+    ).first()
+    if part is None:  # merged by another worker between the listing and the claim
+        return 0
+    imp = (
         await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id))
     ).one()
-
-
-async def _merged(
-    ctx: WorkspaceContext,
-    imp: Any,
-    seq: int,
-    merged: int,
-    counts: dict[str, int],
-    analyse_after: set[str] | None,
-) -> int:
-    """A part's bookkeeping once merged: off the queue, statistics, the import's counters; returns
-    `merged`."""
+    rows = [stored_row(row) for row in part.rows]
+    counts = await _merge(ctx, imp, rows)
     await ctx.conn.execute(
-        scoped(ctx, import_queue)
-        .delete()
-        .where(import_queue.c.import_id == imp.id, import_queue.c.seq == seq)
+        queue.delete().where(import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
     )
     if _doubled(imp.created, imp.created + counts["created"]):
         # Without fresh statistics (autovacuum off or behind) PostgreSQL took the workspace for a few rows
@@ -204,13 +123,13 @@ async def _merged(
         await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
     # The import's row is written last: from here to the commit, a chunk of this import waits for it.
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
-    values["queued"] = lead_imports.c.queued - merged
+    values["queued"] = lead_imports.c.queued - len(rows)
     values["merged_at"] = ctx.now
     await ctx.conn.execute(
         scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
     )
     await close_if_merged(ctx, imp.id)
-    return merged
+    return len(rows)
 
 
 async def _claim(ctx: WorkspaceContext) -> str | None:
@@ -331,9 +250,7 @@ async def close_if_merged(ctx: WorkspaceContext, import_id: str) -> None:
 # --- the work of one part ----------------------------------------------------------------------------------
 
 
-def _distinct(rows: list[Row]) -> tuple[dict[str, int], dict[str, tuple[str, Row]]]:
-    """A part's counters so far (`invalid`, `duplicates` within the part) and its distinct normalised
-    addresses, each with its domain and first row."""
+async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, int]:
     counts = dict.fromkeys(OUTCOMES, 0)
     unique: dict[str, tuple[str, Row]] = {}
     for row in rows:
@@ -344,15 +261,11 @@ def _distinct(rows: list[Row]) -> tuple[dict[str, int], dict[str, tuple[str, Row
             counts["duplicates"] += 1
         else:
             unique[normalized[0]] = (normalized[1], row)
-    return counts, unique
-
-
-async def _merge(
-    ctx: WorkspaceContext, imp: Any, unique: dict[str, tuple[str, Row]], counts: dict[str, int]
-) -> None:
+    if not unique:
+        return counts
     if ctx.conn.dialect.name == "postgresql":
         await merge_staged(ctx, imp, unique, counts)
-        return
+        return counts
 
     lead_table = scoped(ctx, leads)
     known = {
@@ -419,6 +332,7 @@ async def _merge(
     if imp.list_id is not None:
         await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
         await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
+    return counts
 
 
 async def _update_existing(

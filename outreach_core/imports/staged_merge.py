@@ -14,8 +14,6 @@ from sqlalchemy import (
     Text,
     any_,
     bindparam,
-    delete,
-    func,
     insert,
     literal,
     select,
@@ -74,18 +72,8 @@ async def _stage(ctx: WorkspaceContext, stage: Table, rows: list[dict[str, Any]]
     await insert_rows(ctx, stage, rows)
 
 
-async def stage_part(ctx: WorkspaceContext, imp: Any, unique: dict[str, tuple[str, Row]]) -> list[str]:
-    """Stage a new lead for every one of a part's distinct addresses ahead of the merge (before the
-    import's lock: `merge.merge_following_part`); returns the columns they fill, for `merge_staged`."""
-    return await _stage_new_leads(ctx, imp, unique, list(unique))
-
-
 async def merge_staged(
-    ctx: WorkspaceContext,
-    imp: Any,
-    unique: dict[str, tuple[str, Row]],
-    counts: dict[str, int],
-    staged: list[str] | None = None,
+    ctx: WorkspaceContext, imp: Any, unique: dict[str, tuple[str, Row]], counts: dict[str, int]
 ) -> None:
     """PostgreSQL's merge of a part's distinct addresses (issue 31): the new leads are COPYed into a
     temporary staging table, then stored by one `INSERT INTO leads ... SELECT ... FROM staging ON CONFLICT
@@ -93,11 +81,7 @@ async def merge_staged(
     (one statement, writable CTEs). The unique index decides which addresses are new, probed once per row
     whatever the planner's statistics say; only the addresses it turns away (already leads) are looked up
     afterwards. Counters as in the SQLite path: created, duplicates (met earlier in this import),
-    suppressed, skipped or updated, over the contacts limit.
-
-    `staged`: the part was staged already, every distinct address (`stage_part`); the addresses decided
-    here not to be stored are taken out of the staging table again (all of them, and the part staged
-    afresh, when the contacts limit or a part of known leads needs the lookup first)."""
+    suppressed, skipped or updated, over the contacts limit."""
     emails = list(unique)
     met = set(
         (
@@ -126,14 +110,7 @@ async def merge_staged(
         if room is not None and tight:
             fits = max(room.limit - room.current, 0)
             candidates, over = candidates[:fits], candidates[fits:]
-    if staged is not None and not known and not over and not tight:
-        columns = staged
-        if len(candidates) < len(unique):
-            await _unstage(ctx, [e for e in unique if e not in set(candidates)])
-    else:
-        if staged:
-            await _unstage(ctx, None)
-        columns = await _stage_new_leads(ctx, imp, unique, candidates)
+    columns = await _stage_new_leads(ctx, imp, unique, candidates)
     # the import's list, held until the commit (no foreign key checks it per membership; a list deleted
     # while the import runs gets no members)
     list_id = imp.list_id if imp.list_id is not None and await lock_list(ctx, imp.list_id) else None
@@ -169,15 +146,6 @@ async def merge_staged(
             counts["skipped"] = len(existing)
         if list_id is not None:
             await add_known_leads_to_list(ctx, list_id, [r.id for r in existing.values()])
-
-
-async def _unstage(ctx: WorkspaceContext, emails: list[str] | None) -> None:
-    """Take these addresses (None: all) out of the staging table of new leads."""
-    statement = delete(_lead_stage)
-    if emails is not None:
-        gone = select(func.unnest(_text_array(emails)).column_valued("email")).scalar_subquery()
-        statement = statement.where(_lead_stage.c.email.in_(gone))
-    await ctx.conn.execute(statement)
 
 
 async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -> dict[str, Any]:

@@ -162,14 +162,6 @@ async def try_lock(ctx: SystemContext, name: str) -> bool:
     return bool((await ctx.conn.execute(select(func.pg_try_advisory_xact_lock(key)))).scalar())
 
 
-async def wait_lock(ctx: SystemContext, name: str) -> None:
-    """Take the lock `try_lock` names `name`, waiting for the transaction holding it to end."""
-    if ctx.conn.dialect.name != "postgresql":
-        return
-    key = func.hashtextextended(literal(name), 0)
-    await ctx.conn.execute(select(func.pg_advisory_xact_lock(key)))
-
-
 async def count_upto(ctx: SystemContext, rows: Select[Any] | CompoundSelect[Any], limit: int) -> int:
     """How many rows `rows` selects, counting no further than `limit`: the database stops reading at the
     `limit`-th match (`SELECT count(*) FROM (... LIMIT n)`)."""
