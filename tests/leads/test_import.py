@@ -330,9 +330,9 @@ async def test_chunks_of_one_import_sent_in_parallel_are_all_counted(
 async def test_parts_queued_together_are_merged_in_order_with_exact_counters(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace
 ) -> None:
-    """Three parts queued before the import worker runs (PostgreSQL merges the later ones prepared ahead,
-    while the one before is stored): an address in two parts is created once and then counted as a
-    duplicate, a known lead is skipped once, and the contacts limit holds across the parts."""
+    """Three parts queued before the import worker runs, merged one after the other: an address in two
+    parts is created once and then counted as a duplicate, a known lead is skipped once, and the contacts
+    limit holds across the parts."""
     ws = await make_workspace(plan="starter")  # 2,000 contacts
     await create(http, ws, "known@acme.io")
     await suppress(http, ws, "blocked@acme.io")
