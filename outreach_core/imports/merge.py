@@ -77,9 +77,14 @@ async def queued_import_workspaces(ctx: SystemContext, limit: int) -> list[str]:
     return [str(ws) for ws in rows.scalars().all()]
 
 
-async def merge_queued_rows(ctx: WorkspaceContext) -> int:
+async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | None = None) -> int:
     """Merge the workspace's oldest queued part of an import into its leads; returns the rows merged (0 when
-    nothing is queued, or other workers are merging every import that has some)."""
+    nothing is queued, or other workers are merging every import that has some).
+
+    `analyse_after` (the import worker, PostgreSQL): the planner statistics this merge makes due are not
+    refreshed in its transaction but named there (`leads`), for the caller to refresh after the commit on
+    another connection, beside the next part's merge (`refresh_import_statistics`). Without it (SQLite, and
+    callers that merge once) they are refreshed here, in the transaction."""
     import_id = await _claim(ctx)
     if import_id is None:
         return 0
@@ -106,9 +111,13 @@ async def merge_queued_rows(ctx: WorkspaceContext) -> int:
         # Without fresh statistics (autovacuum off or behind) PostgreSQL took the workspace for a few rows
         # and looked up a part's 5,000 addresses by filtering every lead: 138 ms at 350,000 leads and
         # growing, instead of 20 ms through the address index (measured).
-        await refresh_lead_statistics(ctx.conn)
-    # The other tables an import grows, analysed as they grow by half (PostgreSQL; see the function).
-    await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
+        if analyse_after is None:
+            await refresh_lead_statistics(ctx.conn)
+        else:
+            analyse_after.add("leads")
+    if analyse_after is None:
+        # The other tables an import grows, analysed as they grow by half (PostgreSQL; see the function).
+        await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
     # The import's row is written last: from here to the commit, a chunk of this import waits for it.
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
     values["queued"] = lead_imports.c.queued - len(rows)
@@ -145,6 +154,15 @@ async def _claim(ctx: WorkspaceContext) -> str | None:
         if await try_lock(ctx, f"import:{import_id}"):
             return str(import_id)
     return None
+
+
+async def refresh_import_statistics(ctx: SystemContext, tables: set[str]) -> None:
+    """PostgreSQL, after merges committed: ANALYZE `leads` if `tables` names it (an import doubled the leads
+    it created, `merge_queued_rows`), and the other tables imports grow that grew by half. Own transaction:
+    the import worker runs it beside the next part's merge (an ANALYZE takes no lock a merge waits for)."""
+    if "leads" in tables:
+        await refresh_lead_statistics(ctx.conn)
+    await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
 
 
 def _doubled(before: int, after: int) -> bool:

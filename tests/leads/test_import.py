@@ -348,3 +348,40 @@ async def test_chunks_of_one_import_sent_in_parallel_are_all_counted(
     await merge_imports(ws)
     merged = await fetch(http, ws, first["id"])
     assert counters(merged) == {k: 0 for k in COUNTERS} | {"rows": 201, "created": 201}
+
+
+async def test_parts_queued_together_are_merged_in_order_with_exact_counters(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """Three parts queued before the import worker runs, merged one after the other: an address in two
+    parts is created once and then counted as a duplicate, a known lead is skipped once, and the contacts
+    limit holds across the parts."""
+    ws = await make_workspace(plan="starter")  # 2,000 contacts
+    await create(http, ws, "known@acme.io")
+    await suppress(http, ws, "blocked@acme.io")
+    rows = [{"email": f"p{i}@acme.io"} for i in range(1_000)] + [{"email": "known@acme.io"}]
+    first = await import_chunk(http, ws, rows=rows, list={"name": "Ahead"})
+    import_id = first.json()["id"]
+    rows = [{"email": "p7@acme.io"}, {"email": "known@acme.io"}, {"email": "blocked@acme.io"}]
+    await import_chunk(
+        http, ws, importId=import_id, rows=rows + [{"email": f"q{i}@acme.io"} for i in range(500)]
+    )
+    rows = [{"email": "q3@acme.io"}, {"email": "p9@acme.io"}] + [
+        {"email": f"r{i}@acme.io"} for i in range(600)
+    ]
+    await import_chunk(http, ws, importId=import_id, rows=rows, final=True)
+    await merge_imports(ws)
+    merged = await fetch(http, ws, import_id)
+    assert counters(merged) == {k: 0 for k in COUNTERS} | {
+        "rows": 2_106,
+        "created": 1_999,  # 1,000 + 500 + the 499 that fit
+        "skipped": 1,
+        "duplicates": 4,  # p7, known (met in the first part), q3, p9
+        "suppressed": 1,
+        "overLimit": 101,
+    }
+    assert merged["status"] == "enriching"
+    assert (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()["total"] == 2_000
+    assert (await listing(http, ws, listId=merged["listId"]))["total"] == 2_000
+    assert await emails(http, ws, search="r498@") == ["r498@acme.io"]
+    assert await emails(http, ws, search="r499@") == []
