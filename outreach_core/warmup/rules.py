@@ -78,11 +78,15 @@ def next_send_at(
     now: dt.datetime, timezone: str, left: int, rng: random.Random, min_gap_s: float
 ) -> dt.datetime:
     """When the next of `left` warmup emails of today goes: the rest of the sending day (until
-    `DAY_END_HOUR`, local) shared evenly, with jitter, never sooner than `min_gap_s`."""
+    `DAY_END_HOUR`, local) shared evenly, with jitter, never sooner than `min_gap_s`. Once the sending day
+    is over, the next one goes when tomorrow starts (a new day and a new target), not every `min_gap_s`
+    through the evening."""
     tz = _zone(timezone)
     local = now.astimezone(tz)
     end = dt.datetime.combine(local.date(), dt.time(DAY_END_HOUR), tzinfo=tz)
-    span = max(0.0, (end - local).total_seconds())
+    if local >= end:
+        return tomorrow_start(now, timezone)
+    span = (end - local).total_seconds()
     gap = span / (left + 1) if left > 0 else span
     return now + dt.timedelta(seconds=max(min_gap_s, gap * rng.uniform(0.5, 1.5)))
 
