@@ -66,6 +66,8 @@ _update_stage = Table(
     prefixes=["TEMPORARY"],
     postgresql_on_commit="DELETE ROWS",
 )
+_CHANGED = tuple(c.name for c in _update_stage.c if c.name not in ("id", "workspace_id", "reset_enrichment"))
+"""The staged columns a lead's changes fill (NULL where the column does not change)."""
 
 
 async def _stage(ctx: WorkspaceContext, stage: Table, rows: list[dict[str, Any]]) -> None:
@@ -252,6 +254,3 @@ async def _update_staged(
             .values(update_lead_values(ctx, lambda name: s[name]))
         )
     return len(existing)
-
-
-_CHANGED = (*LEAD_FIELDS, "custom", "sort_name", "search_text", "search_index")
