@@ -72,6 +72,15 @@ async def tick(runtime: Runtime) -> int:
     return merged
 
 
+async def stop(runtime: Runtime) -> None:
+    """When the worker stops: wait for the statistics refresh still running beside the merges (an `ANALYZE`,
+    a second or two at a million leads), so that it ends with its transaction instead of being dropped with
+    the event loop; what it raised is raised here (the loop logs it)."""
+    state = _statistics.pop(runtime, None)
+    if state is not None and state.running is not None:
+        await state.running
+
+
 def _refresh_statistics_beside(runtime: Runtime, due: set[str], *, merged: bool) -> None:
     """Start `refresh_import_statistics` in its own task and transaction, unless the last one still runs
     (then `due` waits for a later tick); after a tick that merged nothing, only if some table is due. In

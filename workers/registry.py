@@ -42,7 +42,8 @@ def _oauth_purge() -> Worker:
 def _import() -> Worker:
     # A tick that merged rows runs again at once (a queued import drains part after part); idle, new chunks
     # are picked up within half a second.
-    return Worker("import", imports.tick, interval_s=0.5, max_backoff_s=60.0)
+    # Stopping waits for the planner statistics refresh a tick may have left running (PostgreSQL).
+    return Worker("import", imports.tick, interval_s=0.5, max_backoff_s=60.0, on_stop=imports.stop)
 
 
 def _enrich() -> Worker:

@@ -385,3 +385,44 @@ async def test_parts_queued_together_are_merged_in_order_with_exact_counters(
     assert (await listing(http, ws, listId=merged["listId"]))["total"] == 2_000
     assert await emails(http, ws, search="r498@") == ["r498@acme.io"]
     assert await emails(http, ws, search="r499@") == []
+
+
+async def test_stopping_the_import_worker_waits_for_its_statistics_refresh(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL refreshes the planner statistics a merge made due beside the next merge, in a task of its
+    own; a worker that stops (SIGTERM) waits for that refresh instead of dropping it with the event loop, and
+    raises what it raised, for the loop to log."""
+    import asyncio
+
+    from workers import imports
+    from workers.registry import select
+
+    ws = await make_workspace()
+    if ws.runtime.is_sqlite:
+        pytest.skip("SQLite refreshes its statistics inside the merge")
+    await imports.stop(ws.runtime)  # whatever an earlier test's ticks left running
+    refreshed: list[str] = []
+
+    async def slow_refresh(ctx: Any, tables: set[str]) -> None:
+        await asyncio.sleep(0.3)
+        refreshed.append("done")
+
+    monkeypatch.setattr(imports, "refresh_import_statistics", slow_refresh)
+    await import_chunk(http, ws, rows=[{"email": f"s{i}@acme.io"} for i in range(20)], final=True)
+    assert await imports.tick(ws.runtime) > 0
+    assert refreshed == []  # running beside, not awaited by the tick
+    [worker] = select(["import"])
+    assert worker.on_stop is not None
+    await worker.on_stop(ws.runtime)
+    assert refreshed == ["done"]
+
+    async def failing_refresh(ctx: Any, tables: set[str]) -> None:
+        raise RuntimeError("statistics refresh failed")
+
+    monkeypatch.setattr(imports, "refresh_import_statistics", failing_refresh)
+    await import_chunk(http, ws, rows=[{"email": "late@acme.io"}], final=True)
+    assert await imports.tick(ws.runtime) > 0
+    with pytest.raises(RuntimeError, match="statistics refresh failed"):
+        await worker.on_stop(ws.runtime)
+    await merge_imports(ws)
