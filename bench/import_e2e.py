@@ -17,7 +17,9 @@ meets every address again), while a second thread polls from outside. Reports:
   to done), per process: `outreach serve` (the requests, the poller's pages included), its worker process,
   and on PostgreSQL the database's backends (`CpuMeter`). Rates drift with the machine's load; these hold.
 
-`outreach serve` runs its workers in a child process (issue 31), as the README starts it.
+`outreach serve` runs its workers in a child process (issue 31), as the README starts it. Before the measured
+imports, one row is imported and waited for, so that they meet a running worker process (a service in use),
+not one still starting.
 
 PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import touches
 (`ALTER TABLE ... SET (autovacuum_enabled = off)`), as on a server without it. `--stop-during` sends SIGTERM
@@ -332,6 +334,19 @@ def one_import(
     )
 
 
+def wait_for_the_workers(http: httpx.Client) -> float:
+    """Import one row and wait until it is stored: the worker process of `outreach serve` has started and
+    merges. Without this the first import's chunks met no merge for the seconds the worker process takes to
+    start (its imports), and on SQLite they were accepted faster than a running service accepts them (a
+    chunk waits for the merge transaction in progress). Returns the seconds it took."""
+    started = time.perf_counter()
+    imp = http.post("/api/v1/leads/import", json={"rows": [{"email": "warm-up@example.org"}], "final": True})
+    imp.raise_for_status()
+    while http.get(f"/api/v1/leads/imports/{imp.json()['id']}").json()["queued"]:
+        time.sleep(0.1)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=200_000)
@@ -365,9 +380,11 @@ def main() -> None:
         assert server.process is not None
         cpu = CpuMeter(server.process.pid, database)
         cpu.start()
+        warm = wait_for_the_workers(http)
         print(
             f"{server.engine}{note}, {args.rows:,} rows per import, `outreach serve` as the README starts it "
-            f"(workers in its child); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
+            f"(workers in its child, merging {warm:.1f} s after the server answered); load average "
+            f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
             flush=True,
         )
         modes = args.existing.split(",")
