@@ -369,7 +369,7 @@ class WalByDatabase(threading.Thread):
                         for k in t:
                             t[k] += int(r[k] or 0)
                 start = end
-                self.read_upto = _lsn(str(end))
+                self.read_upto = end if isinstance(end, int) else _lsn(str(end))  # asyncpg: an int
         except Exception as exc:  # the WAL recycled before it was read: reported, not hidden
             self.failed = repr(exc)
         finally:
