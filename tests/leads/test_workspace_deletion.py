@@ -73,9 +73,9 @@ async def _waiting_for_a_lock(conn: AsyncConnection, pid: int) -> bool:
 
 
 async def _until_waiting(observer: AsyncConnection, pid: int, task: Awaitable[Any]) -> bool:
-    """Whether the backend `pid` comes to wait for a lock within 5 s (False: `task` ended first)."""
+    """Whether the backend `pid` comes to wait for a lock within 10 s (False: `task` ended first)."""
     assert isinstance(task, asyncio.Task)
-    for _ in range(250):
+    for _ in range(500):
         if task.done():
             return False
         if await _waiting_for_a_lock(observer, pid):
@@ -151,7 +151,7 @@ async def _merge_backend(observer: AsyncConnection) -> int:
         "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() "
         "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     )
-    for _ in range(250):
+    for _ in range(500):
         pids = (await observer.execute(query)).scalars().all()
         if len(pids) == 1:
             return int(pids[0])
