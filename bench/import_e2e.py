@@ -140,6 +140,38 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+DB_SPLIT = ("database: server", "database: workers", "database: other")
+"""The database's CPU by the process at the other end of each backend's connection."""
+
+
+def _local_ports(owners: dict[str, list[int]]) -> dict[int, str]:
+    """The local TCP ports of the sockets each group of processes holds open (from /proc: the sockets'
+    inodes in each process's file descriptors, their local ports in /proc/net/tcp and tcp6)."""
+    inodes: dict[int, str] = {}
+    for kind, pids in owners.items():
+        for pid in pids:
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes[int(target[8:-1])] = kind
+            except OSError:
+                continue
+    found = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            inode = int(fields[9])
+            if inode in inodes:
+                found[int(fields[1].rsplit(":", 1)[1], 16)] = inodes[inode]
+    return found
+
+
 class CpuMeter(threading.Thread):
     """CPU seconds, summed since the start, of `outreach serve` (requests), its worker process (the merge,
     enrichment, the search index) and, on PostgreSQL, the backends of the benchmark's database (found by
@@ -151,10 +183,13 @@ class CpuMeter(threading.Thread):
         self.server_pid = server_pid
         self.database = database
         self.seen: dict[tuple[str, int], float] = {}
+        self.ports: dict[int, str] = {}
+        self.backend_of: dict[int, str] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
-    def _backends(self) -> list[int]:
+    def _backends(self) -> list[tuple[int, int | None]]:
+        """The database's backends: (pid, the client's TCP port, from the process title)."""
         if self.database is None:
             return []
         found = []
@@ -167,21 +202,40 @@ class CpuMeter(threading.Thread):
                     continue
                 parts = title.split()  # "postgres: [cluster:] user database host(port) state"
                 if parts[:1] == ["postgres:"] and self.database in parts[2:4]:
-                    found.append(int(entry))
+                    at = parts.index(self.database, 2) + 1
+                    client = parts[at] if at < len(parts) else ""
+                    port = client.rsplit("(", 1)[-1].rstrip(")") if "(" in client else ""
+                    found.append((int(entry), int(port) if port.isdigit() else None))
         return found
+
+    def _client_of(self, port: int | None) -> str:
+        """Which of our processes holds the client end of a backend's connection: `server` (the requests)
+        or `workers` (the merge, its statistics, enrichment); `other` if neither (the benchmark itself)."""
+        if port is None:
+            return "other"
+        if port not in self.ports:
+            self.ports.update(
+                _local_ports({"server": [self.server_pid], "workers": _children(self.server_pid)})
+            )
+        return self.ports.get(port, "other")
 
     def sample(self) -> dict[str, float]:
         with self.lock:
             targets = [("server", self.server_pid)]
             targets += [("workers", pid) for pid in _children(self.server_pid)]
-            targets += [("database", pid) for pid in self._backends()]
+            for pid, port in self._backends():
+                targets.append(("database", pid))
+                if pid not in self.backend_of:
+                    self.backend_of[pid] = self._client_of(port)
             for key in targets:
                 cpu = _cpu_s(key[1])
                 if cpu is not None:
                     self.seen[key] = max(cpu, self.seen.get(key, 0.0))
-            totals = {"server": 0.0, "workers": 0.0, "database": 0.0}
-            for (kind, _), cpu in self.seen.items():
+            totals = dict.fromkeys(("server", "workers", "database", *DB_SPLIT), 0.0)
+            for (kind, pid), cpu in self.seen.items():
                 totals[kind] += cpu
+                if kind == "database":
+                    totals["database: " + self.backend_of.get(pid, "other")] += cpu
             return totals
 
     def run(self) -> None:
@@ -190,11 +244,21 @@ class CpuMeter(threading.Thread):
 
 
 def per_row(before: dict[str, float], after: dict[str, float], rows: int) -> str:
-    return ", ".join(
+    line = ", ".join(
         f"{kind} {(after[kind] - before[kind]) / rows * 1e6:,.1f}"
         for kind in ("server", "workers", "database")
         if after[kind] - before[kind] > 0 or kind != "database"
     )
+    if after["database"] - before["database"] > 0:  # whose connections the database's CPU served
+        line += (
+            " ["
+            + ", ".join(
+                f"{kind.split(': ')[1]}'s backends {(after[kind] - before[kind]) / rows * 1e6:,.1f}"
+                for kind in DB_SPLIT
+            )
+            + "]"
+        )
+    return line
 
 
 # --- PostgreSQL autovacuum --------------------------------------------------------------------------------
@@ -210,6 +274,138 @@ async def set_autovacuum(url: str, enabled: bool) -> None:
                 f"ALTER TABLE {table} SET (autovacuum_enabled = {'on' if enabled else 'off'})"
             )
     await engine.dispose()
+
+
+# --- PostgreSQL's own counters: WAL, checkpoints, statistics -------------------------------------------
+
+COUNTERS = """
+SELECT w.wal_records, w.wal_fpi, w.wal_bytes, w.wal_buffers_full,
+       b.checkpoints_timed + b.checkpoints_req AS checkpoints, b.buffers_checkpoint, b.buffers_clean,
+       b.buffers_backend,
+       (SELECT sum(tup_inserted + tup_updated + tup_deleted) FROM pg_stat_database
+        WHERE datname IS NOT NULL AND datname <> current_database()) AS others_tuples,
+       d.tup_inserted + d.tup_updated + d.tup_deleted AS our_tuples, d.blks_read, d.temp_bytes,
+       (SELECT sum(analyze_count + autoanalyze_count) FROM pg_stat_user_tables) AS analyzes,
+       (SELECT sum(vacuum_count + autovacuum_count) FROM pg_stat_user_tables) AS vacuums,
+       pg_current_wal_lsn()::text AS lsn
+FROM pg_stat_wal w, pg_stat_bgwriter b, pg_stat_database d WHERE d.datname = current_database()
+"""
+
+
+def pg_counters(url: str) -> dict[str, Any]:
+    """PostgreSQL's counters now (`COUNTERS`; WAL and checkpoints are the whole server's: `others_tuples`
+    says how much the other databases wrote meanwhile)."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    async def read() -> dict[str, Any]:
+        conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            await conn.execute("SELECT pg_stat_clear_snapshot()")
+            return dict(await conn.fetchrow(COUNTERS))
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+def counters_per_row(before: dict[str, Any], after: dict[str, Any], rows: int) -> str:
+    d = {k: after[k] - before[k] for k in before if k != "lsn"}
+    return (
+        f"server-wide WAL {d['wal_bytes'] / rows:,.0f} bytes/row ({d['wal_records'] / rows:.1f} records, "
+        f"{d['wal_fpi'] / rows:.2f} full-page images a row), WAL buffers full {d['wal_buffers_full']}; "
+        f"checkpoints {d['checkpoints']} "
+        f"(buffers written by the checkpointer {d['buffers_checkpoint']:,}, bgwriter {d['buffers_clean']:,}, "
+        f"backends {d['buffers_backend']:,}); analyzes {d['analyzes']}, vacuums {d['vacuums']}; blocks read "
+        f"{d['blks_read']:,}, temp bytes {d['temp_bytes']:,}; tuples written here {d['our_tuples']:,}, "
+        f"in the server's other databases {d['others_tuples']:,}"
+    )
+
+
+def _lsn(text: str) -> int:
+    high, low = text.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+class WalByDatabase(threading.Thread):
+    """`--wal-by-database`: the WAL written by each database (the first block a record touches names it),
+    read with `pg_walinspect` every second as it is written (before checkpoints recycle it), from a
+    connection to `--inspect-database` (so that this reading is not counted as the benchmark database's
+    CPU). Diagnostic: reading the WAL costs the machine CPU of its own."""
+
+    QUERY = """
+    SELECT coalesce(substring(block_ref from 'rel [0-9]+/([0-9]+)/'), '') AS db, count(*) AS records,
+           sum(record_length) AS bytes, sum(fpi_length) AS fpi_bytes,
+           count(*) FILTER (WHERE fpi_length > 0) AS fpi
+    FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) GROUP BY 1
+    """
+
+    def __init__(self, url: str, database: str) -> None:
+        super().__init__(daemon=True)
+        self.url = url.rsplit("/", 1)[0].replace("postgresql+asyncpg", "postgresql") + "/" + database
+        self.totals: dict[str, dict[str, int]] = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.failed: str | None = None
+        self.read_upto = 0
+
+    def run(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        import asyncpg
+
+        conn = await asyncpg.connect(self.url)
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+        start = await conn.fetchval("SELECT pg_current_wal_flush_lsn()")
+        try:
+            while not self.stopping.is_set():
+                await asyncio.sleep(1.0)
+                end = await conn.fetchval("SELECT pg_current_wal_flush_lsn()")
+                if end == start:
+                    continue
+                for r in await conn.fetch(self.QUERY, start, end):
+                    with self.lock:
+                        t = self.totals.setdefault(
+                            r["db"], dict.fromkeys(("records", "bytes", "fpi_bytes", "fpi"), 0)
+                        )
+                        for k in t:
+                            t[k] += int(r[k] or 0)
+                start = end
+                self.read_upto = end if isinstance(end, int) else _lsn(str(end))  # asyncpg: an int
+        except Exception as exc:  # the WAL recycled before it was read: reported, not hidden
+            self.failed = repr(exc)
+        finally:
+            await conn.close()
+
+    def sample(self, upto: str | None = None) -> dict[str, dict[str, int]]:
+        """The totals so far; `upto` (an LSN): once the reader has read at least that far."""
+        deadline = time.monotonic() + 60
+        while (
+            upto is not None
+            and self.read_upto < _lsn(upto)
+            and not self.failed
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        with self.lock:
+            return {db: dict(t) for db, t in self.totals.items()}
+
+
+def wal_by_database(
+    before: dict[str, dict[str, int]], after: dict[str, dict[str, int]], ours: str, rows: int
+) -> str:
+    def diff(db: str) -> dict[str, int]:
+        a, b = after.get(db, {}), before.get(db, {})
+        return {k: a.get(k, 0) - b.get(k, 0) for k in ("records", "bytes", "fpi_bytes", "fpi")}
+
+    mine = diff(ours)
+    others = [diff(db) for db in after if db not in (ours, "")]
+    return (
+        f"this database's WAL {mine['bytes'] / rows:,.0f} bytes/row ({mine['records'] / rows:.1f} records, "
+        f"{mine['fpi'] / rows:.2f} full-page images a row = {mine['fpi_bytes'] / rows:,.0f} bytes/row); "
+        f"records naming no relation {diff('')['bytes'] / rows:,.0f} bytes/row; other databases "
+        f"{sum(o['bytes'] for o in others) / rows:,.0f} bytes/row"
+    )
 
 
 # --- the measurement ---------------------------------------------------------------------------------------
@@ -265,6 +461,9 @@ def one_import(
     cpu: CpuMeter,
     poll: bool = True,
     change: str | None = None,
+    pg_url: str | None = None,
+    wal: WalByDatabase | None = None,
+    our_oid: str = "",
 ) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
@@ -272,6 +471,8 @@ def one_import(
     rng = random.Random(7)
     import_id: str | None = None
     last_email = ""
+    counters_start = pg_counters(pg_url) if pg_url else None
+    wal_start = wal.sample(counters_start["lsn"] if counters_start else None) if wal else None
     cpu_start = cpu.sample()
     started = time.perf_counter()
     poller.start()
@@ -304,6 +505,7 @@ def one_import(
         poller.stopping.set()
         return line
     stored_at = done_at = found_at = None
+    counters_stored = wal_stored = None
     cpu_stored = cpu_done = cpu_accepted
     while done_at is None:
         imp = http.get(f"/api/v1/leads/imports/{import_id}").json()
@@ -312,6 +514,8 @@ def one_import(
             listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
             if listed["total"] >= rows or not listed.get("totalExact", True):
                 stored_at, cpu_stored = now, cpu.sample()
+                counters_stored = pg_counters(pg_url) if pg_url else None
+                wal_stored = wal.sample(counters_stored["lsn"] if counters_stored else None) if wal else None
         if stored_at is not None and found_at is None:
             searched = http.get("/api/v1/leads", params={"search": last_email, "pageSize": 10}).json()
             if searched["total"] >= 1:
@@ -323,6 +527,14 @@ def one_import(
     poller.stopping.set()
     poller.join()
     assert stored_at is not None and found_at is not None
+    if counters_start is not None and counters_stored is not None:
+        line += (
+            f"; first chunk to stored, PostgreSQL: {counters_per_row(counters_start, counters_stored, rows)}"
+        )
+    if wal is not None and wal_start is not None and wal_stored is not None:
+        line += f"; {wal_by_database(wal_start, wal_stored, our_oid, rows)}"
+        if wal.failed:
+            line += f" (the WAL reader failed: {wal.failed})"
     return (
         f"{line}; stored and listable after {stored_at - started:.1f} s = "
         f"{rows / (stored_at - started):,.0f} rows/s (CPU µs/row from the first chunk to stored: "
@@ -347,6 +559,16 @@ def wait_for_the_workers(http: httpx.Client) -> float:
     return time.perf_counter() - started
 
 
+async def _database_oid(url: str) -> int:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        return int(await conn.fetchval("SELECT oid FROM pg_database WHERE datname = current_database()"))
+    finally:
+        await conn.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=200_000)
@@ -360,6 +582,12 @@ def main() -> None:
         "--change",
         choices=["title", "custom"],
         help="update imports give every row a new value of this field (default: identical rows)",
+    )
+    parser.add_argument(
+        "--wal-by-database",
+        metavar="DATABASE",
+        help="PostgreSQL: read the WAL as it is written (pg_walinspect, from a connection to DATABASE, "
+        "created beforehand) and report this database's share per row",
     )
     args = parser.parse_args()
     dns_port = start_dns()
@@ -387,11 +615,28 @@ def main() -> None:
             f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
             flush=True,
         )
+        wal = None
+        our_oid = ""
+        if database is not None and args.wal_by_database:
+            wal = WalByDatabase(url, args.wal_by_database)
+            wal.start()
+            our_oid = str(asyncio.run(_database_oid(url)))
         modes = args.existing.split(",")
         for n, mode in enumerate(modes):
             stop = args.stop_during and n == len(modes) - 1
             line = one_import(
-                http, server.base, server.key, args.rows, mode, stop, cpu, not args.no_poll, args.change
+                http,
+                server.base,
+                server.key,
+                args.rows,
+                mode,
+                stop,
+                cpu,
+                not args.no_poll,
+                args.change,
+                url if database is not None else None,
+                wal,
+                our_oid,
             )
             print(line, flush=True)
         print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)

@@ -40,11 +40,11 @@ from outreach_core.kernel.db.tables import (
     import_queue,
     import_seen,
     lead_imports,
-    lead_search_pending,
     leads,
 )
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
+from outreach_core.targets.lead_owner import hold_workspace
 from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
     normalize_email,
@@ -87,6 +87,10 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     callers that merge once) they are refreshed here, in the transaction."""
     import_id = await _claim(ctx)
     if import_id is None:
+        return 0
+    # PostgreSQL: the workspace held until the commit (`leads` has no foreign key to it, migration 0035); a
+    # workspace deleted meanwhile has no part left to merge (its queue went with it)
+    if not await hold_workspace(ctx):
         return 0
     queue = scoped(ctx, import_queue)
     part = (
@@ -323,8 +327,6 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
-        if ctx.conn.dialect.name == "postgresql":  # searchable at once by their text, indexed later
-            await insert_rows(ctx, lead_search_pending, [{"lead_id": lead_id} for lead_id in ids])
         counts["created"] = len(new)
     if imp.list_id is not None:
         await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)

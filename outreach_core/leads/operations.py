@@ -41,6 +41,7 @@ from outreach_core.leads.schemas import (
     UpdateLeadIn,
 )
 from outreach_core.targets.lead_counts import lead_counts
+from outreach_core.targets.lead_owner import hold_workspace
 from outreach_core.targets.list_members import add_to_list, list_name
 from outreach_core.targets.rules import (
     ENRICHMENT_INPUTS,
@@ -316,6 +317,8 @@ async def create_lead(ctx: WorkspaceContext, body: CreateLeadIn) -> LeadDetail:
     await ensure_contacts_room(ctx, 1)
     if body.list_id is not None:
         await list_name(ctx, body.list_id)  # 404 when the workspace has no such list
+    if not await hold_workspace(ctx):  # PostgreSQL: no foreign key holds it (migration 0035)
+        raise NotFound("workspace", ctx.workspace_id)
     lead_id = new_id("lead")
     fields = body.model_dump(exclude={"email", "list_id", "custom"}, by_alias=False)
     fields["country"] = _country(body.country)

@@ -6,5 +6,6 @@ The lead peers (leads, lists, labels, suppressions, enrichment, verification) ne
 (an import-linter contract). When one needs what another owns, that piece lives here, named for what it
 does, and the owner uses it too: putting leads on a list (`list_members`), the suppression list's checks
 (`suppression`), label triggers that point at a list (`label_triggers`), the mail-domain cache
-(`mail_domains`, `esp`) and an import's last steps (`import_progress`). See docs/architecture.md.
+(`mail_domains`, `esp`), an import's last steps (`import_progress`) and holding the workspace its leads
+belong to while writing them (`lead_owner`). See docs/architecture.md.
 """

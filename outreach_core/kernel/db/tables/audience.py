@@ -27,6 +27,8 @@ leads = Table(
     "leads",
     metadata,
     Column("id", ID, primary_key=True),
+    # the foreign key to `workspaces` is SQLite's only (PostgreSQL, migration 0035: a workspace's deletion
+    # deletes its leads by trigger, every writer of leads holds the workspace, `targets.lead_owner`)
     ws_fk(),
     Column("email", String(320), nullable=False),  # normalized (see leads/rules.py)
     Column("domain", String(253), nullable=False),  # the part after @, for MX/ESP and company matching
@@ -98,8 +100,9 @@ lead_search_pending = Table(
     "lead_search_pending",
     metadata,
     # PostgreSQL: leads an import stored that are not in `lead_search` yet; search finds them by testing
-    # `search_text` (a few seconds' worth), the worker moves them. No foreign key (storing pays no check); a
-    # deleted lead's row is dropped by the worker.
+    # `search_text` (a few seconds' worth), the worker moves them. No foreign key to `leads` (storing pays no
+    # check); a deleted lead's row is dropped by the worker. The one to `workspaces` is SQLite's only, as for
+    # `leads` (migration 0035: a deleted workspace's rows are deleted by its trigger).
     Column("lead_id", ID, primary_key=True),
     ws_fk(),
     Index("ix_lead_search_pending_ws", "workspace_id"),
