@@ -102,7 +102,7 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     imp = (
         await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id))
     ).one()
-    start, end = part_slice(ctx, part.merged_rows, len(part.rows))
+    start, end = part_slice(ctx, imp, part.merged_rows, len(part.rows))
     rows = [stored_row(row) for row in part.rows[start:end]]
     counts = await _merge(ctx, imp, rows)
     this_part = (import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
@@ -132,16 +132,19 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     return len(rows)
 
 
-def part_slice(ctx: WorkspaceContext, merged: int, size: int) -> tuple[int, int]:
+def part_slice(ctx: WorkspaceContext, imp: Any, merged: int, size: int) -> tuple[int, int]:
     """Which rows of a part (of `size` rows, `merged` of them merged already) this transaction merges.
 
     SQLite has one writer at a time, so a chunk request waits for the merge transaction in progress: with a
-    whole 5,000-row part per transaction (half a second) chunks were accepted at the merge's pace. There a
-    transaction merges `import_slice_rows` rows and records how far it got (`import_queue.merged_rows`) in
-    the same transaction, so a kill loses or repeats nothing; a chunk waits for one slice at most.
-    PostgreSQL's requests do not wait for the merge: it takes whole parts (one statement per part)."""
+    whole 5,000-row part per transaction (half a second) chunks were accepted at the merge's pace. While
+    the import still receives chunks (its final one has not come), a transaction there merges
+    `import_slice_rows` rows and records how far it got (`import_queue.merged_rows`) in the same
+    transaction, so a kill loses or repeats nothing and a chunk waits for one slice at most. A slice costs
+    more per row than a part (each transaction's own statements, and the page cache the other process's
+    writes empty), so once the final chunk is in, the rest is merged in whole parts. PostgreSQL's requests
+    do not wait for the merge: it always takes whole parts (one statement per part)."""
     slice_rows = ctx.settings.import_slice_rows
-    if ctx.conn.dialect.name == "postgresql" or slice_rows == 0:
+    if ctx.conn.dialect.name == "postgresql" or slice_rows == 0 or imp.final_at is not None:
         return merged, size
     return merged, min(size, merged + slice_rows)
 
