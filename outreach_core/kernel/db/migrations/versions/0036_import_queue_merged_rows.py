@@ -1,7 +1,7 @@
 """import_queue: merged_rows, how many of a part's rows are merged (SQLite merges a part in slices)
 
 Revision ID: 0036
-Revises: 0032
+Revises: 0035
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0036"
-down_revision = "0032"
+down_revision = "0035"
 branch_labels = None
 depends_on = None
 
