@@ -95,7 +95,7 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     queue = scoped(ctx, import_queue)
     part = (
         await ctx.conn.execute(
-            queue.select(import_queue.c.seq, import_queue.c.rows)
+            queue.select(import_queue.c.seq, import_queue.c.rows, import_queue.c.merged_rows)
             .where(import_queue.c.import_id == import_id)
             .order_by(import_queue.c.seq)
             .limit(1)
@@ -106,11 +106,14 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     imp = (
         await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id))
     ).one()
-    rows = [stored_row(row) for row in part.rows]
+    start, end = part_slice(ctx, imp, part.merged_rows, len(part.rows))
+    rows = [stored_row(row) for row in part.rows[start:end]]
     counts = await _merge(ctx, imp, rows)
-    await ctx.conn.execute(
-        queue.delete().where(import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
-    )
+    this_part = (import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
+    if end < len(part.rows):
+        await ctx.conn.execute(queue.update().where(*this_part).values(merged_rows=end))
+    else:
+        await ctx.conn.execute(queue.delete().where(*this_part))
     if _doubled(imp.created, imp.created + counts["created"]):
         # Without fresh statistics (autovacuum off or behind) PostgreSQL took the workspace for a few rows
         # and looked up a part's 5,000 addresses by filtering every lead: 138 ms at 350,000 leads and
@@ -131,6 +134,23 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     )
     await close_if_merged(ctx, imp.id)
     return len(rows)
+
+
+def part_slice(ctx: WorkspaceContext, imp: Any, merged: int, size: int) -> tuple[int, int]:
+    """Which rows of a part (of `size` rows, `merged` of them merged already) this transaction merges.
+
+    SQLite has one writer at a time, so a chunk request waits for the merge transaction in progress: with a
+    whole 5,000-row part per transaction (half a second) chunks were accepted at the merge's pace. While
+    the import still receives chunks (its final one has not come), a transaction there merges
+    `import_slice_rows` rows and records how far it got (`import_queue.merged_rows`) in the same
+    transaction, so a kill loses or repeats nothing and a chunk waits for one slice at most. A slice costs
+    more per row than a part (each transaction's own statements, and the page cache the other process's
+    writes empty), so once the final chunk is in, the rest is merged in whole parts. PostgreSQL's requests
+    do not wait for the merge: it always takes whole parts (one statement per part)."""
+    slice_rows = ctx.settings.import_slice_rows
+    if ctx.conn.dialect.name == "postgresql" or slice_rows == 0 or imp.final_at is not None:
+        return merged, size
+    return merged, min(size, merged + slice_rows)
 
 
 async def _claim(ctx: WorkspaceContext) -> str | None:

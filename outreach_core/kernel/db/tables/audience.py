@@ -267,6 +267,8 @@ import_queue = Table(
     Column("seq", Integer, primary_key=True, autoincrement=False),  # merge order within the import
     ws_fk(),
     Column("rows", JsonType, nullable=False),
+    # how many of `rows` are merged: SQLite merges a part a slice per transaction (migration 0036)
+    Column("merged_rows", Integer, nullable=False, server_default=text("0")),
     Column("created_at", UtcDateTime, nullable=False),
     Index("ix_import_queue_created", "created_at"),
 )
