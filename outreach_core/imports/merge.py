@@ -269,7 +269,7 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         r.email: r
         for r in (
             await ctx.conn.execute(
-                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id)
+                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id, leads.c.created_at)
                 .where(one_of(ctx, leads.c.email, list(unique)))
                 # PostgreSQL: a lead met here cannot be deleted before this merge commits (it is counted,
                 # updated and put on the list below); SQLite runs one writer at a time anyway
@@ -314,7 +314,7 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
             counts["updated"] = await _update_existing(ctx, existing, unique)
         else:
             counts["skipped"] = len(existing)
-    ids: list[str] = []
+    created: list[dict[str, Any]] = []
     if new:
         ids = new_ids("lead", len(new))
         created = [
@@ -327,8 +327,10 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
             await insert_rows(ctx, lead_search_pending, [{"lead_id": lead_id} for lead_id in ids])
         counts["created"] = len(new)
     if imp.list_id is not None:
-        await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
-        await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
+        await add_known_leads_to_list(
+            ctx, imp.list_id, {r["id"]: r["created_at"] for r in created}, created_now=True
+        )
+        await add_known_leads_to_list(ctx, imp.list_id, {known[e].id: known[e].created_at for e in existing})
     return counts
 
 
