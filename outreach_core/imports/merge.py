@@ -269,7 +269,7 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         r.email: r
         for r in (
             await ctx.conn.execute(
-                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id, leads.c.created_at)
+                lead_table.select(leads.c.id, leads.c.email, leads.c.import_id)
                 .where(one_of(ctx, leads.c.email, list(unique)))
                 # PostgreSQL: a lead met here cannot be deleted before this merge commits (it is counted,
                 # updated and put on the list below); SQLite runs one writer at a time anyway
@@ -328,9 +328,10 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         counts["created"] = len(new)
     if imp.list_id is not None:
         await add_known_leads_to_list(
-            ctx, imp.list_id, {r["id"]: r["created_at"] for r in created}, created_now=True
+            ctx, imp.list_id, [r["id"] for r in created], [r["created_at"] for r in created], created_now=True
         )
-        await add_known_leads_to_list(ctx, imp.list_id, {known[e].id: known[e].created_at for e in existing})
+        # known leads: their creation times are read by the statement (see `add_known_leads_to_list`)
+        await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
     return counts
 
 

@@ -149,7 +149,10 @@ async def merge_staged(
         else:
             counts["skipped"] = len(existing)
         if list_id is not None:
-            await add_known_leads_to_list(ctx, list_id, {r.id: r.created_at for r in existing.values()})
+            known_leads = list(existing.values())
+            await add_known_leads_to_list(
+                ctx, list_id, [r.id for r in known_leads], [r.created_at for r in known_leads]
+            )
 
 
 async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -> dict[str, Any]:
