@@ -2,7 +2,7 @@
 lead_created_at, lead_id, workspace_id) in place of `ix_list_leads_members` (list_id, lead_id, workspace_id)
 
 Revision ID: 0033
-Revises: 0032
+Revises: 0036
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from alembic import op
 import outreach_core.kernel.db.types
 
 revision = "0033"
-down_revision = "0032"
+down_revision = "0036"
 branch_labels = None
 depends_on = None
 
