@@ -184,3 +184,59 @@ async def test_upgrading_takes_texts_too_long_for_the_sort_indexes_out_of_the_se
         assert await state() == (["ann@a.io", "bob@b.io"], 1)
     finally:
         await rt.dispose()
+
+
+async def test_upgrading_gives_existing_memberships_their_leads_creation_order(tmp_path: Path) -> None:
+    """Migration 0033 copies each lead's `created_at` onto its memberships: a list made before it pages in
+    its leads' creation order at once, newest or oldest first (created here in neither the order of their
+    ids nor of their addresses), and going back to 0032 keeps every membership."""
+    from datetime import UTC, datetime, timedelta
+
+    from outreach_core.auth.authenticate import authenticate_api_key
+    from outreach_core.kernel.ports import FixedClock, Ports
+    from outreach_core.leads.operations import create_lead, list_leads
+    from outreach_core.leads.schemas import CreateLeadIn, ListLeadsQuery
+    from outreach_core.lists.operations import create_list
+    from outreach_core.lists.schemas import CreateListIn
+    from outreach_core.workspace.setup import init_workspace
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    clock = FixedClock(start)
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'old.db'}", secret_key="s" * 32)
+    rt = Runtime(settings, ports=Ports(clock=clock))
+    await migrate(rt.engine, "0032")
+    made = await rt.system(init_workspace, email="o@example.com", name="O", workspace="W", plan="growth")
+    principal = await rt.system_read(authenticate_api_key, made.apiKey)
+    for email, seconds in (("bob@b.io", 20), ("ann@a.io", 10), ("dee@d.io", 30), ("cid@c.io", 5)):
+        clock.set(start + timedelta(seconds=seconds))
+        await rt.execute(principal, create_lead, CreateLeadIn(email=email))
+    listed = await rt.execute(principal, create_list, CreateListIn(name="Before"))
+    async with rt.engine.begin() as conn:  # as the code of revision 0032 wrote memberships
+        await conn.execute(
+            text(
+                "INSERT INTO list_leads (list_id, lead_id, workspace_id, added_at) "
+                "SELECT :list_id, id, workspace_id, '2026-02-01 00:00:00.000000' FROM leads "
+                "WHERE email <> 'cid@c.io'"
+            ),
+            {"list_id": listed.id},
+        )
+
+    async def page(direction: str) -> tuple[list[str], int]:
+        query = ListLeadsQuery(list_id=listed.id, dir=direction, page_size=10)
+        got = await rt.read(principal, list_leads, query)
+        return [lead.email for lead in got.leads], got.total
+
+    try:
+        await migrate(rt.engine)
+        assert await page("desc") == (["dee@d.io", "bob@b.io", "ann@a.io"], 3)
+        assert await page("asc") == (["ann@a.io", "bob@b.io", "dee@d.io"], 3)
+
+        def downgrade(sync_conn: Any) -> None:
+            command.downgrade(alembic_config(sync_conn), "0032")
+
+        async with rt.engine.begin() as conn:
+            await conn.run_sync(downgrade)
+            members = (await conn.execute(text("SELECT count(*) FROM list_leads"))).scalar_one()
+        assert members == 3
+    finally:
+        await rt.dispose()

@@ -338,7 +338,7 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
             counts["updated"] = await _update_existing(ctx, existing, unique)
         else:
             counts["skipped"] = len(existing)
-    ids: list[str] = []
+    created: list[dict[str, Any]] = []
     if new:
         ids = new_ids("lead", len(new))
         created = [
@@ -349,7 +349,10 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         await insert_rows(ctx, leads, created)
         counts["created"] = len(new)
     if imp.list_id is not None:
-        await add_known_leads_to_list(ctx, imp.list_id, ids, created_now=True)
+        await add_known_leads_to_list(
+            ctx, imp.list_id, [r["id"] for r in created], [r["created_at"] for r in created], created_now=True
+        )
+        # known leads: their creation times are read by the statement (see `add_known_leads_to_list`)
         await add_known_leads_to_list(ctx, imp.list_id, list(existing.values()))
     return counts
 

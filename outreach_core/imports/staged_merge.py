@@ -149,7 +149,10 @@ async def merge_staged(
         else:
             counts["skipped"] = len(existing)
         if list_id is not None:
-            await add_known_leads_to_list(ctx, list_id, [r.id for r in existing.values()])
+            known_leads = list(existing.values())
+            await add_known_leads_to_list(
+                ctx, list_id, [r.id for r in known_leads], [r.created_at for r in known_leads]
+            )
 
 
 async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -> dict[str, Any]:
@@ -158,7 +161,7 @@ async def _known_leads(ctx: WorkspaceContext, emails: list[str], update: bool) -
     commits (it is counted, updated and put on the list)."""
     if not emails:
         return {}
-    columns: list[Any] = [leads.c.id, leads.c.email, leads.c.import_id]
+    columns: list[Any] = [leads.c.id, leads.c.email, leads.c.import_id, leads.c.created_at]
     if update:
         columns += compared_columns()
     rows = await ctx.conn.execute(
@@ -200,7 +203,7 @@ async def _store_staged(
         pg_insert(leads)
         .from_select(columns, source)
         .on_conflict_do_nothing(index_elements=["workspace_id", "email"])
-        .returning(leads.c.id, leads.c.email)
+        .returning(leads.c.id, leads.c.email, leads.c.created_at)
         .cte("stored")
     )
     owner = literal(ctx.workspace_id, leads.c.workspace_id.type)
@@ -210,11 +213,12 @@ async def _store_staged(
     statement = select(stored.c.id, stored.c.email).add_cte(searched.cte("searched"))
     if list_id is not None:
         listed = insert(list_leads).from_select(
-            ["list_id", "lead_id", "added_at", "workspace_id"],
+            ["list_id", "lead_id", "added_at", "lead_created_at", "workspace_id"],
             select(
                 literal(list_id, list_leads.c.list_id.type),
                 stored.c.id,
                 literal(ctx.now, list_leads.c.added_at.type),
+                stored.c.created_at,
                 owner,
             ),
         )

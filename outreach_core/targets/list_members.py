@@ -4,11 +4,12 @@ The lists domain owns lists and uses these too."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ARRAY, Select, bindparam, func, literal
 
-from outreach_core.kernel.bulk import insert_from_select, insert_rows, insert_skipping_duplicates
+from outreach_core.kernel.bulk import insert_from_select, insert_rows, insert_skipping_duplicates, one_of
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import leads, list_leads, lists
 from outreach_core.kernel.db.types import UtcDateTime
@@ -54,41 +55,77 @@ async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]
         raise NotFound("list", list_id)
     ld = scoped(ctx, leads)
     source = ld.select(
-        literal(list_id, list_leads.c.list_id.type), leads.c.id, literal(ctx.now, UtcDateTime)
+        literal(list_id, list_leads.c.list_id.type),
+        leads.c.id,
+        literal(ctx.now, UtcDateTime),
+        leads.c.created_at,
     ).where(leads.c.id.in_(lead_ids))
     result = await ctx.conn.execute(
-        insert_from_select(ctx, list_leads, ["list_id", "lead_id", "added_at"], source, skip_duplicates=True)
+        insert_from_select(ctx, list_leads, _COLUMNS, source, skip_duplicates=True)
     )
     return int(result.rowcount)
 
 
+_COLUMNS = ["list_id", "lead_id", "added_at", "lead_created_at"]
+
+
 async def add_known_leads_to_list(
-    ctx: WorkspaceContext, list_id: str, lead_ids: Sequence[str], *, created_now: bool = False
+    ctx: WorkspaceContext,
+    list_id: str,
+    lead_ids: Sequence[str],
+    created_at: Sequence[datetime] | None = None,
+    *,
+    created_now: bool = False,
 ) -> None:
     """Put leads the caller has just read or created in this workspace (their ids) on the list `list_id`
-    (which the caller has checked), reading no other table, so no plan depends on statistics.
+    (which the caller has checked). Each membership keeps its lead's `created_at` (a list's order):
+    `created_at` gives them, in the order of `lead_ids`, and the statement reads no other table, so no plan
+    depends on statistics (PostgreSQL). Without it (SQLite's merge) one `INSERT ... SELECT` reads them from
+    `leads`, a primary-key probe per lead in the database, instead of parsing and formatting a timestamp
+    per lead in Python (about 9 µs a row of an `existing: update` import, measured).
 
-    `created_now`: the leads were created in this same transaction and cannot be on a list yet; the rows
-    are written as they are (`insert_rows`: a COPY on PostgreSQL). Otherwise a lead already on the list is
-    skipped by `ON CONFLICT DO NOTHING` against the primary key: one index probe per lead. A list deleted
-    since the caller's check gets no members (an import's list can be deleted while it runs)."""
-    rows = [{"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now} for lead_id in lead_ids]
-    if not rows or not await lock_list(ctx, list_id):
+    `created_now`: the leads were created in this same transaction and cannot be on a list yet; with
+    `created_at` the rows are written as they are (`insert_rows`: a COPY on PostgreSQL). Otherwise a lead
+    already on the list is skipped by `ON CONFLICT DO NOTHING` against the primary key: one index probe per
+    lead. A list deleted since the caller's check gets no members (an import's list can be deleted while it
+    runs)."""
+    if not lead_ids or not await lock_list(ctx, list_id):
         return
+    if created_at is None:
+        source = (
+            scoped(ctx, leads)
+            .select(
+                literal(list_id, list_leads.c.list_id.type),
+                leads.c.id,
+                literal(ctx.now, UtcDateTime),
+                leads.c.created_at,
+            )
+            .where(one_of(ctx, leads.c.id, list(lead_ids)))
+        )
+        await ctx.conn.execute(
+            insert_from_select(ctx, list_leads, _COLUMNS, source, skip_duplicates=not created_now)
+        )
+        return
+    rows = [
+        {"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now, "lead_created_at": at}
+        for lead_id, at in zip(lead_ids, created_at, strict=True)
+    ]
     if created_now:
         await insert_rows(ctx, list_leads, rows)
         return
     if ctx.conn.dialect.name == "postgresql":
-        ids = func.unnest(bindparam("ids", list(lead_ids), type_=ARRAY(list_leads.c.lead_id.type)))
-        given = ids.table_valued("id").render_derived(name="given")
+        ids = func.unnest(
+            bindparam("ids", list(lead_ids), type_=ARRAY(list_leads.c.lead_id.type)),
+            bindparam("created", list(created_at), type_=ARRAY(UtcDateTime)),
+        )
+        given = ids.table_valued("id", "created_at").render_derived(name="given")
         source = given.select().with_only_columns(
-            literal(list_id, list_leads.c.list_id.type), given.c.id, literal(ctx.now, UtcDateTime)
+            literal(list_id, list_leads.c.list_id.type),
+            given.c.id,
+            literal(ctx.now, UtcDateTime),
+            given.c.created_at,
         )
-        await ctx.conn.execute(
-            insert_from_select(
-                ctx, list_leads, ["list_id", "lead_id", "added_at"], source, skip_duplicates=True
-            )
-        )
+        await ctx.conn.execute(insert_from_select(ctx, list_leads, _COLUMNS, source, skip_duplicates=True))
         return
     await ctx.conn.execute(
         insert_skipping_duplicates(ctx, list_leads),

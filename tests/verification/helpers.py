@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from outreach_core.kernel.context import WorkspaceContext, scoped
-from outreach_core.kernel.db.tables import lead_imports, leads, list_leads, lists
+from outreach_core.kernel.db.tables import lead_imports, leads, lists
 from outreach_core.kernel.ids import new_id
 from outreach_core.kernel.runtime import Runtime
+from outreach_core.targets.list_members import add_to_list
 from tests.conftest import WorkspaceHandle
 from workers import verify
 
@@ -75,11 +76,7 @@ async def add_list(ws: WorkspaceHandle, lead_ids: list[str]) -> str:
         await ctx.conn.execute(
             scoped(ctx, lists).insert({"id": list_id, "name": f"l-{list_id}", "created_at": ctx.now})
         )
-        await ctx.conn.execute(
-            *scoped(ctx, list_leads).insert_many(
-                [{"list_id": list_id, "lead_id": i, "added_at": ctx.now} for i in lead_ids]
-            )
-        )
+        await add_to_list(ctx, list_id, scoped(ctx, leads).select(leads.c.id).where(leads.c.id.in_(lead_ids)))
         return list_id
 
     return await ws.runtime.execute(await ws.principal(), insert)

@@ -155,9 +155,13 @@ list_leads = Table(
     Column("lead_id", ID, primary_key=True),
     Column("workspace_id", ID, nullable=False),
     Column("added_at", UtcDateTime, nullable=False),
+    # the lead's `created_at` (which never changes), copied by every writer of memberships: a list's page
+    # sorted by createdAt reads its keys from `ix_list_leads_order` alone (migration 0033)
+    Column("lead_created_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
-    # covering for a list's workspace-scoped count and membership probe (`leads.operations`, migration 0016)
-    Index("ix_list_leads_members", "list_id", "lead_id", "workspace_id"),
+    # a list's members in the default sort order, and covering for its workspace-scoped count
+    # (`leads.operations`); in place of `ix_list_leads_members` (list_id, lead_id, workspace_id)
+    Index("ix_list_leads_order", "list_id", "lead_created_at", "lead_id", "workspace_id"),
 )
 
 labels = Table(
