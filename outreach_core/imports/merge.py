@@ -45,6 +45,7 @@ from outreach_core.kernel.db.tables import (
 )
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
+from outreach_core.targets.lead_counts import count_imported_leads
 from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
     normalize_email,
@@ -323,6 +324,8 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
+        # SQLite: counted here, one upsert per counter key (the insert trigger skips an import's leads)
+        await count_imported_leads(ctx, created)
         if ctx.conn.dialect.name == "postgresql":  # searchable at once by their text, indexed later
             await insert_rows(ctx, lead_search_pending, [{"lead_id": lead_id} for lead_id in ids])
         counts["created"] = len(new)

@@ -109,7 +109,8 @@ lead_counters = Table(
     "lead_counters",
     metadata,
     # Leads per (workspace, status, verify_status, esp), kept exact by database triggers on `leads`
-    # (migration 0003), so stats and unfiltered totals never scan a million rows.
+    # (migration 0003; on SQLite the leads an import stores are counted by its merge, migration 0034), so
+    # stats and unfiltered totals never scan a million rows.
     Column("workspace_id", ID, ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True),
     Column("status", String(16), primary_key=True),
     Column("verify_status", String(12), primary_key=True),

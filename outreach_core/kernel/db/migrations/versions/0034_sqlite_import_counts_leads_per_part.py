@@ -1,0 +1,44 @@
+"""SQLite: an import's new leads are counted by the merge, one grouped upsert per part, not a row trigger
+
+Revision ID: 0034
+Revises: 0032
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0034"
+down_revision = "0032"
+branch_labels = None
+depends_on = None
+
+KEY = "workspace_id, status, verify_status, esp"
+
+# SQLite has no statement triggers: migration 0003's insert trigger upserted `lead_counters` once per
+# inserted lead, 12 µs a row of an import's merge (`bench/import_merge_pieces.py`). Leads stored by an
+# import's merge (the only rows with an `import_id`) are now counted by the merge itself, one grouped
+# upsert per part in the same transaction (`imports.merge.count_created_leads`); every other insert
+# (`create_lead`, ...) is still counted by the trigger. PostgreSQL's statement triggers are unchanged.
+SQLITE_UP = f"""CREATE TRIGGER lead_counters_insert AFTER INSERT ON leads WHEN new.import_id IS NULL BEGIN
+    INSERT INTO lead_counters ({KEY}, n)
+    VALUES (new.workspace_id, new.status, new.verify_status, new.esp, 1)
+    ON CONFLICT ({KEY}) DO UPDATE SET n = n + 1; END"""
+SQLITE_DOWN = f"""CREATE TRIGGER lead_counters_insert AFTER INSERT ON leads BEGIN
+    INSERT INTO lead_counters ({KEY}, n)
+    VALUES (new.workspace_id, new.status, new.verify_status, new.esp, 1)
+    ON CONFLICT ({KEY}) DO UPDATE SET n = n + 1; END"""
+
+
+def upgrade() -> None:
+    if op.get_bind().dialect.name != "sqlite":
+        return
+    op.execute("DROP TRIGGER lead_counters_insert")
+    op.execute(SQLITE_UP)
+
+
+def downgrade() -> None:
+    if op.get_bind().dialect.name != "sqlite":
+        return
+    op.execute("DROP TRIGGER lead_counters_insert")
+    op.execute(SQLITE_DOWN)
