@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import func
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_row
+from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_rows
 from outreach_core.imports.schemas import stored_row
 from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import insert_rows, one_of, try_lock, update_each
@@ -318,9 +318,7 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
     ids: list[str] = []
     if new:
         ids = new_ids("lead", len(new))
-        created = [
-            new_lead_row(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)
-        ]
+        created = new_lead_rows(ctx, imp, ((i, e, *unique[e]) for i, e in zip(ids, new, strict=True)))
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
