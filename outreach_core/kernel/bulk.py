@@ -11,8 +11,8 @@ inserting a row per lead never needs the lead ids in Python.
 from __future__ import annotations
 
 import json
-from operator import itemgetter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import (

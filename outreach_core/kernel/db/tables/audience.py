@@ -267,6 +267,8 @@ import_queue = Table(
     Column("rows", JsonType, nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Index("ix_import_queue_created", "created_at"),
+    # the merge's claim without reading the parts (on SQLite `created_at` lies after `rows`, migration 0034)
+    Index("ix_import_queue_waiting", "workspace_id", "import_id", "created_at"),
 )
 
 import_seen = Table(
