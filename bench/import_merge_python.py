@@ -82,15 +82,16 @@ def main() -> None:
     unique = normalise()
 
     def build() -> list[dict[str, Any]]:
-        ids = new_ids("lead", len(unique))
+        pairs = list(zip(new_ids("lead", len(unique)), unique, strict=True))
         if hasattr(lead_rows, "new_lead_rows"):
-            return lead_rows.new_lead_rows(ctx, imp, ((i, e, *unique[e]) for i, e in zip(ids, unique)))
-        return [lead_rows.new_lead_row(ctx, imp, i, e, *unique[e]) for i, e in zip(ids, unique)]  # before
+            return lead_rows.new_lead_rows(ctx, imp, ((i, e, *unique[e]) for i, e in pairs))
+        return [lead_rows.new_lead_row(ctx, imp, i, e, *unique[e]) for i, e in pairs]  # before this branch
 
     created = build()
 
     async def consumer_domains(_ctx: Any, domains: list[str]) -> dict[str, DomainInfo]:
-        return {d: DomainInfo("google", "mx.bench", True, False) for d in domains if not d.endswith(".example")}
+        known = DomainInfo("google", "mx.bench", True, False)
+        return {d: known for d in domains if not d.endswith(".example")}
 
     pipeline.known_domains = consumer_domains  # type: ignore[assignment]
     loop = asyncio.new_event_loop()
@@ -113,7 +114,8 @@ def main() -> None:
         loop.run_until_complete(bulk.insert_rows(ctx, leads, enriched))
 
     print(
-        f"{root}: CPU µs a row, stored_row {best(parse):.2f}, normalise and deduplicate {best(normalise):.2f}, "
+        f"{root}: CPU µs a row, stored_row {best(parse):.2f}, "
+        f"normalise and deduplicate {best(normalise):.2f}, "
         f"ids and new lead rows {best(build):.2f}, enrich_new_leads {enriching:.2f}, "
         f"insert_rows' records {best(records):.2f}"
     )
