@@ -17,7 +17,7 @@ costs. With `--explain`, the merge's statements once more with `auto_explain` (A
 statements, sent to this client as LOG messages), printed for the statements over 5 ms.
 
     OUTREACH_DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1:5432/scratch_x \
-        .venv/bin/python bench/import_merge_pieces.py [--prefill 100000] [--repeat 3] [--explain]
+        .venv/bin/python bench/import_merge_pieces.py [--prefill 100000] [--repeat 3] [--explain] [--statements]
 """
 
 from __future__ import annotations
