@@ -1,7 +1,7 @@
 """import merge: SQLite counts an import's new leads once per part; the queue's claim reads an index only
 
 Revision ID: 0034
-Revises: 0032
+Revises: 0033
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0034"
-down_revision = "0032"
+down_revision = "0033"
 branch_labels = None
 depends_on = None
 
