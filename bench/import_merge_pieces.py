@@ -17,7 +17,7 @@ costs. With `--explain`, the merge's statements once more with `auto_explain` (A
 statements, sent to this client as LOG messages), printed for the statements over 5 ms.
 
     OUTREACH_DATABASE_URL=postgresql+asyncpg://postgres@127.0.0.1:5432/scratch_x \
-        .venv/bin/python bench/import_merge_pieces.py [--prefill 100000] [--repeat 3] [--explain]
+        .venv/bin/python bench/import_merge_pieces.py [--prefill 100000] [--repeat 3] [--explain] [--statements]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _seed import bench_workspace
 from import_e2e import row
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from outreach_core.imports.merge import import_principal, merge_queued_rows
@@ -157,6 +158,9 @@ async def main() -> None:
     parser.add_argument("--prefill", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--explain", action="store_true")
+    parser.add_argument(
+        "--statements", action="store_true", help="the baseline's statements timed one by one (wall ms)"
+    )
     parser.add_argument("--only", default="", help="run only variants whose name contains this")
     args = parser.parse_args()
     url = os.environ.get("OUTREACH_DATABASE_URL") or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/pieces.db"
@@ -218,6 +222,8 @@ async def main() -> None:
         )
     if args.explain:
         await explain(rt, principal)
+    if args.statements:
+        await time_statements(rt, principal, args.repeat)
     print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)
     await rt.dispose()
 
@@ -278,6 +284,41 @@ async def _sqlite_pragma(conn: AsyncConnection, pragma: str) -> None:
 
 async def one_merge(rt: Runtime, principal: Any, ddl: list[str]) -> tuple[float, float, float]:
     return await in_rolled_back(rt, principal, ddl, merge_queued_rows)
+
+
+async def time_statements(rt: Runtime, principal: Any, repeat: int) -> None:
+    """The baseline merge `repeat` times more, each statement's wall time from the driver's cursor events
+    (median per statement; on SQLite the database's work is in this process, so at a low load it is
+    CPU), and what is left: the merge's Python."""
+    times: dict[str, list[float]] = {}
+    started: list[float] = []
+
+    def before(*_: Any) -> None:
+        started.append(time.perf_counter())
+
+    def after(_c: Any, _cur: Any, statement: str, *_: Any) -> None:
+        key = " ".join(statement.split())[:90]
+        times.setdefault(key, []).append(time.perf_counter() - started.pop())
+
+    engine = rt.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", before)
+    event.listen(engine, "after_cursor_execute", after)
+    walls = []
+    try:
+        for _ in range(repeat):
+            walls.append((await one_merge(rt, principal, []))[0])
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+        event.remove(engine, "after_cursor_execute", after)
+    print(f"{'statement (median over the runs, ms and µs a row)':<92} {'ms':>7} {'µs/row':>7}")
+    total = 0.0
+    for key, spent in sorted(times.items(), key=lambda kv: -sum(kv[1])):
+        per_run = sum(spent) / repeat
+        total += per_run
+        if per_run >= 0.5e-3:
+            print(f"{key:<92} {per_run * 1e3:7.1f} {per_run / PART * 1e6:7.1f}")
+    rest = statistics.median(walls) - total
+    print(f"{'the rest (Python, driver round trips)':<92} {rest * 1e3:7.1f} {rest / PART * 1e6:7.1f}")
 
 
 async def explain(rt: Runtime, principal: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import func
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_row
+from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_rows
 from outreach_core.imports.schemas import stored_row
 from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import insert_rows, one_of, try_lock, update_each
@@ -44,6 +44,7 @@ from outreach_core.kernel.db.tables import (
 )
 from outreach_core.kernel.ids import new_ids
 from outreach_core.leads.contacts import contacts_room
+from outreach_core.targets.lead_counts import count_imported_leads
 from outreach_core.targets.lead_owner import hold_workspace
 from outreach_core.targets.list_members import add_known_leads_to_list
 from outreach_core.targets.rules import (
@@ -341,12 +342,12 @@ async def _merge(ctx: WorkspaceContext, imp: Any, rows: list[Row]) -> dict[str, 
     created: list[dict[str, Any]] = []
     if new:
         ids = new_ids("lead", len(new))
-        created = [
-            new_lead_row(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, new, strict=True)
-        ]
+        created = new_lead_rows(ctx, imp, ((i, e, *unique[e]) for i, e in zip(ids, new, strict=True)))
         # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
         await enrich_new_leads(ctx, created)
         await insert_rows(ctx, leads, created)
+        # SQLite: counted here, one upsert per counter key (the insert trigger skips an import's leads)
+        await count_imported_leads(ctx, created)
         counts["created"] = len(new)
     if imp.list_id is not None:
         await add_known_leads_to_list(

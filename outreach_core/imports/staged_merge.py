@@ -26,7 +26,7 @@ from outreach_core.imports.lead_rows import (
     Row,
     compared_columns,
     lead_changes,
-    new_lead_row,
+    new_lead_rows,
     update_lead_values,
 )
 from outreach_core.kernel.bulk import insert_rows, one_of
@@ -181,7 +181,7 @@ async def _stage_new_leads(
     if not emails:
         return []
     ids = new_ids("lead", len(emails))
-    rows = [new_lead_row(ctx, imp, lead_id, e, *unique[e]) for lead_id, e in zip(ids, emails, strict=True)]
+    rows = new_lead_rows(ctx, imp, ((i, e, *unique[e]) for i, e in zip(ids, emails, strict=True)))
     # leads at a provider known without DNS are stored enriched: written once, not inserted then updated
     await enrich_new_leads(ctx, rows)
     await _stage(ctx, _lead_stage, rows)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -49,9 +50,6 @@ _TIME_CHARS = 10  # a ULID's first 10 characters are its millisecond timestamp, 
 _RANDOM_CHARS = _ULID - _TIME_CHARS
 
 
-_UNSEEN = object()
-
-
 async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert many rows of a workspace-owned table (`workspace_id` set on each), the fastest way per engine.
 
@@ -69,23 +67,14 @@ async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, 
         for i, name in enumerate(keys)
         if (proc := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
     ]
-    owner = ctx.workspace_id
-    records: list[tuple[Any, ...]] = []
-    # A value the previous row had too (the same object: an import's `created_at`, its `import_id`) is
-    # processed once: formatting a timestamp for SQLite took a tenth of a merge's Python time.
-    seen: list[Any] = [_UNSEEN] * len(keys)
-    done: list[Any] = [None] * len(keys)
-    for row in rows:
-        values = [row[k] for k in keys]
-        for i, proc in processors:
-            value = values[i]
-            if value is seen[i]:
-                values[i] = done[i]
-            else:
-                seen[i] = value
-                values[i] = done[i] = proc(value)
-        values.append(owner)
-        records.append(tuple(values))
+    # Built column by column, in C where it can be (itemgetter, zip): per row and column in Python, this
+    # was a third of a 5,000-row merge part's Python time.
+    by_row = [*map(itemgetter(*keys), rows)] if len(keys) > 1 else [(row[keys[0]],) for row in rows]
+    by_column: list[Sequence[Any]] = [*zip(*by_row, strict=True)]
+    for i, proc in processors:
+        by_column[i] = _processed(by_column[i], proc)
+    by_column.append([ctx.workspace_id] * len(rows))
+    records: list[tuple[Any, ...]] = [*zip(*by_column, strict=True)]
     if dialect.name == "postgresql":
         await ctx.conn.exec_driver_sql("SELECT 1")  # the driver's transaction begins on first use
         raw = await ctx.conn.get_raw_connection()
@@ -96,6 +85,26 @@ async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, 
     placeholders = ", ".join("?" * len(columns))
     quoted = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
     await ctx.conn.exec_driver_sql(f"INSERT INTO {table.name} ({quoted}) VALUES ({placeholders})", records)
+
+
+def _processed(values: Sequence[Any], proc: Callable[[Any], Any]) -> list[Any]:
+    """A column's values through its type's bind processor, each distinct object once (an import's
+    `created_at` and `enriched_at` are one object each, a datetime costs 3 µs), and every empty dict or
+    list once (`custom`, whose JSON text cost 2.6 µs a row)."""
+    distinct = dict(zip(map(id, values), values, strict=True))  # the objects stay alive: ids are stable
+    if len(distinct) == 1:
+        return [proc(values[0])] * len(values)
+    done: dict[int, Any] = {}
+    empty: dict[type, Any] = {}
+    for key, value in distinct.items():
+        kind = type(value)
+        if kind in (dict, list) and not value:
+            if kind not in empty:
+                empty[kind] = proc(value)
+            done[key] = empty[kind]
+        else:
+            done[key] = proc(value)
+    return [*map(done.__getitem__, map(id, values))]
 
 
 def insert_from_select(

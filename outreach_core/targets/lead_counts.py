@@ -1,28 +1,50 @@
 """The workspace's lead counts by (status, verify_status, esp), kept exact by database triggers on `leads`
 (migrations 0003 and 0013), read without scanning leads.
 
-SQLite (one writer at a time) updates `lead_counters` in the triggers. PostgreSQL's statement triggers append
-each statement's net change to `lead_counter_deltas` instead: every writer used to update the same counter
-row (all of an import's new leads share one key), so an enrichment batch waited for a whole merge to commit,
-and the row left a dead version per statement (11,809 for one import). Readers add the pending deltas to the
-counters in the same statement (one snapshot: exact at every moment), and the import and enrich workers fold
-the deltas into `lead_counters` after their batches (`fold_lead_counters`), which keeps the delta table a few
-rows long.
+SQLite (one writer at a time) updates `lead_counters` in the triggers, except for the leads an import's merge
+inserts (those with an `import_id`, migration 0034): the merge counts them itself, one grouped upsert per part
+in the same transaction (`count_imported_leads`), where the row trigger cost an upsert per lead.
+
+PostgreSQL's statement triggers append each statement's net change to `lead_counter_deltas` instead: every
+writer used to update the same counter row (all of an import's new leads share one key), so an enrichment
+batch waited for a whole merge to commit, and the row left a dead version per statement (11,809 for one
+import). Readers add the pending deltas to the counters in the same statement (one snapshot: exact at every
+moment), and the import and enrich workers fold the deltas into `lead_counters` after their batches
+(`fold_lead_counters`), which keeps the delta table a few rows long.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, union_all
 
 from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped
-from outreach_core.kernel.db.tables import lead_counter_deltas, lead_counters
+from outreach_core.kernel.db.tables import lead_counter_deltas, lead_counters, leads
 
 KEY = "workspace_id, status, verify_status, esp"
 _FOLD = f"""WITH moved AS (DELETE FROM lead_counter_deltas RETURNING {KEY}, n)
     INSERT INTO lead_counters ({KEY}, n) SELECT {KEY}, sum(n) FROM moved GROUP BY {KEY}
     ON CONFLICT ({KEY}) DO UPDATE SET n = lead_counters.n + EXCLUDED.n"""
+
+
+_SQLITE_ADD = f"""INSERT INTO lead_counters ({KEY}, n) VALUES (?, ?, ?, ?, ?)
+    ON CONFLICT ({KEY}) DO UPDATE SET n = n + excluded.n"""
+_STATUS = str(leads.c.status.server_default.arg)  # type: ignore[union-attr]
+"""The status a lead is stored with when its row leaves it out (the column's default)."""
+
+
+async def count_imported_leads(ctx: WorkspaceContext, rows: Sequence[Mapping[str, Any]]) -> None:
+    """SQLite: add the leads an import's merge has just inserted in this transaction (`leads` rows as
+    inserted, each with its `import_id`, `verify_status` and `esp`) to the counters, one upsert per counter
+    key. The insert trigger leaves such rows to this (migration 0034). PostgreSQL: nothing, its statement
+    triggers have counted them."""
+    if ctx.conn.dialect.name == "postgresql" or not rows:
+        return
+    keys = Counter((row.get("status", _STATUS), row["verify_status"], row["esp"]) for row in rows)
+    await ctx.conn.exec_driver_sql(_SQLITE_ADD, [(ctx.workspace_id, *key, n) for key, n in keys.items()])
 
 
 def lead_counts(ctx: WorkspaceContext) -> Any:

@@ -112,7 +112,8 @@ lead_counters = Table(
     "lead_counters",
     metadata,
     # Leads per (workspace, status, verify_status, esp), kept exact by database triggers on `leads`
-    # (migration 0003), so stats and unfiltered totals never scan a million rows.
+    # (migration 0003; on SQLite the leads an import stores are counted by its merge, migration 0034), so
+    # stats and unfiltered totals never scan a million rows.
     Column("workspace_id", ID, ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True),
     Column("status", String(16), primary_key=True),
     Column("verify_status", String(12), primary_key=True),
@@ -275,6 +276,8 @@ import_queue = Table(
     Column("merged_rows", Integer, nullable=False, server_default=text("0")),
     Column("created_at", UtcDateTime, nullable=False),
     Index("ix_import_queue_created", "created_at"),
+    # the merge's claim without reading the parts (on SQLite `created_at` lies after `rows`, migration 0034)
+    Index("ix_import_queue_waiting", "workspace_id", "import_id", "created_at"),
 )
 
 import_seen = Table(
