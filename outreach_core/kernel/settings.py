@@ -169,7 +169,7 @@ class Settings(BaseSettings):
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
     import_slice_rows: int = Field(
-        default=1000,
+        default=500,
         ge=0,
         le=100_000,
         description="SQLite: rows of a queued import part merged per transaction (a chunk request waits for "
