@@ -1,7 +1,8 @@
 """The import worker's half of a lead import: queued rows merged into the workspace's leads.
 
 `import_leads` only validates a chunk and queues its rows (`import_queue`, one part per chunk), so a chunk is
-accepted at the speed of one append. This module merges one part per transaction, in the order
+accepted at the speed of one append. This module merges one part per transaction (on SQLite, with
+`OUTREACH_IMPORT_SLICE_ROWS` set, a slice of a part while chunks still come: `part_slice`), in the order
 the parts arrived: addresses are normalised, deduplicated within the import and against the workspace,
 checked against the suppression list, then created, updated or skipped, and put on the import's list. Each
 merge adds its outcomes to the import's counters and takes its rows off `queued`, in the same transaction.

@@ -18,7 +18,7 @@ KEY = "workspace_id, status, verify_status, esp"
 # SQLite has no statement triggers: migration 0003's insert trigger upserted `lead_counters` once per
 # inserted lead, 12 µs a row of an import's merge (`bench/import_merge_pieces.py`). Leads stored by an
 # import's merge (the only rows with an `import_id`) are now counted by the merge itself, one grouped
-# upsert per part in the same transaction (`imports.merge.count_created_leads`); every other insert
+# upsert per part in the same transaction (`targets.lead_counts.count_imported_leads`); every other insert
 # (`create_lead`, ...) is still counted by the trigger. PostgreSQL's statement triggers are unchanged.
 SQLITE_UP = f"""CREATE TRIGGER lead_counters_insert AFTER INSERT ON leads WHEN new.import_id IS NULL BEGIN
     INSERT INTO lead_counters ({KEY}, n)
