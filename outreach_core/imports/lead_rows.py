@@ -12,13 +12,7 @@ from outreach_core.kernel.context import WorkspaceContext
 from outreach_core.kernel.db.tables import leads
 from outreach_core.kernel.geo import normalize_country
 from outreach_core.leads.schemas import LEAD_FIELDS
-from outreach_core.targets.rules import (
-    ENRICHMENT_INPUTS,
-    derived_columns,
-    search_index_value,
-    search_text,
-    sort_name,
-)
+from outreach_core.targets.rules import ENRICHMENT_INPUTS, derived_columns, search_index_value
 
 Row = dict[str, Any]
 """A queued import row in storage form (`stored_row`): snake_case keys, values as validated on arrival."""
@@ -42,14 +36,13 @@ def new_lead_rows(
     rows = []
     for lead_id, email, domain, row in new:
         fields = empty.copy()
-        for name, value in row.items():  # `clean_cell` of each field the file fills
+        for name, value in row.items():  # only the fields the file fills
             if value is not None and name in fields:
-                fields[name] = value.strip() or None
+                fields[name] = clean_cell(value)
         # unrecognised countries are dropped, not stored
         if fields["country"] is not None:
             fields["country"] = normalize_country(fields["country"])
-        first, last = fields["first_name"], fields["last_name"]
-        text = search_text(email, first, last, fields["company"])  # as `derived_columns`
+        derived = derived_columns(email, fields["first_name"], fields["last_name"], fields["company"])
         rows.append(
             {
                 "id": lead_id,
@@ -57,15 +50,14 @@ def new_lead_rows(
                 "domain": domain,
                 **fields,
                 "custom": row.get("custom") or {},
-                "sort_name": sort_name(first, last),
-                "search_text": text,
+                **derived,
                 # PostgreSQL: written at once (the sort indexes carry it, so search pages can walk them);
                 # its GIN indexes are on `lead_search`, filled by the search-index worker after storing
                 # (issue 31), while a later UPDATE of `leads` would write every row a second time and,
                 # MVCC, leave the table twice its size. SQLite: left to that worker, since the FTS5
                 # trigger (~10,000 rows/s) would hold the single write lock 0.5 s longer per 5,000 rows,
                 # and SQLite updates a row in place.
-                "search_index": search_index_value(text) if postgresql else None,
+                "search_index": search_index_value(derived["search_text"]) if postgresql else None,
                 **common,
             }
         )

@@ -53,13 +53,7 @@ async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]
     deleted since the caller's check: 404 `not_found`."""
     if not await lock_list(ctx, list_id):
         raise NotFound("list", list_id)
-    ld = scoped(ctx, leads)
-    source = ld.select(
-        literal(list_id, list_leads.c.list_id.type),
-        leads.c.id,
-        literal(ctx.now, UtcDateTime),
-        leads.c.created_at,
-    ).where(leads.c.id.in_(lead_ids))
+    source = _memberships_of(ctx, list_id, leads.c.id.in_(lead_ids))
     result = await ctx.conn.execute(
         insert_from_select(ctx, list_leads, _COLUMNS, source, skip_duplicates=True)
     )
@@ -67,6 +61,21 @@ async def add_to_list(ctx: WorkspaceContext, list_id: str, lead_ids: Select[Any]
 
 
 _COLUMNS = ["list_id", "lead_id", "added_at", "lead_created_at"]
+
+
+def _memberships_of(ctx: WorkspaceContext, list_id: str, which: Any) -> Select[Any]:
+    """The `_COLUMNS` of the memberships of the workspace's leads matching `which` on `list_id`, read from
+    `leads` (so each keeps its lead's `created_at`)."""
+    return (
+        scoped(ctx, leads)
+        .select(
+            literal(list_id, list_leads.c.list_id.type),
+            leads.c.id,
+            literal(ctx.now, UtcDateTime),
+            leads.c.created_at,
+        )
+        .where(which)
+    )
 
 
 async def add_known_leads_to_list(
@@ -92,16 +101,7 @@ async def add_known_leads_to_list(
     if not lead_ids or not await lock_list(ctx, list_id):
         return
     if created_at is None:
-        source = (
-            scoped(ctx, leads)
-            .select(
-                literal(list_id, list_leads.c.list_id.type),
-                leads.c.id,
-                literal(ctx.now, UtcDateTime),
-                leads.c.created_at,
-            )
-            .where(one_of(ctx, leads.c.id, list(lead_ids)))
-        )
+        source = _memberships_of(ctx, list_id, one_of(ctx, leads.c.id, list(lead_ids)))
         await ctx.conn.execute(
             insert_from_select(ctx, list_leads, _COLUMNS, source, skip_duplicates=not created_now)
         )
