@@ -143,7 +143,24 @@ lists = Table(
     ws_fk(),
     Column("name", String(120), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # how many leads are on the list, kept by triggers on `list_leads` (migration 0037); on PostgreSQL
+    # plus the list's pending `list_size_deltas` (`targets.list_sizes`)
+    Column("members", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("workspace_id", "name"),
+)
+
+list_size_deltas = Table(
+    "list_size_deltas",
+    metadata,
+    # PostgreSQL: what each statement on `list_leads` changed in its lists' `members`, appended by the
+    # statement triggers (migration 0037) instead of updating the list's row; folded into `lists.members`
+    # by the workers (`targets.list_sizes.fold_list_sizes`) and added to it wherever a list's size is read.
+    # No foreign keys: a deleted list's (or workspace's) deltas are dropped by the fold. SQLite (one writer
+    # at a time) updates `lists.members` directly and leaves this empty.
+    Column("list_id", ID, nullable=False),
+    Column("workspace_id", ID, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Index("ix_list_size_deltas_list", "list_id"),
 )
 
 list_leads = Table(
