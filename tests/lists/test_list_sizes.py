@@ -64,7 +64,9 @@ async def test_every_writer_of_memberships_keeps_the_lists_counts(
     rows = [{"email": f"p{i}@sizes.io"} for i in range(30)]
     known = await create(http, ws, "known@sizes.io")
     imp = await imported(
-        http, ws, rows=[*rows, {"email": "known@sizes.io"}, {"email": "first@sizes.io"}],
+        http,
+        ws,
+        rows=[*rows, {"email": "known@sizes.io"}, {"email": "first@sizes.io"}],
         list={"id": a},
         final=True,
     )
