@@ -1,4 +1,4 @@
-"""A big list's count: `GET /leads?listId=` page 1 and `GET /lists` at `--members` members, and the count alone.
+"""A big list's count: `GET /leads?listId=` page 1 and `GET /lists` at `--members` members; the count alone.
 
 Writes `--members` leads into a fresh workspace (`insert_rows`: COPY on PostgreSQL), puts every one of them on
 one list through the real operation (`add_leads_to_list`, target `all`: one `INSERT ... SELECT`, which fires
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import sys
@@ -118,6 +119,7 @@ async def main() -> None:
     from outreach_app.asgi import build_app
 
     app = build_app(rt, flush_usage=False)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # no log line per timed request
     headers = {"Authorization": f"Bearer {made.apiKey}"}
     transport = httpx.ASGITransport(app=app)
     results: dict[str, tuple[float, float]] = {}
