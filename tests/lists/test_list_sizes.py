@@ -8,7 +8,7 @@ import httpx
 from sqlalchemy import text
 
 from outreach_core.targets.list_sizes import fold_list_sizes
-from tests.conftest import MakeWorkspace, WorkspaceHandle
+from tests.conftest import PG_URL, MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import create, imported, listing
 from tests.lists.helpers import new_label, new_list, ok
 
@@ -119,3 +119,24 @@ async def test_every_writer_of_memberships_keeps_the_lists_counts(
     assert await _shown(http, ws) == {a: 17, c: 2}
     await create(http, ws, "late@sizes.io", listId=c)
     assert await _shown(http, ws) == {a: 17, c: 3}
+
+
+async def test_a_deleted_workspace_leaves_no_pending_deltas(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A workspace's deletion deletes its leads and lists (triggers, migrations 0032 and 0035), which
+    appends deltas on PostgreSQL for lists that are gone: the fold drops them, and another workspace's list
+    keeps its count."""
+    gone, kept = await make_workspace(), await make_workspace()
+    lists = {}
+    for ws in (gone, kept):
+        lists[ws.workspace_id] = await new_list(http, ws, "All")
+        rows = [{"email": f"p{i}@sizesgone.io"} for i in range(20)]
+        await imported(http, ws, rows=rows, list={"id": lists[ws.workspace_id]}, final=True)
+    async with gone.runtime.engine.begin() as conn:
+        await conn.execute(text("DELETE FROM workspaces WHERE id = :ws"), {"ws": gone.workspace_id})
+    if PG_URL:  # the memberships deleted with the leads, counted against lists that are gone
+        assert await _pending_deltas(gone) == 1
+    await gone.runtime.system(fold_list_sizes)
+    assert await _pending_deltas(gone) == 0
+    assert await _shown(http, kept) == {lists[kept.workspace_id]: 20}
