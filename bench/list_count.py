@@ -96,7 +96,7 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
     url = os.environ.get("OUTREACH_DATABASE_URL") or f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/count.db"
-    rt = Runtime(Settings(database_url=url, log_level="WARNING"))  # no log line per timed request
+    rt = Runtime(Settings(database_url=url, log_level="WARNING", secret_key="bench-secret"))
     await migrate(rt.engine)
     made = await rt.system(
         init_workspace,
