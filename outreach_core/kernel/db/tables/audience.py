@@ -168,7 +168,8 @@ list_leads = Table(
     metadata,
     # no foreign keys (migrations 0022 and 0032): the statement deleting leads or lists deletes their
     # memberships (triggers on `leads` and `lists`), every writer of memberships holds its list's row
-    # (`list_members.lock_list`), and an import's memberships cost no lookup per row
+    # (`list_members.lock_list`), and an import's memberships cost no lookup per row. Triggers on it keep
+    # `lists.members` (migration 0037, `targets.list_sizes`).
     Column("list_id", ID, primary_key=True),
     Column("lead_id", ID, primary_key=True),
     Column("workspace_id", ID, nullable=False),
@@ -177,8 +178,8 @@ list_leads = Table(
     # sorted by createdAt reads its keys from `ix_list_leads_order` alone (migration 0033)
     Column("lead_created_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
-    # a list's members in the default sort order, and covering for its workspace-scoped count
-    # (`leads.operations`); in place of `ix_list_leads_members` (list_id, lead_id, workspace_id)
+    # a list's members in the default sort order (`leads.operations`); in place of `ix_list_leads_members`
+    # (list_id, lead_id, workspace_id). A list's count is kept on `lists` (migration 0037).
     Index("ix_list_leads_order", "list_id", "lead_created_at", "lead_id", "workspace_id"),
 )
 
