@@ -64,7 +64,8 @@ async def tick(runtime: Runtime) -> int:
             _refresh_statistics_beside(runtime, due, merged=merged > 0)
     if merged:
         await runtime.system(fold_lead_counters)
-        await runtime.system(fold_list_sizes)
+        if not runtime.is_sqlite:  # SQLite has no list size deltas: no write transaction for nothing
+            await runtime.system(fold_list_sizes)
     global _last_stale_check
     if not merged and time.monotonic() - _last_stale_check >= STALE_CHECK_S:
         _last_stale_check = time.monotonic()

@@ -296,5 +296,6 @@ async def enrich_batch(runtime: Background) -> int:
     # The lead counters' and list sizes' deltas of this batch and of everything since the last fold
     # (PostgreSQL; a fold is one short statement, an empty one an index probe or a scan of an empty table).
     await runtime.system(fold_lead_counters)
-    await runtime.system(fold_list_sizes)
+    if not runtime.settings.is_sqlite:  # SQLite has no list size deltas: no write transaction for nothing
+        await runtime.system(fold_list_sizes)
     return handled
