@@ -80,6 +80,17 @@ async def index_defs(conn: AsyncConnection, table: str) -> dict[str, tuple[str, 
 
 
 NO_LIST = "UPDATE lead_imports SET list_id = NULL"
+
+
+async def list_size_triggers(conn: AsyncConnection) -> list[str]:
+    """The names of the triggers keeping the lists' member counts (migration 0037), if there are any."""
+    if conn.dialect.name == "sqlite":
+        query = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'list_sizes_%'"
+    else:
+        query = "SELECT tgname FROM pg_trigger WHERE tgname LIKE 'list_sizes_%'"
+    return sorted(str(r[0]) for r in await conn.exec_driver_sql(query))
+
+
 FK_OFF = "PRAGMA foreign_keys = OFF"
 
 
@@ -91,6 +102,11 @@ async def variants(conn: AsyncConnection) -> list[Variant]:
             continue
         found.append((f"leads: without {name}", [f"DROP INDEX {name}"]))
     found.append(("no list memberships (the import without a list)", [NO_LIST]))
+    sizes = await list_size_triggers(conn)
+    if sizes:  # migration 0037 on
+        on = "" if conn.dialect.name == "sqlite" else " ON list_leads"
+        found.append(("list_leads: without the list size triggers",
+                      [f"DROP TRIGGER {name}{on}" for name in sizes]))  # fmt: skip
     if conn.dialect.name == "sqlite":
         secondary = [n for n, (_, c) in lead_indexes.items() if not c]
         found.append(("leads: without any secondary index but the unique one",

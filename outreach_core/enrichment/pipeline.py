@@ -26,6 +26,7 @@ from outreach_core.kernel.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
 from outreach_core.targets.lead_counts import fold_lead_counters
+from outreach_core.targets.list_sizes import fold_list_sizes
 from outreach_core.targets.mail_domains import (
     DomainInfo,
     cached_domains,
@@ -292,7 +293,9 @@ async def enrich_batch(runtime: Background) -> int:
             resolved = await resolve_domains(runtime.ports.dns, domains)
             await runtime.system(store_domains, resolved)
     handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
-    # The lead counters' deltas of this batch and of everything since the last fold (PostgreSQL; a fold is
-    # one short statement, an empty one an index probe).
+    # The lead counters' and list sizes' deltas of this batch and of everything since the last fold
+    # (PostgreSQL; a fold is one short statement, an empty one an index probe or a scan of an empty table).
     await runtime.system(fold_lead_counters)
+    if not runtime.settings.is_sqlite:  # SQLite has no list size deltas: no write transaction for nothing
+        await runtime.system(fold_list_sizes)
     return handled

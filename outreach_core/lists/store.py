@@ -8,12 +8,12 @@ from typing import Any
 from sqlalchemy import Select, func
 
 from outreach_core.kernel.context import WorkspaceContext, scoped
-from outreach_core.kernel.db.tables import list_leads, lists
+from outreach_core.kernel.db.tables import lists
 from outreach_core.kernel.errors import Conflict, NotFound
 from outreach_core.kernel.ids import new_id
 from outreach_core.lists.schemas import MAX_LISTS, LeadList
 from outreach_core.targets.groups import ensure_name_free as ensure_group_name_free
-from outreach_core.targets.groups import with_lead_counts
+from outreach_core.targets.list_sizes import list_size
 
 
 async def get_list(ctx: WorkspaceContext, id: str) -> LeadList:
@@ -63,8 +63,11 @@ def list_item(row: Any) -> LeadList:
 
 
 def lists_with_counts(ctx: WorkspaceContext) -> Select[Any]:
-    """Lists with their lead counts."""
-    return with_lead_counts(ctx, lists, list_leads, "list_id", lists.c.id, lists.c.name, lists.c.created_at)
+    """The workspace's lists with `leads`, how many leads each holds: the count kept per list
+    (`targets.list_sizes`), no membership counted."""
+    return scoped(ctx, lists).select(
+        lists.c.id, lists.c.name, lists.c.created_at, list_size(ctx).label("leads")
+    )
 
 
 async def ensure_name_free(ctx: WorkspaceContext, name: str, except_id: str | None = None) -> None:

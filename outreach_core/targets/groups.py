@@ -1,5 +1,5 @@
-"""Lists and labels, the two named groups of leads, read the same way: each with how many leads it holds, and
-names unique in the workspace."""
+"""Lists and labels, the two named groups of leads: names unique in the workspace, and a label's lead count
+(a list's is kept per list, `targets.list_sizes`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from outreach_core.kernel.errors import Conflict
 def with_lead_counts(
     ctx: WorkspaceContext, groups: Table, members: Table, group_key: str, *columns: Any
 ) -> Select[Any]:
-    """`columns` of the workspace's `groups` (lists, labels) with `leads`, how many leads each holds: one
+    """`columns` of the workspace's `groups` (labels) with `leads`, how many leads each holds: one
     grouped count of `members` (whose `group_key` column names the group) over the workspace's groups, joined
     once."""
     own = scoped(ctx, groups)

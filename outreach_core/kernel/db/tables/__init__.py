@@ -39,6 +39,7 @@ from outreach_core.kernel.db.tables.audience import (
     leads_fts,
     leads_fts_vocab,
     list_leads,
+    list_size_deltas,
     lists,
     suppressions,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "leads_fts_vocab",
     "link_domains",
     "list_leads",
+    "list_size_deltas",
     "lists",
     "mailbox_oauth_states",
     "mailboxes",

@@ -143,7 +143,24 @@ lists = Table(
     ws_fk(),
     Column("name", String(120), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
+    # how many leads are on the list, kept by triggers on `list_leads` (migration 0037); on PostgreSQL
+    # plus the list's pending `list_size_deltas` (`targets.list_sizes`)
+    Column("members", BigInteger, nullable=False, server_default="0"),
     UniqueConstraint("workspace_id", "name"),
+)
+
+list_size_deltas = Table(
+    "list_size_deltas",
+    metadata,
+    # PostgreSQL: what each statement on `list_leads` changed in its lists' `members`, appended by the
+    # statement triggers (migration 0037) instead of updating the list's row; folded into `lists.members`
+    # by the workers (`targets.list_sizes.fold_list_sizes`) and added to it wherever a list's size is read.
+    # No foreign keys: a deleted list's (or workspace's) deltas are dropped by the fold. SQLite (one writer
+    # at a time) updates `lists.members` directly and leaves this empty.
+    Column("list_id", ID, nullable=False),
+    Column("workspace_id", ID, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Index("ix_list_size_deltas_list", "list_id"),
 )
 
 list_leads = Table(
@@ -151,7 +168,8 @@ list_leads = Table(
     metadata,
     # no foreign keys (migrations 0022 and 0032): the statement deleting leads or lists deletes their
     # memberships (triggers on `leads` and `lists`), every writer of memberships holds its list's row
-    # (`list_members.lock_list`), and an import's memberships cost no lookup per row
+    # (`list_members.lock_list`), and an import's memberships cost no lookup per row. Triggers on it keep
+    # `lists.members` (migration 0037, `targets.list_sizes`).
     Column("list_id", ID, primary_key=True),
     Column("lead_id", ID, primary_key=True),
     Column("workspace_id", ID, nullable=False),
@@ -160,8 +178,8 @@ list_leads = Table(
     # sorted by createdAt reads its keys from `ix_list_leads_order` alone (migration 0033)
     Column("lead_created_at", UtcDateTime, nullable=False),
     Index("ix_list_leads_lead", "lead_id"),
-    # a list's members in the default sort order, and covering for its workspace-scoped count
-    # (`leads.operations`); in place of `ix_list_leads_members` (list_id, lead_id, workspace_id)
+    # a list's members in the default sort order (`leads.operations`); in place of `ix_list_leads_members`
+    # (list_id, lead_id, workspace_id). A list's count is kept on `lists` (migration 0037).
     Index("ix_list_leads_order", "list_id", "lead_created_at", "lead_id", "workspace_id"),
 )
 
