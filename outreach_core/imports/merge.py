@@ -202,9 +202,11 @@ async def _merge_side_part(ctx: WorkspaceContext) -> int:
     if not waiting:
         return 0
     imp = (
-        await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == header.import_id))
+        await ctx.conn.execute(
+            scoped(ctx, lead_imports).select().where(lead_imports.c.id == header.import_id)
+        )
     ).one()
-    counts = await _merge(ctx, imp, rows)
+    counts = await _merge(ctx, imp, [stored_row(row) for row in rows])
     await _refresh_statistics(ctx, imp, counts, None)
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
     values["rows"] = lead_imports.c.rows + header.rows + header.client_invalid + header.client_duplicates

@@ -112,7 +112,9 @@ async def _record_chunk(
     """A chunk recorded in the database: its hash, its rows queued (`import_queue`), the import's counters,
     and, for the final one, `final_at` (the import moves on at once when nothing is queued)."""
     await ctx.conn.execute(
-        scoped(ctx, import_chunks).insert({"import_id": import_id, "chunk_hash": chunk_hash, "created_at": ctx.now})
+        scoped(ctx, import_chunks).insert(
+            {"import_id": import_id, "chunk_hash": chunk_hash, "created_at": ctx.now}
+        )
     )
     if rows:
         await _queue(ctx, import_id, rows)
@@ -147,7 +149,9 @@ async def _import_beside(ctx: WorkspaceContext, body: ImportIn, *, writing: bool
             imp = await _existing_import(ctx, body.import_id)
         content = _content(body)
         chunk_hash = _chunk_hash(content)
-        if not await seen_chunk(side, imp.id, chunk_hash) and not await _seen_in_database(ctx, imp.id, chunk_hash):
+        if not await seen_chunk(side, imp.id, chunk_hash) and not await _seen_in_database(
+            ctx, imp.id, chunk_hash
+        ):
             _refuse_closed(imp, final_seen=await has_final_part(side, imp.id))
             rows = [stored_row(row) for row in content["rows"]]  # the hash stays the wire form's
             waiting = above_marker(await pending_parts(side, import_ids=[imp.id]), {imp.id: imp.merged_seq})

@@ -183,7 +183,9 @@ def side_queue_of(conn: AsyncConnection) -> SideQueue:
 async def seen_chunk(conn: AsyncConnection, import_id: str, chunk_hash: str) -> bool:
     """Whether the import already received this chunk (merged or not)."""
     found = await conn.execute(
-        select(side_parts.c.seq).where(side_parts.c.import_id == import_id, side_parts.c.chunk_hash == chunk_hash)
+        select(side_parts.c.seq).where(
+            side_parts.c.import_id == import_id, side_parts.c.chunk_hash == chunk_hash
+        )
     )
     return found.first() is not None
 
@@ -199,7 +201,9 @@ async def has_final_part(conn: AsyncConnection, import_id: str) -> bool:
 async def append_part(conn: AsyncConnection, header: PartHeader, chunk_hash: str, rows: list[Any]) -> None:
     """Append a part (`header.seq` is replaced by the import's next sequence number)."""
     last = (
-        await conn.execute(select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == header.import_id))
+        await conn.execute(
+            select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == header.import_id)
+        )
     ).scalar()
     seq = 0 if last is None else last + 1
     values = {**header.__dict__, "seq": seq, "chunk_hash": chunk_hash, "pending": True}
@@ -211,7 +215,9 @@ async def append_part(conn: AsyncConnection, header: PartHeader, chunk_hash: str
 # --- readers ----------------------------------------------------------------------------------------------
 
 
-async def pending_parts(conn: AsyncConnection, *, workspace_id: str | None = None, import_ids: Iterable[str] = ()) -> list[PartHeader]:
+async def pending_parts(
+    conn: AsyncConnection, *, workspace_id: str | None = None, import_ids: Iterable[str] = ()
+) -> list[PartHeader]:
     """The headers of parts not released yet (of a workspace, or of the given imports), oldest first. The
     caller drops those at or below their import's marker (merged, not released yet)."""
     stmt = select(*_header_columns()).where(side_parts.c.pending)
@@ -251,7 +257,9 @@ async def part_rows(conn: AsyncConnection, header: PartHeader) -> list[dict[str,
     """A pending part's rows."""
     payload = (
         await conn.execute(
-            select(side_rows.c.rows).where(side_rows.c.import_id == header.import_id, side_rows.c.seq == header.seq)
+            select(side_rows.c.rows).where(
+                side_rows.c.import_id == header.import_id, side_rows.c.seq == header.seq
+            )
         )
     ).scalar_one()
     rows: list[dict[str, Any]] = orjson.loads(payload)
@@ -270,7 +278,9 @@ async def release_parts(queue: SideQueue, markers: dict[str, int]) -> int:
             await conn.execute(
                 delete(side_rows).where(side_rows.c.import_id == import_id, side_rows.c.seq <= marker)
             )
-            done = await conn.execute(update(side_parts).where(at_or_below, side_parts.c.pending).values(pending=False))
+            done = await conn.execute(
+                update(side_parts).where(at_or_below, side_parts.c.pending).values(pending=False)
+            )
             released += int(done.rowcount or 0)
         return released
 
@@ -293,7 +303,16 @@ async def all_import_ids(queue: SideQueue) -> set[str]:
 
 def _header_columns() -> list[Any]:
     c = side_parts.c
-    return [c.import_id, c.seq, c.workspace_id, c.rows, c.client_invalid, c.client_duplicates, c.final, c.created_at]
+    return [
+        c.import_id,
+        c.seq,
+        c.workspace_id,
+        c.rows,
+        c.client_invalid,
+        c.client_duplicates,
+        c.final,
+        c.created_at,
+    ]
 
 
 __all__ = [
