@@ -2,8 +2,9 @@
 
 `import_leads` only validates a chunk and queues its rows (`import_queue`, one part per chunk; on SQLite in
 a file of its own, `side_queue`), so a chunk is accepted at the speed of one append. This module merges one
-part per transaction, in the order the parts arrived: addresses are normalised, deduplicated within the import and against the workspace,
-checked against the suppression list, then created, updated or skipped, and put on the import's list. Each
+part per transaction, in the order the parts arrived: addresses are normalised, deduplicated within the
+import and against the workspace, checked against the suppression list, then created, updated or skipped,
+and put on the import's list. Each
 merge adds its outcomes to the import's counters and takes its rows off `queued`, in the same transaction.
 
 Duplicates across parts: an address this import created is a lead whose `import_id` is the import; an
@@ -24,16 +25,6 @@ from sqlalchemy import func
 from outreach_core.enrichment.pipeline import enrich_new_leads
 from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_rows
 from outreach_core.imports.schemas import stored_row
-from outreach_core.kernel.db.side_queue import (
-    above_marker,
-    all_import_ids,
-    drop_imports,
-    last_chunks,
-    part_rows,
-    pending_parts,
-    release_parts,
-    side_queue_of,
-)
 from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import insert_rows, one_of, try_lock, update_each
 from outreach_core.kernel.context import (
@@ -45,6 +36,16 @@ from outreach_core.kernel.context import (
     workspace_itself,
 )
 from outreach_core.kernel.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
+from outreach_core.kernel.db.side_queue import (
+    above_marker,
+    all_import_ids,
+    drop_imports,
+    last_chunks,
+    part_rows,
+    pending_parts,
+    release_parts,
+    side_queue_of,
+)
 from outreach_core.kernel.db.tables import (
     import_chunks,
     import_queue,

@@ -31,6 +31,7 @@ from sqlalchemy import func
 from outreach_core.billing.plan import require_active_plan
 from outreach_core.imports.merge import close_if_merged
 from outreach_core.imports.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport, LeadImports, stored_row
+from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.side_queue import (
     PartHeader,
     above_marker,
@@ -40,9 +41,8 @@ from outreach_core.kernel.db.side_queue import (
     seen_chunk,
     side_queue_of,
 )
-from outreach_core.kernel.context import WorkspaceContext, scoped
-from outreach_core.kernel.endpoint import Answered, Outside
 from outreach_core.kernel.db.tables import import_chunks, import_queue, lead_imports, lists
+from outreach_core.kernel.endpoint import Answered, Outside
 from outreach_core.kernel.errors import InvalidState, NotFound, PayloadTooLarge
 from outreach_core.kernel.ids import new_id
 from outreach_core.lists.store import resolve_import_list

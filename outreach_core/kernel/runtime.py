@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from outreach_core.kernel.context import Principal, Role, SystemContext, WorkspaceContext
 from outreach_core.kernel.db.engine import create_engine
 from outreach_core.kernel.db.turns import WriteTurns
-from outreach_core.kernel.endpoint import AnyEndpoint, Answered, refuse_lower_role
+from outreach_core.kernel.endpoint import Answered, AnyEndpoint, refuse_lower_role
 from outreach_core.kernel.ports import Ports
 from outreach_core.kernel.settings import Settings
 from outreach_core.kernel.usage import UsageTracker
