@@ -76,7 +76,7 @@ async def prepare_import_leads(outside: Outside, body: ImportIn) -> Answered | N
     read-only transaction of the database, so that the request never waits for the merge's write lock (see
     `kernel/db/side_queue.py`). Otherwise None: `import_leads` runs in a read-write transaction."""
     sqlite = outside.settings.database_url.startswith("sqlite")
-    if body.import_id is None or not body.rows or not sqlite:
+    if body.import_id is None or not body.row_count() or not sqlite:
         return None
     return Answered(await outside.read(queue_chunk_beside, body))
 
