@@ -106,7 +106,13 @@ async def release_merged_parts(ctx: SystemContext) -> int:
     if not parts:
         return 0
     markers = await _markers(ctx, {p.import_id for p in parts})
-    merged = {i: m for i, m in markers.items() if m is not None}
+    # only imports with a part to release: no write of the side file (a request may be waiting for its
+    # lock) when every part waits
+    merged: dict[str, int] = {}
+    for part in parts:
+        marker = markers.get(part.import_id)
+        if marker is not None and part.seq <= marker:
+            merged[part.import_id] = marker
     return await release_parts(queue, merged)
 
 
