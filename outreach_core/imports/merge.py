@@ -4,8 +4,8 @@
 a file of its own, `side_queue`), so a chunk is accepted at the speed of one append. This module merges one
 part per transaction, in the order the parts arrived: addresses are normalised, deduplicated within the
 import and against the workspace, checked against the suppression list, then created, updated or skipped,
-and put on the import's list. Each
-merge adds its outcomes to the import's counters and takes its rows off `queued`, in the same transaction.
+and put on the import's list. Each merge adds its outcomes to the import's counters and takes its rows
+off `queued`, in the same transaction.
 
 Duplicates across parts: an address this import created is a lead whose `import_id` is the import; an
 address it met without creating it (skipped, updated, suppressed) is kept in `import_seen` until the import
