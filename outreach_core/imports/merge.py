@@ -65,6 +65,7 @@ from outreach_core.targets.suppression import suppressed_emails
 
 OUTCOMES = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "over_limit")
 _CLAIM_CANDIDATES = 20
+_ORPHAN_BATCH = 500
 STATISTICS_FROM = 5_000
 """The planner statistics of `leads` are refreshed whenever an import has doubled the leads it created,
 from this many on (5,000, 10,000, 20,000 ...; nine times for a million)."""
@@ -122,8 +123,11 @@ async def drop_orphan_parts(ctx: SystemContext) -> int:
     file before its commit, holding the database's write lock, so one missing here is gone for good.
     Returns how many imports were dropped."""
     queue = side_queue_of(ctx.conn)
-    known = await all_import_ids(queue)
-    gone = known - (await _markers(ctx, known)).keys()
+    known = sorted(await all_import_ids(queue))
+    gone: set[str] = set()
+    for start in range(0, len(known), _ORPHAN_BATCH):  # within SQLite's limit of bound parameters
+        batch = set(known[start : start + _ORPHAN_BATCH])
+        gone |= batch - (await _markers(ctx, batch)).keys()
     await drop_imports(queue, gone)
     return len(gone)
 

@@ -287,12 +287,14 @@ async def release_parts(queue: SideQueue, markers: dict[str, int]) -> int:
 
 async def drop_imports(queue: SideQueue, import_ids: Iterable[str]) -> None:
     """Delete everything of these imports (gone from the database: deleted with their workspace)."""
-    ids = list(import_ids)
+    ids = sorted(import_ids)
     if not ids:
         return
     async with queue.writing() as conn:
-        await conn.execute(delete(side_rows).where(side_rows.c.import_id.in_(ids)))
-        await conn.execute(delete(side_parts).where(side_parts.c.import_id.in_(ids)))
+        for start in range(0, len(ids), 500):  # within SQLite's limit of bound parameters
+            batch = ids[start : start + 500]
+            await conn.execute(delete(side_rows).where(side_rows.c.import_id.in_(batch)))
+            await conn.execute(delete(side_parts).where(side_parts.c.import_id.in_(batch)))
 
 
 async def all_import_ids(queue: SideQueue) -> set[str]:
