@@ -125,8 +125,11 @@ class SideQueue:
 
     async def _ensure(self) -> None:
         if not self._created:
-            async with self.engine.begin() as conn:
-                await conn.run_sync(_create_tables)
+            # under the file's write lock: the server and its worker process may both come first
+            async with self.engine.connect() as conn:
+                await conn.execution_options(sqlite_begin="IMMEDIATE")
+                async with conn.begin():
+                    await conn.run_sync(_create_tables)
             self._created = True
 
     @contextlib.asynccontextmanager
