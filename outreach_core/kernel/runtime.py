@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from outreach_core.kernel.context import Principal, Role, SystemContext, WorkspaceContext
 from outreach_core.kernel.db.engine import create_engine
+from outreach_core.kernel.db.side_queue import dispose_side_queue
 from outreach_core.kernel.db.turns import WriteTurns
 from outreach_core.kernel.endpoint import Answered, AnyEndpoint, refuse_lower_role
 from outreach_core.kernel.ports import Ports
@@ -132,6 +133,7 @@ class Runtime:
             close = getattr(port, "aclose", None)
             if close is not None:
                 await close()
+        await dispose_side_queue(self.engine)
         await self.engine.dispose()
 
     # ----------------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -105,14 +106,6 @@ class PartHeader:
     created_at: datetime
 
 
-@dataclass(frozen=True)
-class Part:
-    """A pending part as the merge reads it."""
-
-    header: PartHeader
-    rows: list[dict[str, Any]]
-
-
 class SideQueue:
     """The side file of one SQLite database, for this process."""
 
@@ -155,24 +148,35 @@ def _create_tables(conn: Connection) -> None:
     side_metadata.create_all(conn)
 
 
-_queues: dict[str, SideQueue] = {}
+_queues: weakref.WeakKeyDictionary[AsyncEngine, SideQueue] = weakref.WeakKeyDictionary()
+"""One side queue per engine of the database, as the runtime keeps its write gate: its engine, pool and
+lock live in the event loop of the database's engine, and go with it."""
 _memory_dir: Path | None = None
 
 
 def side_queue(engine: AsyncEngine) -> SideQueue:
     """The side file of the SQLite database `engine` writes, `<database>-imports` (an in-memory database,
     for which the service keeps no state across connections anyway, gets one in a temporary directory)."""
+    queue = _queues.get(engine)
+    if queue is None:
+        queue = _queues[engine] = SideQueue(_side_path(engine))
+    return queue
+
+
+async def dispose_side_queue(engine: AsyncEngine) -> None:
+    """Close the side file's connections of the database `engine` (with the engine itself)."""
+    queue = _queues.pop(engine, None)
+    if queue is not None:
+        await queue.engine.dispose()
+
+
+def _side_path(engine: AsyncEngine) -> Path:
     main = sqlite_path(engine.url.render_as_string(hide_password=False))
-    if main is None:
-        global _memory_dir
-        _memory_dir = _memory_dir or Path(tempfile.mkdtemp(prefix="outreach-imports-"))
-        path = _memory_dir / "memory-imports"
-    else:
-        path = Path(f"{main}-imports")
-    key = str(path)
-    if key not in _queues:
-        _queues[key] = SideQueue(path)
-    return _queues[key]
+    if main is not None:
+        return Path(f"{main}-imports")
+    global _memory_dir
+    _memory_dir = _memory_dir or Path(tempfile.mkdtemp(prefix="outreach-imports-"))
+    return _memory_dir / "memory-imports"
 
 
 def side_queue_of(conn: AsyncConnection) -> SideQueue:
@@ -321,12 +325,12 @@ def _header_columns() -> list[Any]:
 
 
 __all__ = [
-    "Part",
     "PartHeader",
     "SideQueue",
     "above_marker",
     "all_import_ids",
     "append_part",
+    "dispose_side_queue",
     "drop_imports",
     "has_final_part",
     "last_chunks",
