@@ -63,6 +63,10 @@ RAW_STATEMENTS_ALLOWED: dict[str, tuple[set[str], str]] = {
     "campaigns/forecast.py": ({"select"}, "a correlated subquery over aliases of scoped tables"),
     "analytics/store.py": ({"select"}, "an outer GROUP BY over a UNION ALL of scoped rollup reads"),
     "tracking/record.py": ({"text"}, "SET LOCAL synchronous_commit, not a statement over rows"),
+    "kernel/db/side_queue.py": (
+        {"select", "insert", "update", "delete"},
+        "SQLite's import queue file: its own tables, not the database's; parts named by workspace and import",
+    ),
 }
 # Cross-workspace access (`system_scope`) is reserved for authentication, operator set-up and bookkeeping.
 SYSTEM_SCOPE_ALLOWED = {

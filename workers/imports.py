@@ -10,11 +10,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from outreach_core.imports.merge import (
+    drop_orphan_parts,
     fail_stale_imports,
     import_principal,
     merge_queued_rows,
     queued_import_workspaces,
     refresh_import_statistics,
+    release_merged_parts,
     stale_imports,
 )
 from outreach_core.targets.lead_counts import fold_lead_counters
@@ -60,7 +62,10 @@ async def tick(runtime: Runtime) -> int:
             what="import merge",
         )
     finally:
-        if not runtime.is_sqlite:
+        if runtime.is_sqlite:
+            # the side file's merged parts, after the merges' commits (also those before a failing workspace)
+            await runtime.system_read(release_merged_parts)
+        else:
             _refresh_statistics_beside(runtime, due, merged=merged > 0)
     if merged:
         await runtime.system(fold_lead_counters)
@@ -72,6 +77,8 @@ async def tick(runtime: Runtime) -> int:
         stale = await runtime.system_read(stale_imports)
         if stale:
             await runtime.system(fail_stale_imports, stale)
+        if runtime.is_sqlite:
+            await runtime.system(drop_orphan_parts)
     return merged
 
 

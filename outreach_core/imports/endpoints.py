@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from outreach_core.imports.csv_import import import_leads_csv, read_csv_body
-from outreach_core.imports.operations import get_import, import_leads, list_imports
+from outreach_core.imports.operations import get_import, import_leads, list_imports, prepare_import_leads
 from outreach_core.imports.schemas import CsvImport, ImportCsvIn, ImportIn, LeadImport, LeadImports
 from outreach_core.kernel.context import WorkspaceContext
 from outreach_core.kernel.endpoint import Endpoint
@@ -42,6 +42,7 @@ ENDPOINTS = (
         LeadImport,
         body=ImportIn,
         confirm=_describe_import,
+        prepare=prepare_import_leads,
         tag="leads",
         title="Import leads",
     ),

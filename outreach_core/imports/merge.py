@@ -1,11 +1,11 @@
 """The import worker's half of a lead import: queued rows merged into the workspace's leads.
 
-`import_leads` only validates a chunk and queues its rows (`import_queue`, one part per chunk), so a chunk is
-accepted at the speed of one append. This module merges one part per transaction (on SQLite, with
-`OUTREACH_IMPORT_SLICE_ROWS` set, a slice of a part while chunks still come: `part_slice`), in the order
-the parts arrived: addresses are normalised, deduplicated within the import and against the workspace,
-checked against the suppression list, then created, updated or skipped, and put on the import's list. Each
-merge adds its outcomes to the import's counters and takes its rows off `queued`, in the same transaction.
+`import_leads` only validates a chunk and queues its rows (`import_queue`, one part per chunk; on SQLite in
+a file of its own, `side_queue`), so a chunk is accepted at the speed of one append. This module merges one
+part per transaction, in the order the parts arrived: addresses are normalised, deduplicated within the
+import and against the workspace, checked against the suppression list, then created, updated or skipped,
+and put on the import's list. Each merge adds its outcomes to the import's counters and takes its rows
+off `queued`, in the same transaction.
 
 Duplicates across parts: an address this import created is a lead whose `import_id` is the import; an
 address it met without creating it (skipped, updated, suppressed) is kept in `import_seen` until the import
@@ -36,6 +36,16 @@ from outreach_core.kernel.context import (
     workspace_itself,
 )
 from outreach_core.kernel.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
+from outreach_core.kernel.db.side_queue import (
+    above_marker,
+    all_import_ids,
+    drop_imports,
+    last_chunks,
+    part_rows,
+    pending_parts,
+    release_parts,
+    side_queue_of,
+)
 from outreach_core.kernel.db.tables import (
     import_chunks,
     import_queue,
@@ -55,6 +65,7 @@ from outreach_core.targets.suppression import suppressed_emails
 
 OUTCOMES = ("created", "updated", "skipped", "duplicates", "suppressed", "invalid", "over_limit")
 _CLAIM_CANDIDATES = 20
+_ORPHAN_BATCH = 500
 STATISTICS_FROM = 5_000
 """The planner statistics of `leads` are refreshed whenever an import has doubled the leads it created,
 from this many on (5,000, 10,000, 20,000 ...; nine times for a million)."""
@@ -68,7 +79,13 @@ def import_principal(workspace_id: str) -> Principal:
 
 
 async def queued_import_workspaces(ctx: SystemContext, limit: int) -> list[str]:
-    """Up to `limit` workspaces with import rows waiting to be merged, the longest waiting first."""
+    """Up to `limit` workspaces with import rows waiting to be merged, the longest waiting first (SQLite:
+    parts queued before the side file first, then the side file's; a part merged but not released yet
+    counts as waiting until `release_merged_parts` has run)."""
+    waiting: list[str] = []
+    if ctx.conn.dialect.name == "sqlite":
+        async with side_queue_of(ctx.conn).reading() as side:
+            waiting = list(dict.fromkeys(p.workspace_id for p in await pending_parts(side)))
     q = system_scope(import_queue)
     rows = await ctx.conn.execute(
         q.select(import_queue.c.workspace_id)
@@ -76,7 +93,55 @@ async def queued_import_workspaces(ctx: SystemContext, limit: int) -> list[str]:
         .order_by(func.min(import_queue.c.created_at))
         .limit(limit)
     )
-    return [str(ws) for ws in rows.scalars().all()]
+    return list(dict.fromkeys([*(str(ws) for ws in rows.scalars().all()), *waiting]))[:limit]
+
+
+async def release_merged_parts(ctx: SystemContext) -> int:
+    """SQLite, after merges committed: delete from the side file the rows of the parts at or below their
+    import's marker (`lead_imports.merged_seq`), merged already; also the parts a merge committed just
+    before a kill. Returns how many parts were released. The side file is read first: a marker read
+    afterwards is at least as recent, and a marker only grows, so no part above it is released."""
+    queue = side_queue_of(ctx.conn)
+    async with queue.reading() as side:
+        parts = await pending_parts(side)
+    if not parts:
+        return 0
+    markers = await _markers(ctx, {p.import_id for p in parts})
+    # only imports with a part to release: no write of the side file (a request may be waiting for its
+    # lock) when every part waits
+    merged: dict[str, int] = {}
+    for part in parts:
+        marker = markers.get(part.import_id)
+        if marker is not None and part.seq <= marker:
+            merged[part.import_id] = marker
+    return await release_parts(queue, merged)
+
+
+async def drop_orphan_parts(ctx: SystemContext) -> int:
+    """SQLite: delete from the side file what is left of imports no longer in the database (deleted with
+    their workspace). In a write transaction of the database: an import being created writes the side
+    file before its commit, holding the database's write lock, so one missing here is gone for good.
+    Returns how many imports were dropped."""
+    queue = side_queue_of(ctx.conn)
+    known = sorted(await all_import_ids(queue))
+    gone: set[str] = set()
+    for start in range(0, len(known), _ORPHAN_BATCH):  # within SQLite's limit of bound parameters
+        batch = set(known[start : start + _ORPHAN_BATCH])
+        gone |= batch - (await _markers(ctx, batch)).keys()
+    await drop_imports(queue, gone)
+    return len(gone)
+
+
+async def _markers(ctx: SystemContext, import_ids: set[str]) -> dict[str, int | None]:
+    """The imports' markers (`merged_seq`), for those still in the database."""
+    if not import_ids:
+        return {}
+    rows = await ctx.conn.execute(
+        system_scope(lead_imports)
+        .select(lead_imports.c.id, lead_imports.c.merged_seq)
+        .where(lead_imports.c.id.in_(sorted(import_ids)))
+    )
+    return {str(r.id): r.merged_seq for r in rows.all()}
 
 
 async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | None = None) -> int:
@@ -89,7 +154,7 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     callers that merge once) they are refreshed here, in the transaction."""
     import_id = await _claim(ctx)
     if import_id is None:
-        return 0
+        return await _merge_side_part(ctx) if ctx.conn.dialect.name == "sqlite" else 0
     # PostgreSQL: the workspace held until the commit (`leads` has no foreign key to it, migration 0035); a
     # workspace deleted meanwhile has no part left to merge (its queue went with it)
     if not await hold_workspace(ctx):
@@ -108,25 +173,12 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     imp = (
         await ctx.conn.execute(scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id))
     ).one()
-    start, end = part_slice(ctx, imp, part.merged_rows, len(part.rows))
-    rows = [stored_row(row) for row in part.rows[start:end]]
+    # `merged_rows`: a part SQLite had begun to merge in slices before the side file (migration 0036)
+    rows = [stored_row(row) for row in part.rows[part.merged_rows :]]
     counts = await _merge(ctx, imp, rows)
     this_part = (import_queue.c.import_id == imp.id, import_queue.c.seq == part.seq)
-    if end < len(part.rows):
-        await ctx.conn.execute(queue.update().where(*this_part).values(merged_rows=end))
-    else:
-        await ctx.conn.execute(queue.delete().where(*this_part))
-    if _doubled(imp.created, imp.created + counts["created"]):
-        # Without fresh statistics (autovacuum off or behind) PostgreSQL took the workspace for a few rows
-        # and looked up a part's 5,000 addresses by filtering every lead: 138 ms at 350,000 leads and
-        # growing, instead of 20 ms through the address index (measured).
-        if analyse_after is None:
-            await refresh_lead_statistics(ctx.conn)
-        else:
-            analyse_after.add("leads")
-    if analyse_after is None:
-        # The other tables an import grows, analysed as they grow by half (PostgreSQL; see the function).
-        await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
+    await ctx.conn.execute(queue.delete().where(*this_part))
+    await _refresh_statistics(ctx, imp, counts, analyse_after)
     # The import's row is written last: from here to the commit, a chunk of this import waits for it.
     values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
     values["queued"] = lead_imports.c.queued - len(rows)
@@ -138,21 +190,64 @@ async def merge_queued_rows(ctx: WorkspaceContext, analyse_after: set[str] | Non
     return len(rows)
 
 
-def part_slice(ctx: WorkspaceContext, imp: Any, merged: int, size: int) -> tuple[int, int]:
-    """Which rows of a part (of `size` rows, `merged` of them merged already) this transaction merges.
+async def _merge_side_part(ctx: WorkspaceContext) -> int:
+    """SQLite: the oldest part in the side file above its import's marker merged, and recorded as merged in
+    the same transaction: the import's counters grow by what it received (`rows`, the client's own
+    `invalid` and `duplicates`) and by the merge's outcomes, `merged_seq` becomes the part's, and the final
+    part sets `final_at`. `queued` in the database stays 0: the side file's parts above the marker are the
+    queued rows. The part's rows are deleted from the side file after the commit
+    (`release_merged_parts`)."""
+    queue = side_queue_of(ctx.conn)
+    async with queue.reading() as side:
+        parts = await pending_parts(side, workspace_id=ctx.workspace_id)
+        # This transaction holds the database's write lock: an import a part names and the database has not
+        # is not being created (its creator writes the side file before its own commit, holding that lock),
+        # so it is gone: deleted with its workspace, or its creating transaction failed after the side file.
+        markers = await _markers(ctx, {p.import_id for p in parts})
+        waiting = above_marker(parts, markers)
+        if waiting:
+            oldest = waiting[0].import_id
+            header = min((p for p in waiting if p.import_id == oldest), key=lambda p: p.seq)
+            rows = await part_rows(side, header)
+    await drop_imports(queue, {p.import_id for p in parts} - markers.keys())
+    if not waiting:
+        return 0
+    imp = (
+        await ctx.conn.execute(
+            scoped(ctx, lead_imports).select().where(lead_imports.c.id == header.import_id)
+        )
+    ).one()
+    counts = await _merge(ctx, imp, [stored_row(row) for row in rows])
+    await _refresh_statistics(ctx, imp, counts, None)
+    values: dict[str, Any] = {name: getattr(lead_imports.c, name) + counts[name] for name in OUTCOMES}
+    values["rows"] = lead_imports.c.rows + header.rows + header.client_invalid + header.client_duplicates
+    values["invalid"] = lead_imports.c.invalid + counts["invalid"] + header.client_invalid
+    values["duplicates"] = lead_imports.c.duplicates + counts["duplicates"] + header.client_duplicates
+    values["merged_seq"] = header.seq
+    values["merged_at"] = ctx.now
+    if header.final:
+        values["final_at"] = header.created_at
+    await ctx.conn.execute(
+        scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
+    )
+    await close_if_merged(ctx, imp.id)
+    return max(header.rows, 1)
 
-    SQLite has one writer at a time, so a chunk request waits for the merge transaction in progress: with a
-    whole 5,000-row part per transaction (half a second) chunks were accepted at the merge's pace. While
-    the import still receives chunks (its final one has not come), a transaction there merges
-    `import_slice_rows` rows and records how far it got (`import_queue.merged_rows`) in the same
-    transaction, so a kill loses or repeats nothing and a chunk waits for one slice at most. A slice costs
-    more per row than a part (each transaction's own statements, and the page cache the other process's
-    writes empty), so once the final chunk is in, the rest is merged in whole parts. PostgreSQL's requests
-    do not wait for the merge: it always takes whole parts (one statement per part)."""
-    slice_rows = ctx.settings.import_slice_rows
-    if ctx.conn.dialect.name == "postgresql" or slice_rows == 0 or imp.final_at is not None:
-        return merged, size
-    return merged, min(size, merged + slice_rows)
+
+async def _refresh_statistics(
+    ctx: WorkspaceContext, imp: Any, counts: dict[str, int], analyse_after: set[str] | None
+) -> None:
+    if _doubled(imp.created, imp.created + counts["created"]):
+        # Without fresh statistics (autovacuum off or behind) PostgreSQL took the workspace for a few rows
+        # and looked up a part's 5,000 addresses by filtering every lead: 138 ms at 350,000 leads and
+        # growing, instead of 20 ms through the address index (measured).
+        if analyse_after is None:
+            await refresh_lead_statistics(ctx.conn)
+        else:
+            analyse_after.add("leads")
+    if analyse_after is None:
+        # The other tables an import grows, analysed as they grow by half (PostgreSQL; see the function).
+        await refresh_grown_statistics(ctx.conn, GROWN_TABLES)
 
 
 async def _claim(ctx: WorkspaceContext) -> str | None:
@@ -223,13 +318,29 @@ def _stale_imports(ctx: SystemContext) -> Any:
 
 async def stale_imports(ctx: SystemContext) -> list[str]:
     """Read-only: the imports `fail_stale_imports` would end (the worker writes only when there are some)."""
-    return [str(i) for i in (await ctx.conn.execute(_stale_imports(ctx).limit(100))).scalars()]
+    found = [str(i) for i in (await ctx.conn.execute(_stale_imports(ctx).limit(100))).scalars()]
+    return await _without_recent_parts(ctx, found)
+
+
+async def _without_recent_parts(ctx: SystemContext, import_ids: list[str]) -> list[str]:
+    """SQLite: the imports among `import_ids` (stale by the database) with no part waiting in the side file
+    and no chunk received there within `import_abandon_s`. The side file is read after the database here:
+    a chunk that came in between is seen (a part merged in between keeps its header, and its time)."""
+    if not import_ids or ctx.conn.dialect.name != "sqlite":
+        return import_ids
+    before = ctx.now - timedelta(seconds=ctx.settings.import_abandon_s)
+    async with side_queue_of(ctx.conn).reading() as side:
+        waiting = {p.import_id for p in await pending_parts(side, import_ids=import_ids)}
+        last = await last_chunks(side, import_ids)
+    return [i for i in import_ids if i not in waiting and (i not in last or last[i] <= before)]
 
 
 async def fail_stale_imports(ctx: SystemContext, import_ids: list[str]) -> int:
     """End the given imports `failed` if they are still stale: their final chunk never came. What their
     chunks brought stays stored (created, on the list, counted); a chunk sent later is refused (409).
-    Returns how many ended."""
+    Returns how many ended. (SQLite: a chunk queued in the side file between its read here and this
+    transaction's commit is accepted, then merged and counted, into the failed import.)"""
+    import_ids = await _without_recent_parts(ctx, import_ids)
     if not import_ids:
         return 0
     hours = ctx.settings.import_abandon_s / 3600

@@ -32,13 +32,23 @@ from outreach_core.billing.plan import require_active_plan
 from outreach_core.imports.merge import close_if_merged
 from outreach_core.imports.schemas import MAX_IMPORT_ROWS, ImportIn, LeadImport, LeadImports, stored_row
 from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.side_queue import (
+    PartHeader,
+    above_marker,
+    append_part,
+    has_final_part,
+    pending_parts,
+    seen_chunk,
+    side_queue_of,
+)
 from outreach_core.kernel.db.tables import import_chunks, import_queue, lead_imports, lists
+from outreach_core.kernel.endpoint import Answered, Outside
 from outreach_core.kernel.errors import InvalidState, NotFound, PayloadTooLarge
 from outreach_core.kernel.ids import new_id
 from outreach_core.lists.store import resolve_import_list
 
 
-async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
+async def import_leads(ctx: WorkspaceContext, body: ImportIn, prepared: Answered | None = None) -> LeadImport:
     """Import leads in chunks of up to 5,000 rows. Omit `importId` on the first call and pass the returned id
     on every later chunk; set `final: true` on the last one. A chunk is accepted at once and counted in
     `rows` and `queued`; the service then normalises and deduplicates the addresses within the import, skips
@@ -46,38 +56,68 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     `list` puts every imported lead on an existing list (`{id}`) or a new one (`{name}`). Poll `get_import`:
     `queued` falls to 0 as rows are merged, then email providers and countries are filled in (and addresses
     verified when `verify` is true) until `status` is `done`."""
+    # `prepared`: the doors' SQLite chunks with rows of an existing import are answered by
+    # `prepare_import_leads` without this transaction; other callers (the CSV import, the CLI) get here.
+    _refuse_too_large(body)
+    await require_active_plan(ctx)
+    if ctx.conn.dialect.name == "sqlite":
+        return await _import_beside(ctx, body, writing=True)
+    imp = await _open_import(ctx, body)
+    content = _content(body)
+    chunk_hash = _chunk_hash(content)
+    if not await _seen_in_database(ctx, imp.id, chunk_hash):
+        _refuse_closed(imp, final_seen=False)
+        await _record_chunk(ctx, imp.id, body, chunk_hash, [stored_row(row) for row in content["rows"]])
+    return await get_import(ctx, imp.id)
+
+
+async def prepare_import_leads(outside: Outside, body: ImportIn) -> Answered | None:
+    """SQLite, a chunk with rows of an existing import: queued in the side file and answered here, in a
+    read-only transaction of the database, so that the request never waits for the merge's write lock (see
+    `kernel/db/side_queue.py`). Otherwise None: `import_leads` runs in a read-write transaction."""
+    sqlite = outside.settings.database_url.startswith("sqlite")
+    if body.import_id is None or not body.row_count() or not sqlite:
+        return None
+    return Answered(await outside.read(queue_chunk_beside, body))
+
+
+async def queue_chunk_beside(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
+    """SQLite: a chunk of an existing import queued in the side file only; the database is only read."""
+    _refuse_too_large(body)
+    await require_active_plan(ctx)
+    return await _import_beside(ctx, body, writing=False)
+
+
+def _refuse_too_large(body: ImportIn) -> None:
     if body.row_count() > MAX_IMPORT_ROWS:
         raise PayloadTooLarge(
             f"At most {MAX_IMPORT_ROWS:,} rows per call; split the file into chunks.",
             {"rows": body.row_count(), "limit": MAX_IMPORT_ROWS},
         )
-    await require_active_plan(ctx)
-    imp = await _open_import(ctx, body)
-    content = body.model_dump(mode="json", exclude={"import_id", "rows"}, by_alias=True, exclude_none=True)
-    content["rows"] = body.wire_rows()
-    chunk_hash = _chunk_hash(content)
-    chunks = scoped(ctx, import_chunks)
-    seen_chunk = (
-        await ctx.conn.execute(
-            chunks.select(import_chunks.c.chunk_hash).where(
-                import_chunks.c.import_id == imp.id, import_chunks.c.chunk_hash == chunk_hash
-            )
-        )
-    ).first()
-    if seen_chunk is not None:
-        return await get_import(ctx, imp.id)
-    if imp.final_at is not None or imp.status == "failed":
-        why = "already had its final chunk" if imp.final_at is not None else "has failed"
+
+
+def _refuse_closed(imp: Any, *, final_seen: bool) -> None:
+    """409 for a chunk after the import's final one, or after it failed."""
+    if imp.final_at is not None or final_seen or imp.status == "failed":
+        why = "has failed" if imp.status == "failed" else "already had its final chunk"
         raise InvalidState(
             f"This import {why}; start a new one without importId.",
             {"importId": imp.id, "status": imp.status},
         )
+
+
+async def _record_chunk(
+    ctx: WorkspaceContext, import_id: str, body: ImportIn, chunk_hash: str, rows: list[dict[str, Any]]
+) -> None:
+    """A chunk recorded in the database: its hash, its rows queued (`import_queue`), the import's counters,
+    and, for the final one, `final_at` (the import moves on at once when nothing is queued)."""
     await ctx.conn.execute(
-        chunks.insert({"import_id": imp.id, "chunk_hash": chunk_hash, "created_at": ctx.now})
+        scoped(ctx, import_chunks).insert(
+            {"import_id": import_id, "chunk_hash": chunk_hash, "created_at": ctx.now}
+        )
     )
-    rows = [stored_row(row) for row in content["rows"]]  # the hash above stays the wire form's
     if rows:
-        await _queue(ctx, imp.id, rows)
+        await _queue(ctx, import_id, rows)
     client_dropped = body.client_invalid + body.client_duplicates
     values: dict[str, Any] = {
         "rows": lead_imports.c.rows + len(rows) + client_dropped,
@@ -88,11 +128,69 @@ async def import_leads(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     if body.final:
         values["final_at"] = ctx.now
     await ctx.conn.execute(
-        scoped(ctx, lead_imports).update().where(lead_imports.c.id == imp.id).values(**values)
+        scoped(ctx, lead_imports).update().where(lead_imports.c.id == import_id).values(**values)
     )
     if body.final:
-        await close_if_merged(ctx, imp.id)
+        await close_if_merged(ctx, import_id)
+
+
+async def _import_beside(ctx: WorkspaceContext, body: ImportIn, *, writing: bool) -> LeadImport:
+    """SQLite: the chunk appended to the side file, in its write transaction; an existing import is read
+    from the database after that lock is taken (in a read or a write transaction of the database, `writing`:
+    either is correct, see `side_queue`). A chunk already received (its hash, here or in `import_chunks`)
+    changes nothing. A chunk without rows, when the import has no part waiting, is recorded in the database
+    at once (`writing` only), so that an empty final chunk ends the import as it does on PostgreSQL."""
+    if body.import_id is None:
+        imp = await _open_import(ctx, body)
+    async with side_queue_of(ctx.conn).writing() as side:
+        # a new import's part is committed here before the database: should the database's commit fail,
+        # the merge drops the part of an import that does not exist (`merge._merge_side_part`)
+        if body.import_id is not None:
+            imp = await _existing_import(ctx, body.import_id)
+        content = _content(body)
+        chunk_hash = _chunk_hash(content)
+        if not await seen_chunk(side, imp.id, chunk_hash) and not await _seen_in_database(
+            ctx, imp.id, chunk_hash
+        ):
+            _refuse_closed(imp, final_seen=await has_final_part(side, imp.id))
+            rows = [stored_row(row) for row in content["rows"]]  # the hash stays the wire form's
+            waiting = above_marker(await pending_parts(side, import_ids=[imp.id]), {imp.id: imp.merged_seq})
+            if writing and not rows and not waiting:
+                await _record_chunk(ctx, imp.id, body, chunk_hash, rows)
+            else:
+                await append_part(side, _header(ctx, imp.id, body, len(rows)), chunk_hash, rows)
     return await get_import(ctx, imp.id)
+
+
+def _header(ctx: WorkspaceContext, import_id: str, body: ImportIn, rows: int) -> PartHeader:
+    return PartHeader(
+        import_id=import_id,
+        seq=0,  # set by `append_part`
+        workspace_id=ctx.workspace_id,
+        rows=rows,
+        client_invalid=body.client_invalid,
+        client_duplicates=body.client_duplicates,
+        final=body.final,
+        created_at=ctx.now,
+    )
+
+
+async def _seen_in_database(ctx: WorkspaceContext, import_id: str, chunk_hash: str) -> bool:
+    """Whether the import already received this chunk, as recorded in the database (PostgreSQL; SQLite: a
+    chunk without rows, or one queued before the side file)."""
+    found = await ctx.conn.execute(
+        scoped(ctx, import_chunks)
+        .select(import_chunks.c.chunk_hash)
+        .where(import_chunks.c.import_id == import_id, import_chunks.c.chunk_hash == chunk_hash)
+    )
+    return found.first() is not None
+
+
+def _content(body: ImportIn) -> dict[str, Any]:
+    """The chunk as hashed: every field but `importId`, rows in wire form."""
+    content = body.model_dump(mode="json", exclude={"import_id", "rows"}, by_alias=True, exclude_none=True)
+    content["rows"] = body.wire_rows()
+    return content
 
 
 async def get_import(ctx: WorkspaceContext, id: str) -> LeadImport:
@@ -135,16 +233,7 @@ async def _queue(ctx: WorkspaceContext, import_id: str, rows: list[dict[str, Any
 async def _open_import(ctx: WorkspaceContext, body: ImportIn) -> Any:
     table = scoped(ctx, lead_imports)
     if body.import_id is not None:
-        # Locked (PostgreSQL) so that chunks of one import sent in parallel queue one after the other; the
-        # import worker does not hold this row while it merges (see `import_merge._claim`).
-        row = (
-            await ctx.conn.execute(
-                table.select().where(lead_imports.c.id == body.import_id).with_for_update()
-            )
-        ).one_or_none()
-        if row is None:
-            raise NotFound("import", body.import_id)
-        return row
+        return await _existing_import(ctx, body.import_id)
     list_id = None
     if body.target_list is not None:
         list_id, _ = await resolve_import_list(ctx, body.target_list.id, body.target_list.name)
@@ -165,6 +254,19 @@ async def _open_import(ctx: WorkspaceContext, body: ImportIn) -> Any:
     return (await ctx.conn.execute(table.select().where(lead_imports.c.id == import_id))).one()
 
 
+async def _existing_import(ctx: WorkspaceContext, import_id: str) -> Any:
+    # Locked (PostgreSQL) so that chunks of one import sent in parallel queue one after the other; the
+    # import worker does not hold this row while it merges (see `import_merge._claim`).
+    row = (
+        await ctx.conn.execute(
+            scoped(ctx, lead_imports).select().where(lead_imports.c.id == import_id).with_for_update()
+        )
+    ).one_or_none()
+    if row is None:
+        raise NotFound("import", import_id)
+    return row
+
+
 def _chunk_hash(content: dict[str, Any]) -> str:
     """SHA-256 of the chunk as compact JSON with sorted keys (orjson: UTF-8 as is, where `json.dumps`, used
     before issue 31, escaped non-ASCII: a chunk with such text retried across that upgrade is new)."""
@@ -172,6 +274,12 @@ def _chunk_hash(content: dict[str, Any]) -> str:
 
 
 async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = None) -> list[LeadImport]:
+    # SQLite: the side file is read first, then the database (`side_queue` says why either order counts
+    # each part once; this one includes in a request's answer the chunk it has just queued)
+    waiting: list[PartHeader] = []
+    if ctx.conn.dialect.name == "sqlite":
+        async with side_queue_of(ctx.conn).reading() as side:
+            waiting = await pending_parts(side, workspace_id=ctx.workspace_id)
     table = scoped(ctx, lead_imports)
     stmt = table.select(lead_imports, lists.c.name.label("list_name")).outerjoin(
         lists, lists.c.id == lead_imports.c.list_id
@@ -181,7 +289,31 @@ async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = Non
     stmt = stmt.order_by(lead_imports.c.created_at.desc(), lead_imports.c.id.desc())
     if limit is not None:
         stmt = stmt.limit(limit)
-    return [LeadImport.from_row(r) for r in (await ctx.conn.execute(stmt)).all()]
+    found = (await ctx.conn.execute(stmt)).all()
+    if not waiting:
+        return [LeadImport.from_row(r) for r in found]
+    markers = {r.id: r.merged_seq for r in found}
+    queued: dict[str, list[PartHeader]] = {}
+    for part in above_marker(waiting, markers):
+        queued.setdefault(part.import_id, []).append(part)
+    return [_with_parts(r, queued.get(r.id, [])) for r in found]
 
 
-__all__ = ["get_import", "import_leads", "list_imports"]
+def _with_parts(row: Any, parts: list[PartHeader]) -> LeadImport:
+    """An import's counters with its parts still in the side file: received (`rows`, `queued`, and the rows
+    the client dropped itself), not merged."""
+    if not parts:
+        return LeadImport.from_row(row)
+    client_invalid = sum(p.client_invalid for p in parts)
+    client_duplicates = sum(p.client_duplicates for p in parts)
+    rows = sum(p.rows for p in parts)
+    return LeadImport.from_row(
+        row,
+        rows=row.rows + rows + client_invalid + client_duplicates,
+        queued=row.queued + rows,
+        invalid=row.invalid + client_invalid,
+        duplicates=row.duplicates + client_duplicates,
+    )
+
+
+__all__ = ["get_import", "import_leads", "list_imports", "prepare_import_leads", "queue_chunk_beside"]

@@ -117,6 +117,16 @@ class Background(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Answered:
+    """What a `prepare` step returns when it has answered the call itself, in transactions of its own: the
+    runtime returns `value` and does not run the operation (nor open its transaction). For a call whose
+    work, in some cases, writes elsewhere than the database: a SQLite import chunk is queued in a file of
+    its own and must not wait for the database's write lock (`kernel/db/side_queue.py`)."""
+
+    value: Any
+
+
 ROLES: tuple[Role, ...] = ("owner", "admin", "member")
 """Highest first."""
 

@@ -22,8 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from outreach_core.kernel.context import Principal, Role, SystemContext, WorkspaceContext
 from outreach_core.kernel.db.engine import create_engine
+from outreach_core.kernel.db.side_queue import dispose_side_queue
 from outreach_core.kernel.db.turns import WriteTurns
-from outreach_core.kernel.endpoint import AnyEndpoint, refuse_lower_role
+from outreach_core.kernel.endpoint import Answered, AnyEndpoint, refuse_lower_role
 from outreach_core.kernel.ports import Ports
 from outreach_core.kernel.settings import Settings
 from outreach_core.kernel.usage import UsageTracker
@@ -61,11 +62,14 @@ class Runtime:
         endpoint's (403 `forbidden` below it, before anything else runs), its `prepare` step first, outside
         any transaction (after the caller is authenticated in a short read transaction), then the operation
         in one transaction (read-only or read-write as the endpoint says) with `prepared=` the step's
-        result."""
+        result (unless the step answered the call itself, `Answered`: then its value is the result)."""
         if endpoint.prepare is not None:
             principal = caller if isinstance(caller, Principal) else await self.system_read(caller)
             refuse_lower_role(endpoint.role, principal)
-            kwargs["prepared"] = await endpoint.prepare(_Outside(self, principal), **kwargs)
+            prepared = await endpoint.prepare(_Outside(self, principal), **kwargs)
+            if isinstance(prepared, Answered):
+                return prepared.value
+            kwargs["prepared"] = prepared
             caller = principal
         maker = self._for(caller, endpoint.role)
         return await self._run(maker, endpoint.operation, endpoint.read_only, (), kwargs)
@@ -129,6 +133,7 @@ class Runtime:
             close = getattr(port, "aclose", None)
             if close is not None:
                 await close()
+        await dispose_side_queue(self.engine)
         await self.engine.dispose()
 
     # ----------------------------------------------------------------------------------------------------

@@ -168,15 +168,6 @@ class Settings(BaseSettings):
     # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
-    import_slice_rows: int = Field(
-        default=0,
-        ge=0,
-        le=100_000,
-        description="SQLite: rows of a queued import part merged per transaction while the import still "
-        "receives chunks (a chunk request waits for the transaction in progress); 0 merges whole parts. 500 "
-        "accepts chunks about 4 times faster and stores a million rows about 30 % slower (docs/leads.md). "
-        "PostgreSQL always merges whole parts.",
-    )
 
     # Deliverability (docs/deliverability.md, issue 27): blocklist zones asked for the MX hosts' addresses
     # (DNSBL) and for the domain itself (DBL), comma-separated; the RDAP URL with `{domain}` for the domain's

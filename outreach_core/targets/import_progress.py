@@ -4,12 +4,13 @@ its own batch; the imports domain moves it from `importing` to `enriching`."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import not_, or_
 
 from outreach_core.kernel.context import SystemContext, system_scope
 from outreach_core.kernel.db.maintenance import refresh_lead_statistics
+from outreach_core.kernel.db.side_queue import pending_parts, side_queue_of
 from outreach_core.kernel.db.tables import import_queue, lead_imports, leads
 
 STORING_WINDOW = timedelta(seconds=60)
@@ -24,6 +25,8 @@ async def import_parts_queued(ctx: SystemContext) -> bool:
     needs (SQLite's one lock; on PostgreSQL the cores and the index pages), and start on the stored leads
     once the queue is empty. A short read."""
     since = ctx.now - STORING_WINDOW
+    if ctx.conn.dialect.name == "sqlite" and await _side_parts_queued(ctx, since):
+        return True
     queued = (
         system_scope(import_queue)
         .select(import_queue.c.import_id)
@@ -32,6 +35,23 @@ async def import_parts_queued(ctx: SystemContext) -> bool:
         .limit(1)
     )
     return (await ctx.conn.execute(queued)).first() is not None
+
+
+async def _side_parts_queued(ctx: SystemContext, since: datetime) -> bool:
+    """SQLite: the same question of the parts in the side file (`kernel/db/side_queue.py`)."""
+    async with side_queue_of(ctx.conn).reading() as side:
+        parts = await pending_parts(side)
+    if any(p.created_at >= since for p in parts):
+        return True
+    if not parts:
+        return False
+    merged = (
+        system_scope(lead_imports)
+        .select(lead_imports.c.id)
+        .where(lead_imports.c.id.in_(sorted({p.import_id for p in parts})), lead_imports.c.merged_at >= since)
+        .limit(1)
+    )
+    return (await ctx.conn.execute(merged)).first() is not None
 
 
 async def finish_imports(ctx: SystemContext, *, workspace_id: str | None = None) -> int:

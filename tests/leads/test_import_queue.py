@@ -6,14 +6,31 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
+from sqlalchemy import select, update
 
 from outreach_core.kernel.context import WorkspaceContext, scoped
+from outreach_core.kernel.db.side_queue import side_parts, side_queue, side_rows
 from outreach_core.kernel.db.tables import import_queue
 from tests.conftest import MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import create, import_chunk, listing, merge_imports
 
 
 async def _queued(ws: WorkspaceHandle) -> list[Any]:
+    """The rows of the parts waiting, oldest first: in SQLite's side file, or in `import_queue`."""
+    if ws.runtime.is_sqlite:
+        async with side_queue(ws.runtime.engine).reading() as side:
+            payloads = await side.execute(
+                select(side_rows.c.rows)
+                .join(
+                    side_parts,
+                    (side_parts.c.import_id == side_rows.c.import_id) & (side_parts.c.seq == side_rows.c.seq),
+                )
+                .where(side_parts.c.workspace_id == ws.workspace_id)
+                .order_by(side_rows.c.seq)
+            )
+            return [orjson.loads(p) for p in payloads.scalars()]
+
     async def read(ctx: WorkspaceContext) -> list[Any]:
         stmt = scoped(ctx, import_queue).select(import_queue.c.rows).order_by(import_queue.c.seq)
         return list((await ctx.conn.execute(stmt)).scalars())
@@ -23,6 +40,13 @@ async def _queued(ws: WorkspaceHandle) -> list[Any]:
 
 async def _requeue(ws: WorkspaceHandle, rows: list[dict[str, Any]]) -> None:
     """Replace the queued part's rows, as an earlier version would have written them."""
+    if ws.runtime.is_sqlite:
+        async with side_queue(ws.runtime.engine).writing() as side:
+            mine = select(side_parts.c.import_id).where(side_parts.c.workspace_id == ws.workspace_id)
+            await side.execute(
+                update(side_rows).where(side_rows.c.import_id.in_(mine)).values(rows=orjson.dumps(rows))
+            )
+        return
 
     async def write(ctx: WorkspaceContext) -> None:
         await ctx.conn.execute(scoped(ctx, import_queue).update().values(rows=rows))

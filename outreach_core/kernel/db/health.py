@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from outreach_core.kernel.db.migrate import alembic_config
-from outreach_core.kernel.db.tables import import_queue, outbox, webhook_deliveries
+from outreach_core.kernel.db.side_queue import PartHeader, above_marker, pending_parts, side_queue
+from outreach_core.kernel.db.tables import import_queue, lead_imports, outbox, webhook_deliveries
 
 __all__ = ["QUEUE_DEPTH_CAP", "head_revisions", "migration_problem", "queue_depths"]
 
@@ -47,7 +48,8 @@ rows on PostgreSQL under load, near `/metrics`' 3 s timeout; 10.6 ms up to this 
 
 
 async def queue_depths(engine: AsyncEngine) -> dict[str, int]:
-    """Work waiting, by queue: `imports` (received import parts not merged yet), `outbox` (events not
+    """Work waiting, by queue: `imports` (received import parts not merged yet; on SQLite with those of the
+    side file), `outbox` (events not
     dispatched to webhooks yet), `webhooks` (deliveries still to be posted, retries included); each counted
     up to `QUEUE_DEPTH_CAP` (a deeper queue reads as the cap), in one statement."""
     waiting = {
@@ -66,6 +68,22 @@ async def queue_depths(engine: AsyncEngine) -> dict[str, int]:
             for name, rows in waiting.items()
         )
     )
+    # SQLite: the side file's parts read first, then the database's markers (`side_queue`: each part once)
+    side = await _side_parts_waiting(engine) if engine.dialect.name == "sqlite" else []
     async with engine.connect() as conn:
         row = (await conn.execute(statement)).one()
-    return {name: int(row._mapping[name]) for name in waiting}
+        depths = {name: int(row._mapping[name]) for name in waiting}
+        if side:
+            markers = await conn.execute(
+                select(lead_imports.c.id, lead_imports.c.merged_seq).where(
+                    lead_imports.c.id.in_(sorted({p.import_id for p in side}))
+                )
+            )
+            waiting_parts = above_marker(side, {str(r.id): r.merged_seq for r in markers.all()})
+            depths["imports"] = min(QUEUE_DEPTH_CAP, depths["imports"] + len(waiting_parts))
+    return depths
+
+
+async def _side_parts_waiting(engine: AsyncEngine) -> list[PartHeader]:
+    async with side_queue(engine).reading() as side:
+        return await pending_parts(side)

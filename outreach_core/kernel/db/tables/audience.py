@@ -268,6 +268,8 @@ lead_imports = Table(
     Column("enriched_at", UtcDateTime, nullable=True),
     Column("failure_reason", String(300), nullable=True),  # why it ended `failed` (migration 0020)
     Column("merged_at", UtcDateTime, nullable=True),  # a part of it last merged (storing comes first)
+    # SQLite: the last part of the side file (`kernel/db/side_queue.py`) merged, None before the first (0038)
+    Column("merged_seq", Integer, nullable=True),
     Index("ix_lead_imports_ws_created", "workspace_id", "created_at"),
     Index("ix_lead_imports_status", "status"),
 )

@@ -1,0 +1,343 @@
+"""SQLite: the import queue in a file of its own, `<database>-imports`, beside the database.
+
+SQLite has one writer per file. With the queue in the database itself, a chunk request (`import_leads`)
+waited for the merge transaction in progress in the worker process (about half a second a part), so chunks
+were accepted at the merge's pace. Here a chunk of an existing import is written to this file only (its
+own write lock, never held by a merge), and the merge moves it into the database:
+
+1. the request appends a part: its header (`side_parts`: sequence number, chunk hash, row counts, `final`)
+   and its rows (`side_rows`), in one transaction of this file;
+2. the merge reads the oldest part, merges it into the database and, in the same transaction there,
+   records it as merged: the import's counters grow by the part's rows and `lead_imports.merged_seq`
+   becomes its sequence number (the marker). It commits;
+3. then the part's rows are deleted here (`release_merged_parts`), its header marked not pending.
+
+A kill between 2 and 3 leaves a part here at or below the marker: the marker decides, such a part is
+released, never merged again.
+
+Headers stay as long as their import (deleted with it, `drop_orphan_parts`): a retried chunk is found here
+by its hash whether or not it was merged, and readers that combine both files (`pending_parts` then the
+database) count a part exactly once whatever the order and age of their two snapshots: a part at or below
+the marker they read is in the database's counters, one above it is counted from its header, and a header
+never disappears while its import exists. (Were headers deleted at step 3, a reader whose database snapshot
+predates step 2 and whose side snapshot follows step 3 would miss the part: the runtime's transaction may
+take its snapshot when it authenticates the caller, before the operation reads this file.) Readers still
+read this file first, so that a request's answer includes the chunk it has just written.
+
+PostgreSQL keeps `import_queue`: its requests never wait for a merge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+import weakref
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    and_,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from outreach_core.kernel.db.engine import create_engine
+from outreach_core.kernel.db.types import UtcDateTime
+from outreach_core.kernel.settings import sqlite_path
+
+side_metadata = MetaData()
+"""The side file's tables: not the database's (`tables.metadata`), no migrations; created on first use."""
+
+side_parts = Table(
+    "side_parts",
+    side_metadata,
+    Column("import_id", String(40), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),  # merge order within the import
+    Column("workspace_id", String(40), nullable=False),
+    Column("chunk_hash", String(64), nullable=False),
+    Column("rows", Integer, nullable=False),  # rows queued (the chunk's rows)
+    Column("client_invalid", Integer, nullable=False),
+    Column("client_duplicates", Integer, nullable=False),
+    Column("final", Boolean, nullable=False),
+    Column("pending", Boolean, nullable=False),  # its rows are still in `side_rows`
+    Column("created_at", UtcDateTime, nullable=False),
+    Index("ix_side_parts_hash", "import_id", "chunk_hash", unique=True),
+    Index("ix_side_parts_pending", "workspace_id", "created_at", sqlite_where=Column("pending")),
+)
+
+side_rows = Table(
+    "side_rows",
+    side_metadata,
+    Column("import_id", String(40), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("rows", LargeBinary, nullable=False),  # the part's rows, storage form, as JSON (orjson)
+)
+
+
+@dataclass(frozen=True)
+class PartHeader:
+    """A part as readers count it."""
+
+    import_id: str
+    seq: int
+    workspace_id: str
+    rows: int
+    client_invalid: int
+    client_duplicates: int
+    final: bool
+    created_at: datetime
+
+
+class SideQueue:
+    """The side file of one SQLite database, for this process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.engine: AsyncEngine = create_engine(f"sqlite+aiosqlite:///{path}")
+        self._created = False
+        # this process's writers queue here, instead of polling SQLite's lock with growing sleeps
+        self._write_gate = asyncio.Lock()
+
+    async def _ensure(self) -> None:
+        if not self._created:
+            # under the file's write lock: the server and its worker process may both come first
+            async with self.engine.connect() as conn:
+                await conn.execution_options(sqlite_begin="IMMEDIATE")
+                async with conn.begin():
+                    await conn.run_sync(_create_tables)
+            self._created = True
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[AsyncConnection]:
+        """A read transaction of the side file (its snapshot is taken at its first read)."""
+        await self._ensure()
+        async with self.engine.connect() as conn:
+            await conn.execution_options(sqlite_begin="DEFERRED")
+            async with conn.begin():
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[AsyncConnection]:
+        """A write transaction of the side file, its write lock taken up front (`BEGIN IMMEDIATE`)."""
+        await self._ensure()
+        async with self._write_gate, self.engine.connect() as conn:
+            await conn.execution_options(sqlite_begin="IMMEDIATE")
+            async with conn.begin():
+                yield conn
+
+
+def _create_tables(conn: Connection) -> None:
+    side_metadata.create_all(conn)
+
+
+_queues: weakref.WeakKeyDictionary[AsyncEngine, SideQueue] = weakref.WeakKeyDictionary()
+"""One side queue per engine of the database, as the runtime keeps its write gate: its engine, pool and
+lock live in the event loop of the database's engine, and go with it."""
+_memory_dir: Path | None = None
+
+
+def side_queue(engine: AsyncEngine) -> SideQueue:
+    """The side file of the SQLite database `engine` writes, `<database>-imports` (an in-memory database,
+    for which the service keeps no state across connections anyway, gets one in a temporary directory)."""
+    queue = _queues.get(engine)
+    if queue is None:
+        queue = _queues[engine] = SideQueue(_side_path(engine))
+    return queue
+
+
+async def dispose_side_queue(engine: AsyncEngine) -> None:
+    """Close the side file's connections of the database `engine` (with the engine itself)."""
+    queue = _queues.pop(engine, None)
+    if queue is not None:
+        await queue.engine.dispose()
+
+
+def _side_path(engine: AsyncEngine) -> Path:
+    main = sqlite_path(engine.url.render_as_string(hide_password=False))
+    if main is not None:
+        return Path(f"{main}-imports")
+    global _memory_dir
+    _memory_dir = _memory_dir or Path(tempfile.mkdtemp(prefix="outreach-imports-"))
+    return _memory_dir / "memory-imports"
+
+
+def side_queue_of(conn: AsyncConnection) -> SideQueue:
+    """The side file of the database `conn` is connected to."""
+    return side_queue(conn.engine)
+
+
+# --- the request ------------------------------------------------------------------------------------------
+
+
+async def seen_chunk(conn: AsyncConnection, import_id: str, chunk_hash: str) -> bool:
+    """Whether the import already received this chunk (merged or not)."""
+    found = await conn.execute(
+        select(side_parts.c.seq).where(
+            side_parts.c.import_id == import_id, side_parts.c.chunk_hash == chunk_hash
+        )
+    )
+    return found.first() is not None
+
+
+async def has_final_part(conn: AsyncConnection, import_id: str) -> bool:
+    """Whether the import's final chunk is here (merged or not)."""
+    found = await conn.execute(
+        select(side_parts.c.seq).where(side_parts.c.import_id == import_id, side_parts.c.final).limit(1)
+    )
+    return found.first() is not None
+
+
+async def append_part(conn: AsyncConnection, header: PartHeader, chunk_hash: str, rows: list[Any]) -> None:
+    """Append a part (`header.seq` is replaced by the import's next sequence number)."""
+    last = (
+        await conn.execute(
+            select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == header.import_id)
+        )
+    ).scalar()
+    seq = 0 if last is None else last + 1
+    values = {**header.__dict__, "seq": seq, "chunk_hash": chunk_hash, "pending": True}
+    await conn.execute(insert(side_parts).values(values))
+    payload = orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS)
+    await conn.execute(insert(side_rows).values(import_id=header.import_id, seq=seq, rows=payload))
+
+
+# --- readers ----------------------------------------------------------------------------------------------
+
+
+async def pending_parts(
+    conn: AsyncConnection, *, workspace_id: str | None = None, import_ids: Iterable[str] = ()
+) -> list[PartHeader]:
+    """The headers of parts not released yet (of a workspace, or of the given imports), oldest first. The
+    caller drops those at or below their import's marker (merged, not released yet)."""
+    stmt = select(*_header_columns()).where(side_parts.c.pending)
+    if workspace_id is not None:
+        stmt = stmt.where(side_parts.c.workspace_id == workspace_id)
+    ids = list(import_ids)
+    if ids:
+        stmt = stmt.where(side_parts.c.import_id.in_(ids))
+    rows = (await conn.execute(stmt.order_by(side_parts.c.created_at, side_parts.c.seq))).all()
+    return [PartHeader(**r._mapping) for r in rows]
+
+
+async def last_chunks(conn: AsyncConnection, import_ids: list[str]) -> dict[str, datetime]:
+    """The time of each import's last chunk received here (stale-import detection)."""
+    rows = await conn.execute(
+        select(side_parts.c.import_id, func.max(side_parts.c.created_at))
+        .where(side_parts.c.import_id.in_(import_ids))
+        .group_by(side_parts.c.import_id)
+    )
+    return {str(i): t for i, t in rows.all()}
+
+
+def above_marker(parts: Iterable[PartHeader], markers: dict[str, int | None]) -> list[PartHeader]:
+    """The parts not merged yet: above their import's marker (`lead_imports.merged_seq`, None before the
+    first merge). Parts of imports not in `markers` (not in the database) are left out."""
+    return [
+        p
+        for p in parts
+        if p.import_id in markers and (markers[p.import_id] is None or p.seq > markers[p.import_id])  # type: ignore[operator]
+    ]
+
+
+# --- the merge --------------------------------------------------------------------------------------------
+
+
+async def part_rows(conn: AsyncConnection, header: PartHeader) -> list[dict[str, Any]]:
+    """A pending part's rows."""
+    payload = (
+        await conn.execute(
+            select(side_rows.c.rows).where(
+                side_rows.c.import_id == header.import_id, side_rows.c.seq == header.seq
+            )
+        )
+    ).scalar_one()
+    rows: list[dict[str, Any]] = orjson.loads(payload)
+    return rows
+
+
+async def release_parts(queue: SideQueue, markers: dict[str, int]) -> int:
+    """Delete the rows of the parts at or below their import's marker (merged), keep their headers as not
+    pending. Returns how many parts were released."""
+    if not markers:
+        return 0
+    async with queue.writing() as conn:
+        released = 0
+        for import_id, marker in markers.items():
+            at_or_below = and_(side_parts.c.import_id == import_id, side_parts.c.seq <= marker)
+            await conn.execute(
+                delete(side_rows).where(side_rows.c.import_id == import_id, side_rows.c.seq <= marker)
+            )
+            done = await conn.execute(
+                update(side_parts).where(at_or_below, side_parts.c.pending).values(pending=False)
+            )
+            released += int(done.rowcount or 0)
+        return released
+
+
+async def drop_imports(queue: SideQueue, import_ids: Iterable[str]) -> None:
+    """Delete everything of these imports (gone from the database: deleted with their workspace)."""
+    ids = sorted(import_ids)
+    if not ids:
+        return
+    async with queue.writing() as conn:
+        for start in range(0, len(ids), 500):  # within SQLite's limit of bound parameters
+            batch = ids[start : start + 500]
+            await conn.execute(delete(side_rows).where(side_rows.c.import_id.in_(batch)))
+            await conn.execute(delete(side_parts).where(side_parts.c.import_id.in_(batch)))
+
+
+async def all_import_ids(queue: SideQueue) -> set[str]:
+    """Every import with a header here."""
+    async with queue.reading() as conn:
+        return {str(i) for i in (await conn.execute(select(side_parts.c.import_id).distinct())).scalars()}
+
+
+def _header_columns() -> list[Any]:
+    c = side_parts.c
+    return [
+        c.import_id,
+        c.seq,
+        c.workspace_id,
+        c.rows,
+        c.client_invalid,
+        c.client_duplicates,
+        c.final,
+        c.created_at,
+    ]
+
+
+__all__ = [
+    "PartHeader",
+    "SideQueue",
+    "above_marker",
+    "all_import_ids",
+    "append_part",
+    "dispose_side_queue",
+    "drop_imports",
+    "has_final_part",
+    "last_chunks",
+    "part_rows",
+    "pending_parts",
+    "release_parts",
+    "seen_chunk",
+    "side_queue",
+    "side_queue_of",
+]
