@@ -1,7 +1,7 @@
 """lead_imports: merged_seq, the last part of SQLite's side queue file merged into the database
 
 Revision ID: 0038
-Revises: 0034
+Revises: 0037
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0038"
-down_revision = "0034"
+down_revision = "0037"
 branch_labels = None
 depends_on = None
 
