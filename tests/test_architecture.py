@@ -336,3 +336,38 @@ def test_operations_leave_who_may_call_them_to_the_catalogue() -> None:
             if isinstance(node, ast.Name) and node.id == "Forbidden":
                 raising.add(rel)
     assert raising - {"kernel/errors.py", "kernel/endpoint.py"} == target_rules
+
+
+IMPORT_ID_WRITERS = {
+    "imports/lead_rows.py": "`new_lead_rows`: the leads an import creates, carrying their import",
+    "imports/merge.py": "SQLite's merge: the addresses an import met (`import_seen`)",
+    "imports/staged_merge.py": "PostgreSQL's merge: the addresses an import met (`import_seen`)",
+    "imports/operations.py": "a chunk's hash and its queued part (`import_chunks`, `import_queue`)",
+    "kernel/db/side_queue.py": "SQLite's queued parts in their own file",
+    "verification/pipeline.py": "a claimed lead's import, read back (`ClaimedLead`), never written",
+}
+
+
+def test_only_the_merges_store_leads_with_their_import() -> None:
+    """SQLite's lead counters rest on a rule (migration 0034): the counters' insert trigger skips leads that
+    carry an `import_id`, because the merge that stores them counts them itself, once per part. A lead stored
+    with an `import_id` by anything else would go uncounted. So the rows that carry one are built by
+    `new_lead_rows` alone, whose only callers are the two merges, and no other module names `import_id` as a
+    key or keyword when it builds rows (a module added to the list below must say why it is not a lead)."""
+    callers = {
+        rel
+        for rel, tree in core_modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and node.id == "new_lead_rows"
+    }
+    assert callers <= {"imports/merge.py", "imports/staged_merge.py"}
+    naming = set()
+    for rel, tree in core_modules():
+        for node in ast.walk(tree):
+            keys = node.keys if isinstance(node, ast.Dict) else []
+            if any(isinstance(k, ast.Constant) and k.value == "import_id" for k in keys):
+                naming.add(rel)
+            if isinstance(node, ast.Call) and any(kw.arg == "import_id" for kw in node.keywords):
+                naming.add(rel)
+    assert naming <= set(IMPORT_ID_WRITERS), sorted(naming - set(IMPORT_ID_WRITERS))
+    assert "imports/lead_rows.py" in naming  # the check still sees the one that must be there
