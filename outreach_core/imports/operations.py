@@ -37,6 +37,8 @@ from outreach_core.kernel.db.side_queue import (
     above_marker,
     append_part,
     has_final_part,
+    mark_final,
+    parts_above,
     pending_parts,
     seen_chunk,
     side_queue_of,
@@ -157,6 +159,8 @@ async def _import_beside(ctx: WorkspaceContext, body: ImportIn, *, writing: bool
             waiting = above_marker(await pending_parts(side, import_ids=[imp.id]), {imp.id: imp.merged_seq})
             if writing and not rows and not waiting:
                 await _record_chunk(ctx, imp.id, body, chunk_hash, rows)
+                if body.final:
+                    await mark_final(side, _header(ctx, imp.id, body, 0), chunk_hash)
             else:
                 await append_part(side, _header(ctx, imp.id, body, len(rows)), chunk_hash, rows)
     return await get_import(ctx, imp.id)
@@ -274,12 +278,6 @@ def _chunk_hash(content: dict[str, Any]) -> str:
 
 
 async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = None) -> list[LeadImport]:
-    # SQLite: the side file is read first, then the database (`side_queue` says why either order counts
-    # each part once; this one includes in a request's answer the chunk it has just queued)
-    waiting: list[PartHeader] = []
-    if ctx.conn.dialect.name == "sqlite":
-        async with side_queue_of(ctx.conn).reading() as side:
-            waiting = await pending_parts(side, workspace_id=ctx.workspace_id)
     table = scoped(ctx, lead_imports)
     stmt = table.select(lead_imports, lists.c.name.label("list_name")).outerjoin(
         lists, lists.c.id == lead_imports.c.list_id
@@ -290,11 +288,15 @@ async def _imports(ctx: WorkspaceContext, where: Any, *, limit: int | None = Non
     if limit is not None:
         stmt = stmt.limit(limit)
     found = (await ctx.conn.execute(stmt)).all()
-    if not waiting:
+    if ctx.conn.dialect.name != "sqlite" or not found:
         return [LeadImport.from_row(r) for r in found]
-    markers = {r.id: r.merged_seq for r in found}
+    # SQLite: the parts in the side file above the markers this snapshot of the database holds, released
+    # or not: each part counted once whatever happened between the two reads (`side_queue.parts_above`);
+    # read after this request's own chunk was committed there, so its answer includes it
+    async with side_queue_of(ctx.conn).reading() as side:
+        waiting = await parts_above(side, {str(r.id): r.merged_seq for r in found})
     queued: dict[str, list[PartHeader]] = {}
-    for part in above_marker(waiting, markers):
+    for part in waiting:
         queued.setdefault(part.import_id, []).append(part)
     return [_with_parts(r, queued.get(r.id, [])) for r in found]
 

@@ -15,8 +15,10 @@ import pytest
 from sqlalchemy import func, select
 
 from outreach_core.imports.merge import import_principal, merge_queued_rows
+from outreach_core.imports.operations import get_import
 from outreach_core.kernel.db.health import queue_depths
 from outreach_core.kernel.db.side_queue import side_parts, side_queue, side_rows
+from outreach_core.kernel.db.tables import lead_imports
 from outreach_core.kernel.settings import Settings, sqlite_path
 from tests.conftest import PG_URL, MakeWorkspace, WorkspaceHandle
 from tests.leads.helpers import import_chunk, listing, merge_imports
@@ -159,3 +161,52 @@ async def test_a_deleted_workspace_leaves_nothing_in_the_side_file(
         await conn.exec_driver_sql("DELETE FROM workspaces WHERE id = ?", (ws.workspace_id,))
     await merge_imports(ws)  # runs dry: the parts of the deleted import are dropped, not merged
     assert await _side_parts_of(ws, import_id) == (0, 0)
+
+
+async def test_an_import_read_across_a_merge_counts_each_part_once(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """A reader whose snapshot of the database was taken before a part's merge, and who reads the side file
+    after the part was released, still counts the part (once): as queued, as its database says."""
+    ws = await make_workspace()
+    first = await import_chunk(http, ws, rows=_rows("c", 3))
+    import_id = first.json()["id"]
+    await import_chunk(http, ws, importId=import_id, rows=_rows("d", 4))
+    seen: dict[str, Any] = {}
+
+    async def read_across_the_merge(ctx: Any) -> None:
+        # this read fixes the transaction's snapshot of the database: before the merges below
+        await ctx.conn.execute(select(lead_imports.c.rows).where(lead_imports.c.id == import_id))
+        await merge_imports(ws)  # merged, committed and released by the worker's path meanwhile
+        assert await _side_parts_of(ws, import_id) == (2, 0)
+        seen.update((await get_import(ctx, import_id)).model_dump(by_alias=True))
+
+    await ws.runtime.read(import_principal(ws.workspace_id), read_across_the_merge)
+    assert (seen["rows"], seen["queued"], seen["created"]) == (7, 7, 0)  # as of its snapshot: all queued
+    now = await _import(http, ws, import_id)
+    assert (now["rows"], now["queued"], now["created"]) == (7, 0, 7)
+
+
+async def test_a_chunk_after_an_empty_final_chunk_is_refused_by_the_side_file(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace
+) -> None:
+    """An empty final chunk, recorded in the database at once, is noted in the side file too: a chunk whose
+    request read the database before that commit still finds the final chunk there (409)."""
+    ws = await make_workspace()
+    first = await import_chunk(http, ws, rows=_rows("e", 2))
+    import_id = first.json()["id"]
+    await merge_imports(ws)
+    final = await import_chunk(http, ws, importId=import_id, rows=[], final=True)
+    assert final.status_code == 200, final.text
+    assert final.json()["status"] != "importing"
+    async with side_queue(ws.runtime.engine).reading() as side:
+        finals = await side.execute(
+            select(side_parts.c.rows, side_parts.c.pending).where(
+                side_parts.c.import_id == import_id, side_parts.c.final
+            )
+        )
+        assert finals.all() == [(0, False)]  # nothing to merge or count, only the mark
+    late = await import_chunk(http, ws, importId=import_id, rows=_rows("f", 1))
+    assert late.status_code == 409, late.text
+    imp = await _import(http, ws, import_id)
+    assert (imp["rows"], imp["created"], imp["queued"]) == (2, 2, 0)

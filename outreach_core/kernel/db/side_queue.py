@@ -16,13 +16,17 @@ A kill between 2 and 3 leaves a part here at or below the marker: the marker dec
 released, never merged again.
 
 Headers stay as long as their import (deleted with it, `drop_orphan_parts`): a retried chunk is found here
-by its hash whether or not it was merged, and readers that combine both files (`pending_parts` then the
-database) count a part exactly once whatever the order and age of their two snapshots: a part at or below
-the marker they read is in the database's counters, one above it is counted from its header, and a header
-never disappears while its import exists. (Were headers deleted at step 3, a reader whose database snapshot
-predates step 2 and whose side snapshot follows step 3 would miss the part: the runtime's transaction may
-take its snapshot when it authenticates the caller, before the operation reads this file.) Readers still
-read this file first, so that a request's answer includes the chunk it has just written.
+by its hash whether or not it was merged, and a reader that combines both files reads the markers from the
+database, then from here every header above them, released or not (`parts_above`): a part at or below the
+marker it read is in the database's counters, one above it is counted from its header, and a header never
+disappears while its import exists, so each part is counted once whatever happened between the two reads.
+(Reading only the parts not yet released, a reader whose database snapshot predates step 2 and whose side
+read follows step 3 missed the part: the runtime's transaction may take its snapshot when it authenticates
+the caller, long before the operation reads this file; `tests/leads/test_import_side_queue.py`.) The
+worker's readers (`pending_parts`) read under the database's write lock, where no merge runs beside them.
+
+An empty final chunk is recorded in the database at once, and noted here (`mark_final`) in the same lock
+of this file, so that a chunk whose request read the database before that commit is still refused.
 
 PostgreSQL keeps `import_queue`: its requests never wait for a merge.
 """
@@ -53,6 +57,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    or_,
     select,
     update,
 )
@@ -109,8 +114,13 @@ class PartHeader:
 class SideQueue:
     """The side file of one SQLite database, for this process."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path | None) -> None:
+        # an in-memory database (one runtime's, never shared with another process) gets a file of its own
+        # in a temporary directory, removed with the engine (`dispose_side_queue`)
+        self._temporary = (
+            None if path is not None else tempfile.TemporaryDirectory(prefix="outreach-imports-")
+        )
+        self.path = path if self._temporary is None else Path(self._temporary.name) / "memory-imports"
         self.engine: AsyncEngine = create_engine(f"sqlite+aiosqlite:///{path}")
         self._created = False
         # this process's writers queue here, instead of polling SQLite's lock with growing sleeps
@@ -151,7 +161,6 @@ def _create_tables(conn: Connection) -> None:
 _queues: weakref.WeakKeyDictionary[AsyncEngine, SideQueue] = weakref.WeakKeyDictionary()
 """One side queue per engine of the database, as the runtime keeps its write gate: its engine, pool and
 lock live in the event loop of the database's engine, and go with it."""
-_memory_dir: Path | None = None
 
 
 def side_queue(engine: AsyncEngine) -> SideQueue:
@@ -168,15 +177,14 @@ async def dispose_side_queue(engine: AsyncEngine) -> None:
     queue = _queues.pop(engine, None)
     if queue is not None:
         await queue.engine.dispose()
+        if queue._temporary is not None:
+            queue._temporary.cleanup()
 
 
-def _side_path(engine: AsyncEngine) -> Path:
+def _side_path(engine: AsyncEngine) -> Path | None:
+    """`<database>-imports`; None for an in-memory database."""
     main = sqlite_path(engine.url.render_as_string(hide_password=False))
-    if main is not None:
-        return Path(f"{main}-imports")
-    global _memory_dir
-    _memory_dir = _memory_dir or Path(tempfile.mkdtemp(prefix="outreach-imports-"))
-    return _memory_dir / "memory-imports"
+    return None if main is None else Path(f"{main}-imports")
 
 
 def side_queue_of(conn: AsyncConnection) -> SideQueue:
@@ -219,6 +227,23 @@ async def append_part(conn: AsyncConnection, header: PartHeader, chunk_hash: str
     await conn.execute(insert(side_rows).values(import_id=header.import_id, seq=seq, rows=payload))
 
 
+async def mark_final(conn: AsyncConnection, header: PartHeader, chunk_hash: str) -> None:
+    """Note here that the import's final chunk came without rows and was recorded in the database at once
+    (its counters and `final_at` are there): a header with nothing to merge or count (`rows` and the
+    client's counts 0, not pending), so that a chunk of the import whose request read the database before
+    that commit still finds the final chunk here (`has_final_part`) and is refused."""
+    last = (
+        await conn.execute(
+            select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == header.import_id)
+        )
+    ).scalar()
+    empty = {**header.__dict__, "rows": 0, "client_invalid": 0, "client_duplicates": 0, "final": True}
+    seq = 0 if last is None else last + 1
+    await conn.execute(
+        insert(side_parts).values({**empty, "seq": seq, "chunk_hash": chunk_hash, "pending": False})
+    )
+
+
 # --- readers ----------------------------------------------------------------------------------------------
 
 
@@ -234,6 +259,25 @@ async def pending_parts(
     if ids:
         stmt = stmt.where(side_parts.c.import_id.in_(ids))
     rows = (await conn.execute(stmt.order_by(side_parts.c.created_at, side_parts.c.seq))).all()
+    return [PartHeader(**r._mapping) for r in rows]
+
+
+async def parts_above(conn: AsyncConnection, markers: dict[str, int | None]) -> list[PartHeader]:
+    """The headers of the given imports' parts above their marker (`lead_imports.merged_seq` as the caller
+    read it, None before the first merge), released or not, oldest first: what the caller's snapshot of the
+    database has not counted yet. Headers stay as long as their import, so whatever the order and age of the
+    two snapshots no part is missed or counted twice (a part released since the caller read its marker is
+    still here, and above it)."""
+    if not markers:
+        return []
+    c = side_parts.c
+    ranges = [
+        c.import_id == import_id if marker is None else and_(c.import_id == import_id, c.seq > marker)
+        for import_id, marker in markers.items()
+    ]
+    rows = (
+        await conn.execute(select(*_header_columns()).where(or_(*ranges)).order_by(c.created_at, c.seq))
+    ).all()
     return [PartHeader(**r._mapping) for r in rows]
 
 
@@ -334,7 +378,9 @@ __all__ = [
     "drop_imports",
     "has_final_part",
     "last_chunks",
+    "mark_final",
     "part_rows",
+    "parts_above",
     "pending_parts",
     "release_parts",
     "seen_chunk",

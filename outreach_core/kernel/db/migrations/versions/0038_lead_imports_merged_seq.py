@@ -26,5 +26,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("lead_imports") as batch:
-        batch.drop_column("merged_seq")
+    # not `batch_alter_table`: on SQLite it rebuilds `lead_imports`, and dropping the old table cascades to
+    # `import_chunks`, `import_queue` and `import_seen` (foreign keys on); DROP COLUMN rebuilds nothing
+    op.execute("ALTER TABLE lead_imports DROP COLUMN merged_seq")
