@@ -19,8 +19,7 @@ from outreach_core.imports.merge import (
     release_merged_parts,
     stale_imports,
 )
-from outreach_core.targets.lead_counts import fold_lead_counters
-from outreach_core.targets.list_sizes import fold_list_sizes
+from outreach_core.targets.list_sizes import fold_count_deltas
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ async def tick(runtime: Runtime) -> int:
     """One batch: one queued part (a chunk, up to 5,000 rows) for each of up to `WORKSPACES_PER_TICK`
     workspaces, each in its own transaction; returns the rows merged. A failing workspace does not hold up
     the others. After a batch that merged rows, the lead counters' and the list sizes' deltas are folded
-    (PostgreSQL; a short transaction each), and the planner statistics the merges made due are refreshed
+    (PostgreSQL; one short transaction), and the planner statistics the merges made due are refreshed
     on another connection while the next batch merges (`_refresh_statistics_beside`)."""
     due: set[str] = set()
     merged = 0
@@ -68,9 +67,7 @@ async def tick(runtime: Runtime) -> int:
         else:
             _refresh_statistics_beside(runtime, due, merged=merged > 0)
     if merged:
-        await runtime.system(fold_lead_counters)
-        if not runtime.is_sqlite:  # SQLite has no list size deltas: no write transaction for nothing
-            await runtime.system(fold_list_sizes)
+        await runtime.system(fold_count_deltas)
     global _last_stale_check
     if not merged and time.monotonic() - _last_stale_check >= STALE_CHECK_S:
         _last_stale_check = time.monotonic()

@@ -25,8 +25,7 @@ from outreach_core.kernel.db.tables import lead_search, lead_search_pending, lea
 from outreach_core.kernel.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
-from outreach_core.targets.lead_counts import fold_lead_counters
-from outreach_core.targets.list_sizes import fold_list_sizes
+from outreach_core.targets.list_sizes import fold_count_deltas
 from outreach_core.targets.mail_domains import (
     DomainInfo,
     cached_domains,
@@ -295,7 +294,5 @@ async def enrich_batch(runtime: Background) -> int:
     handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
     # The lead counters' and list sizes' deltas of this batch and of everything since the last fold
     # (PostgreSQL; a fold is one short statement, an empty one an index probe or a scan of an empty table).
-    await runtime.system(fold_lead_counters)
-    if not runtime.settings.is_sqlite:  # SQLite has no list size deltas: no write transaction for nothing
-        await runtime.system(fold_list_sizes)
+    await runtime.system(fold_count_deltas)
     return handled

@@ -77,8 +77,7 @@ async def prepare_import_leads(outside: Outside, body: ImportIn) -> Answered | N
     """SQLite, a chunk with rows of an existing import: queued in the side file and answered here, in a
     read-only transaction of the database, so that the request never waits for the merge's write lock (see
     `kernel/db/side_queue.py`). Otherwise None: `import_leads` runs in a read-write transaction."""
-    sqlite = outside.settings.database_url.startswith("sqlite")
-    if body.import_id is None or not body.row_count() or not sqlite:
+    if body.import_id is None or not body.row_count() or not outside.settings.is_sqlite:
         return None
     return Answered(await outside.read(queue_chunk_beside, body))
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import func, union_all
 
+from outreach_core.kernel.bulk import try_lock
 from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import lead_counter_deltas, lead_counters, leads
 
@@ -75,7 +76,6 @@ async def fold_lead_counters(ctx: SystemContext) -> int:
     tried, never waited for)."""
     if ctx.conn.dialect.name != "postgresql":
         return 0
-    lock = "SELECT pg_try_advisory_xact_lock(hashtextextended('fold lead counters', 0))"
-    if not (await ctx.conn.exec_driver_sql(lock)).scalar():
+    if not await try_lock(ctx, "fold lead counters"):
         return 0
     return int((await ctx.conn.exec_driver_sql(_FOLD)).rowcount or 0)

@@ -16,8 +16,10 @@ from typing import Any
 
 from sqlalchemy import func
 
+from outreach_core.kernel.bulk import try_lock
 from outreach_core.kernel.context import SystemContext, WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import list_size_deltas, lists
+from outreach_core.targets.lead_counts import fold_lead_counters
 
 _FOLD = """WITH moved AS (DELETE FROM list_size_deltas RETURNING list_id, n),
     summed AS (SELECT list_id, sum(n) AS n FROM moved GROUP BY list_id)
@@ -46,7 +48,13 @@ async def fold_list_sizes(ctx: SystemContext) -> int:
     running is left to it (advisory lock tried, never waited for)."""
     if ctx.conn.dialect.name != "postgresql":
         return 0
-    lock = "SELECT pg_try_advisory_xact_lock(hashtextextended('fold list sizes', 0))"
-    if not (await ctx.conn.exec_driver_sql(lock)).scalar():
+    if not await try_lock(ctx, "fold list sizes"):
         return 0
     return int((await ctx.conn.exec_driver_sql(_FOLD)).rowcount or 0)
+
+
+async def fold_count_deltas(ctx: SystemContext) -> None:
+    """PostgreSQL: the lead counters' and the lists' sizes' pending deltas folded, in one transaction (the
+    import and enrich workers, after their batches); nothing to fold on SQLite."""
+    await fold_lead_counters(ctx)
+    await fold_list_sizes(ctx)

@@ -213,14 +213,17 @@ async def has_final_part(conn: AsyncConnection, import_id: str) -> bool:
     return found.first() is not None
 
 
+async def _next_seq(conn: AsyncConnection, import_id: str) -> int:
+    """The import's next part's sequence number (under the side file's write lock)."""
+    last = (
+        await conn.execute(select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == import_id))
+    ).scalar()
+    return 0 if last is None else int(last) + 1
+
+
 async def append_part(conn: AsyncConnection, header: PartHeader, chunk_hash: str, rows: list[Any]) -> None:
     """Append a part (`header.seq` is replaced by the import's next sequence number)."""
-    last = (
-        await conn.execute(
-            select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == header.import_id)
-        )
-    ).scalar()
-    seq = 0 if last is None else last + 1
+    seq = await _next_seq(conn, header.import_id)
     values = {**header.__dict__, "seq": seq, "chunk_hash": chunk_hash, "pending": True}
     await conn.execute(insert(side_parts).values(values))
     payload = orjson.dumps(rows, option=orjson.OPT_NON_STR_KEYS)
@@ -232,13 +235,8 @@ async def mark_final(conn: AsyncConnection, header: PartHeader, chunk_hash: str)
     (its counters and `final_at` are there): a header with nothing to merge or count (`rows` and the
     client's counts 0, not pending), so that a chunk of the import whose request read the database before
     that commit still finds the final chunk here (`has_final_part`) and is refused."""
-    last = (
-        await conn.execute(
-            select(func.max(side_parts.c.seq)).where(side_parts.c.import_id == header.import_id)
-        )
-    ).scalar()
     empty = {**header.__dict__, "rows": 0, "client_invalid": 0, "client_duplicates": 0, "final": True}
-    seq = 0 if last is None else last + 1
+    seq = await _next_seq(conn, header.import_id)
     await conn.execute(
         insert(side_parts).values({**empty, "seq": seq, "chunk_hash": chunk_hash, "pending": False})
     )
