@@ -21,7 +21,7 @@ from outreach_app.lead_files import Existing
 from outreach_app.ops.status_file import STATUS_ENV, report_status
 from outreach_core.kernel.errors import OutreachError
 from outreach_core.kernel.runtime import Runtime
-from outreach_core.kernel.settings import DEFAULT_PORT, Settings, sqlite_file, sqlite_path
+from outreach_core.kernel.settings import DEFAULT_PORT, ConfigurationError, Settings, sqlite_file, sqlite_path
 from workers import WORKER_NAMES
 
 app = typer.Typer(
@@ -86,6 +86,9 @@ def main() -> None:
             typer.echo(
                 f"outreach: OUTREACH_{where}: {message}" if where else f"outreach: {message}", err=True
             )
+        raise SystemExit(2) from None
+    except ConfigurationError as err:
+        typer.echo(f"outreach: {err}", err=True)
         raise SystemExit(2) from None
     except (OSError, TimeoutError) as err:
         typer.echo(f"outreach: cannot reach the database: {' '.join(str(err).split())}", err=True)

@@ -22,6 +22,11 @@ KEY_FILE_NAME = ".outreach-secret-key"
 _LOOPBACK_NAMES = {"localhost": "localhost", "::1": "[::1]", "127.0.0.1": "127.0.0.1"}
 
 
+class ConfigurationError(RuntimeError):
+    """The machine or the settings cannot run the service as configured; the message says what to set.
+    The CLI prints it in one line (exit 2) instead of a traceback."""
+
+
 class Settings(BaseSettings):
     """Every knob of the service. All optional; defaults give a working local SQLite server."""
 
@@ -361,7 +366,7 @@ class Settings(BaseSettings):
         if self.secret_key:
             return self.secret_key
         if not self.is_sqlite:
-            raise RuntimeError("OUTREACH_SECRET_KEY is required with PostgreSQL")
+            raise ConfigurationError("OUTREACH_SECRET_KEY is required with PostgreSQL")
         path = sqlite_path(self.database_url)
         return generated_secret_key((path.parent if path else Path.cwd()) / KEY_FILE_NAME)
 
@@ -433,7 +438,7 @@ def _read_key(key_file: Path) -> str:
     deadline = time.monotonic() + 2.0
     while not (key := key_file.read_text().strip()):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{key_file} is empty: delete it or set OUTREACH_SECRET_KEY")
+            raise ConfigurationError(f"{key_file} is empty: delete it or set OUTREACH_SECRET_KEY")
         time.sleep(0.01)
     return key
 
@@ -443,7 +448,16 @@ def state_home() -> Path:
     `$XDG_STATE_HOME/outreach`, else `~/.local/state/outreach` (an XDG_STATE_HOME that is not absolute is
     ignored, as the XDG base directory specification says)."""
     base = os.environ.get("XDG_STATE_HOME", "")
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "outreach"
+    if os.path.isabs(base):
+        return Path(base) / "outreach"
+    try:
+        home = Path.home()
+    except RuntimeError:  # HOME unset and no passwd entry: a container run as an arbitrary uid
+        raise ConfigurationError(
+            "no home directory for this user (HOME is unset and the user has no passwd entry): "
+            "set XDG_STATE_HOME (or HOME) to a writable absolute directory for the service's local state"
+        ) from None
+    return home / ".local" / "state" / "outreach"
 
 
 def database_digest(url: str) -> str:

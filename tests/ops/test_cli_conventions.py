@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from outreach_core.kernel.settings import Settings, normalise_database_url
-from tests.conftest import free_port
+from tests.conftest import PG_URL, free_port
 from tests.test_cli import ROOT
 
 MODULE = [sys.executable, "-m", "outreach_app"]
@@ -226,3 +226,40 @@ def test_settings_are_read_from_dot_env(tmp_path: Path) -> None:
     assert (tmp_path / "from-dotenv.db").exists()
     done = cli("migrate", cwd=tmp_path, OUTREACH_DATABASE_URL="sqlite:///./from-environment.db")
     assert done.returncode == 0 and (tmp_path / "from-environment.db").exists()  # the environment wins
+
+
+NO_PASSWD_ENTRY = """
+import os, pwd, sys
+def no_entry(uid):
+    raise KeyError(f"getpwuid(): uid not found: {uid}")
+pwd.getpwuid = no_entry  # what a container run as an arbitrary uid has, with HOME unset below
+from outreach_app.cli import main
+sys.argv = ["outreach", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.skipif(not PG_URL, reason="with SQLite the key is generated and the state lives beside the file")
+def test_a_postgresql_server_without_its_key_or_a_home_says_what_to_set_in_one_line() -> None:
+    assert PG_URL is not None
+    port = str(free_port())
+    done = cli("serve", "--port", port, OUTREACH_DATABASE_URL=PG_URL)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines()[-1] == "outreach: OUTREACH_SECRET_KEY is required with PostgreSQL"
+    assert "Traceback" not in done.stderr and "│" not in done.stderr
+
+    env = clean_env(OUTREACH_DATABASE_URL=PG_URL, OUTREACH_SECRET_KEY="k")
+    for name in ("HOME", "XDG_STATE_HOME"):
+        env.pop(name, None)
+    done = subprocess.run(
+        [sys.executable, "-c", NO_PASSWD_ENTRY, "serve", "--port", port],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("outreach: no home directory for this user"), done.stderr
+    assert "set XDG_STATE_HOME" in last and "Traceback" not in done.stderr
