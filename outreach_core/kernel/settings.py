@@ -280,6 +280,23 @@ class Settings(BaseSettings):
     def _async_driver(cls, v: str) -> str:
         return normalise_database_url(v)
 
+    @field_validator("google_auth_base", "microsoft_auth_base")
+    @classmethod
+    def _auth_base(cls, v: str) -> str:
+        """An OAuth endpoint base the operator set: refused at start-up unless it is an http(s) URL with a
+        host, rather than failing the first time a user connects a mailbox."""
+        if v.strip():
+            problem = url_problem(v.strip(), allow_private=True)
+            if problem is not None:
+                raise ValueError(f"{v!r} cannot be used: {problem}")
+        return v.strip()
+
+    @field_validator("oauth_smtp", "oauth_imap")
+    @classmethod
+    def _mail_server(cls, v: str) -> str:
+        parse_mail_server(v)
+        return v
+
     @field_validator("webhook_retry_schedule")
     @classmethod
     def _retry_schedule(cls, v: str) -> str:
@@ -441,6 +458,17 @@ def _read_key(key_file: Path) -> str:
             raise ConfigurationError(f"{key_file} is empty: delete it or set OUTREACH_SECRET_KEY")
         time.sleep(0.01)
     return key
+
+
+def parse_mail_server(value: str) -> tuple[str, int, Literal["tls", "starttls"]] | None:
+    """`host:port:security` (security `tls` or `starttls`) as a tuple; None for an empty value."""
+    if not value.strip():
+        return None
+    host, _, rest = value.strip().rpartition(":")
+    host, _, port = host.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or rest not in ("tls", "starttls"):
+        raise ValueError(f"{value!r} is not host:port:security (security tls or starttls)")
+    return host, int(port), "tls" if rest == "tls" else "starttls"
 
 
 def state_home() -> Path:

@@ -8,7 +8,7 @@ import json
 from typing import Any, Literal
 
 from outreach_core.kernel.ports import MailServer, OAuthApp
-from outreach_core.kernel.settings import Settings
+from outreach_core.kernel.settings import Settings, parse_mail_server
 
 OAuthProvider = Literal["google_oauth", "microsoft"]
 OAUTH_PROVIDERS: tuple[OAuthProvider, ...] = ("google_oauth", "microsoft")
@@ -61,21 +61,12 @@ def oauth_servers(settings: Settings, provider: OAuthProvider, email: str) -> tu
     """The provider's SMTP and IMAP servers, logged in to with XOAUTH2 as `email`; `OUTREACH_OAUTH_SMTP` and
     `OUTREACH_OAUTH_IMAP` (host:port:security) replace them (tests)."""
     smtp, imap = _SERVERS[provider]
-    smtp = _override(settings.oauth_smtp) or smtp
-    imap = _override(settings.oauth_imap) or imap
+    smtp = parse_mail_server(settings.oauth_smtp) or smtp
+    imap = parse_mail_server(settings.oauth_imap) or imap
     return (
         MailServer(*smtp, user=email, auth="xoauth2"),
         MailServer(*imap, user=email, auth="xoauth2"),
     )
-
-
-def _override(value: str) -> tuple[str, int, Literal["tls", "starttls"]] | None:
-    if not value:
-        return None
-    host, port, security = value.rsplit(":", 2)
-    if security not in ("tls", "starttls"):
-        raise ValueError(f"mail server {value!r}: security must be tls or starttls")
-    return host, int(port), "tls" if security == "tls" else "starttls"
 
 
 def id_token_email(id_token: str, client_id: str, now_s: float) -> str | None:

@@ -263,3 +263,21 @@ def test_a_postgresql_server_without_its_key_or_a_home_says_what_to_set_in_one_l
     last = done.stderr.splitlines()[-1]
     assert last.startswith("outreach: no home directory for this user"), done.stderr
     assert "set XDG_STATE_HOME" in last and "Traceback" not in done.stderr
+
+
+def test_oauth_endpoints_and_mail_servers_are_checked_at_start_up(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'o.db'}"
+    done = cli("migrate", OUTREACH_DATABASE_URL=database, OUTREACH_GOOGLE_AUTH_BASE="accounts.example.com")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "outreach: OUTREACH_GOOGLE_AUTH_BASE: 'accounts.example.com' cannot be used: "
+        "only http and https URLs are allowed\n"
+    )
+    done = cli("migrate", OUTREACH_DATABASE_URL=database, OUTREACH_OAUTH_IMAP="imap.example.com:993")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "outreach: OUTREACH_OAUTH_IMAP: 'imap.example.com:993' is not host:port:security "
+        "(security tls or starttls)\n"
+    )
+    done = cli("migrate", OUTREACH_DATABASE_URL=database, OUTREACH_MICROSOFT_AUTH_BASE="http://127.0.0.1:9/")
+    assert done.returncode == 0, done.stderr
