@@ -41,7 +41,6 @@ import random
 import signal
 import socket
 import statistics
-import sys
 import threading
 import time
 from typing import Any
@@ -515,7 +514,6 @@ def one_import(
             listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
             if listed["total"] >= rows or not listed.get("totalExact", True):
                 stored_at, cpu_stored = now, cpu.sample()
-                print(f"TICKLOG stored {time.time():.3f}", file=sys.stderr, flush=True)
                 counters_stored = pg_counters(pg_url) if pg_url else None
                 wal_stored = wal.sample(counters_stored["lsn"] if counters_stored else None) if wal else None
         if stored_at is not None and found_at is None:
@@ -524,7 +522,6 @@ def one_import(
                 found_at = time.perf_counter()
         if stored_at is not None and imp["status"] == "done":
             done_at, cpu_done = now, cpu.sample()
-            print(f"TICKLOG done {time.time():.3f}", file=sys.stderr, flush=True)
         else:
             time.sleep(0.2)
     poller.stopping.set()
