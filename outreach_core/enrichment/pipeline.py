@@ -338,7 +338,10 @@ async def enrich_batch(runtime: Background) -> int:
     short transaction; only then does `enrich_pending` write the leads. On SQLite, where a write transaction
     holds the database's single write lock, this keeps slow or unanswered DNS from blocking imports and
     every other writer. `enrich_pending` still looks up any domain it finds unresolved (leads added in
-    between), so it is correct on its own."""
+    between), so it is correct on its own.
+
+    While an import is being stored it writes no lead and runs `resolve_waiting_domains` instead (returns
+    the domains it stored)."""
     if await runtime.system_read(import_parts_queued):
         # storing comes first: the leads are enriched once every queued part is merged; their domains are
         # looked up meanwhile, so that the parts still queued store their leads enriched
