@@ -21,6 +21,7 @@ import pytest
 
 from outreach_app.adapters import DnspythonResolver
 from outreach_core.auth.authenticate import authenticate_api_key
+from outreach_core.enrichment import pipeline
 from outreach_core.enrichment.pipeline import enrich_pending
 from outreach_core.kernel.db.migrate import migrate
 from outreach_core.kernel.ports import FixedClock, Ports
@@ -449,6 +450,35 @@ async def test_domains_are_looked_up_while_an_import_is_stored(
     [first_row] = await lead_rows(ws, [by_email[f"first@{domain}"]["id"]])
     assert (first_row.esp, first_row.mx_host) == ("zoho", "mx.zoho.eu")
     assert (await import_row(ws, import_id)).status == "done"
+
+
+async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_storing(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    dns_server: DnsServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed lookup is not cached, so the domain is still waiting afterwards; the worker goes on from
+    where it stopped instead of asking for it again first (one domain a tick here)."""
+    monkeypatch.setattr(pipeline, "DOMAIN_BATCH", 1)
+    ws = await make_workspace()
+    tag = unique_domain("x").split(".")[0]
+    failing, answering = f"0a-{tag}.com", f"0b-{tag}.com"  # sorted before other tests' domains
+    dns_server.fail(failing)
+    dns_server.add(answering, "MX", "10 mx.zoho.eu.")
+    rows = [{"email": f"a@{failing}"}, {"email": f"b@{answering}"}]
+    first = await import_chunk(http, ws, rows=rows)
+    await merge_imports(ws)
+    more = [{"email": f"c@{failing}"}]
+    await import_chunk(http, ws, importId=first.json()["id"], rows=more, final=True)
+
+    assert await enrich_worker.tick(ws.runtime) == 0  # the failing domain: nothing stored
+    assert dns_server.queries_for(failing) >= 1 and dns_server.queries_for(answering) == 0
+    assert await enrich_worker.tick(ws.runtime) == 1  # then the next one, not the failing one again
+    assert dns_server.queries_for(answering) == 1
+    await merge_imports(ws)
+    while await enrich(ws.runtime, ws):
+        pass
 
 
 async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
