@@ -20,6 +20,7 @@ from outreach_core.imports.merge import (
     stale_imports,
 )
 from outreach_core.targets.list_sizes import fold_count_deltas
+from workers.loop import wake
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:
@@ -29,6 +30,10 @@ WORKSPACES_PER_TICK = 20
 STALE_CHECK_S = 30.0
 """How often the worker looks for imports whose final chunk never came (a read; it writes only for some)."""
 _last_stale_check = float("-inf")
+_merging: weakref.WeakSet[Runtime] = weakref.WeakSet()
+"""The runtimes whose last tick merged rows."""
+STORED_NEXT = ("enrich", "search-index", "verify")
+"""The workers that wait for storing to end (`import_parts_queued`), woken when the queue is drained."""
 
 
 @dataclass
@@ -68,6 +73,11 @@ async def tick(runtime: Runtime) -> int:
             _refresh_statistics_beside(runtime, due, merged=merged > 0)
     if merged:
         await runtime.system(fold_count_deltas)
+        _merging.add(runtime)
+    elif runtime in _merging:
+        # the queue is drained: the workers that wait for storing to end start now, not at their next poll
+        _merging.discard(runtime)
+        wake(*STORED_NEXT)
     global _last_stale_check
     if not merged and time.monotonic() - _last_stale_check >= STALE_CHECK_S:
         _last_stale_check = time.monotonic()

@@ -5,7 +5,8 @@ handled. `run_workers` runs every worker as its own task:
 
 - a tick that handled something (`> 0`) is followed at once by the next one (after yielding to the event
   loop, so one busy worker cannot starve the others or the web server);
-- a tick that found nothing (`0`) is followed by a sleep of `interval_s`, cut short when `stop` is set;
+- a tick that found nothing (`0`) is followed by a sleep of `interval_s`, cut short when `stop` is set or
+  when another worker of the process calls `wake` with its name (work it made for it is waiting);
 - a tick that raised is logged (`worker_error`) and retried after an exponential back-off
   (`interval_s * 2**failures`, capped at `max_backoff_s`, with a little jitter), which resets after the
   next successful tick.
@@ -31,7 +32,7 @@ from workers.health import BEATS
 if TYPE_CHECKING:
     from outreach_core.kernel.runtime import Runtime
 
-__all__ = ["Tick", "Worker", "backoff_delay", "install_signal_handlers", "run_workers"]
+__all__ = ["Tick", "Worker", "backoff_delay", "install_signal_handlers", "run_workers", "wake"]
 
 Tick = Callable[["Runtime"], Awaitable[int]]
 """One batch of a worker's work; returns how many items it handled."""
@@ -44,6 +45,8 @@ _MIN_BACKOFF_BASE_S = 0.01
 _MAX_BACKOFF_EXPONENT = 30
 # Back-off delays are shortened by up to this fraction so that workers failing together spread out.
 _JITTER = 0.1
+# The running loops of this process by worker name, each with the event that cuts its idle sleep short.
+_WAKE: dict[str, set[asyncio.Event]] = {}
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,16 @@ def install_signal_handlers(stop: asyncio.Event) -> None:
             return
 
 
+def wake(*names: str) -> None:
+    """Cut short the idle sleep of the named workers running in this process: their next tick starts at once
+    (or right after the running one, when the wake comes during a tick). A worker that handed work on (the
+    `import` worker, when an import is stored) calls this, so that the next stage starts without waiting out
+    its poll interval. Workers in other processes are not reached; they find the work at their next poll."""
+    for name in names:
+        for event in _WAKE.get(name, ()):
+            event.set()
+
+
 # --------------------------------------------------------------------------------------------------------
 
 
@@ -153,8 +166,20 @@ async def _run_one(runtime: Runtime, worker: Worker, stop: asyncio.Event) -> Non
 
 
 async def _loop(runtime: Runtime, worker: Worker, stop: asyncio.Event) -> None:
+    woken = asyncio.Event()
+    _WAKE.setdefault(worker.name, set()).add(woken)
+    try:
+        await _ticks(runtime, worker, stop, woken)
+    finally:
+        _WAKE[worker.name].discard(woken)
+        if not _WAKE[worker.name]:
+            del _WAKE[worker.name]
+
+
+async def _ticks(runtime: Runtime, worker: Worker, stop: asyncio.Event, woken: asyncio.Event) -> None:
     failures = 0
     while not stop.is_set():
+        woken.clear()  # a wake from now on (during the tick too) skips the idle sleep after it
         BEATS.tick_started(worker.name)
         try:
             handled = await worker.tick(runtime)
@@ -170,7 +195,7 @@ async def _loop(runtime: Runtime, worker: Worker, stop: asyncio.Event) -> None:
         if handled > 0 and not worker.sleep_after_work:
             await asyncio.sleep(0)  # let the other tasks run before the next batch
         else:
-            await _sleep(stop, worker.interval_s)
+            await _sleep(stop, worker.interval_s, woken)
     if worker.final_tick:
         try:
             await worker.tick(runtime)
@@ -187,10 +212,18 @@ def _log_error(worker: Worker, exc: BaseException, **fields: Any) -> None:
     _log.error("worker_error", worker=worker.name, exc_info=exc, **fields)
 
 
-async def _sleep(stop: asyncio.Event, seconds: float) -> None:
-    """Sleep `seconds`, or less if `stop` is set meanwhile."""
-    if seconds <= 0:
+async def _sleep(stop: asyncio.Event, seconds: float, woken: asyncio.Event | None = None) -> None:
+    """Sleep `seconds`, or less if `stop` (or `woken`) is set meanwhile."""
+    if seconds <= 0 or (woken is not None and woken.is_set()):
         await asyncio.sleep(0)
         return
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    if woken is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=seconds)
+        return
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(woken.wait())]
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in waits:
+            waiting.cancel()

@@ -14,14 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 import structlog
+from sqlalchemy import select
 from sqlalchemy.dialects import postgresql
 
 from outreach_core.enrichment.rules import infer_country, infer_timezone
 from outreach_core.kernel.bulk import byte_length, update_each
 from outreach_core.kernel.context import SystemContext, system_scope
-from outreach_core.kernel.db.tables import lead_search, lead_search_pending, leads
+from outreach_core.kernel.db.tables import domain_cache, lead_search, lead_search_pending, leads
 from outreach_core.kernel.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
@@ -42,10 +44,12 @@ if TYPE_CHECKING:
     from outreach_core.kernel.endpoint import Background
 
 BATCH = 5_000
+"""Leads taken per `enrich_pending` call by default (one import chunk)."""
 SEARCH_BATCH = 2_000
 POSTGRESQL_SEARCH_BATCH = 10_000
 """Leads moved into `lead_search` per transaction (PostgreSQL: no single write lock to hold short)."""
-"""Leads taken per `enrich_pending` call by default (one import chunk)."""
+DOMAIN_BATCH = 2_000
+"""Domains looked up per tick while an import is being stored (`resolve_waiting_domains`)."""
 
 _log = structlog.get_logger(__name__)
 
@@ -80,6 +84,27 @@ async def domains_to_resolve(
     domains = {clean_domain(r.domain) for r in rows}
     domains = {d for d in domains if d and consumer_esp(d) is None}
     return sorted(domains - (await cached_domains(ctx, domains)).keys())
+
+
+async def waiting_domains(ctx: SystemContext, *, after: str = "", limit: int = DOMAIN_BATCH) -> list[str]:
+    """Read-only: up to `limit` distinct domains, in order and after `after`, of leads waiting for enrichment
+    that have no unexpired `domain_cache` entry (consumer domains left out). The pending leads are found
+    through `ix_leads_pending_enrichment`; the worker asks this while an import is being stored, when they
+    are few (see `resolve_waiting_domains`)."""
+    fresh = (
+        select(domain_cache.c.domain)
+        .where(domain_cache.c.domain == leads.c.domain, domain_cache.c.expires_at > ctx.now)
+        .exists()
+    )
+    stmt = (
+        system_scope(leads)
+        .select(leads.c.domain)
+        .where(leads.c.enriched_at.is_(None), leads.c.domain > after, ~fresh)
+        .distinct()
+        .order_by(leads.c.domain)
+        .limit(limit)
+    )
+    return list((await ctx.conn.execute(stmt)).scalars())
 
 
 def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
@@ -270,6 +295,37 @@ async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
     return int(result.rowcount)
 
 
+# --- mail domains while an import is being stored ------------------------------------------------------
+
+_domain_cursor: WeakKeyDictionary[Any, str] = WeakKeyDictionary()
+"""Per runtime: the last domain `resolve_waiting_domains` looked at, so that domains whose lookup failed
+(not cached) do not keep it from the others."""
+
+
+async def resolve_waiting_domains(runtime: Background) -> int:
+    """While an import is being stored: look up the mail domains of the leads it stored so far that the
+    cache does not know yet, and store the answers in `domain_cache`; returns how many were stored.
+
+    No lead is written (storing comes first, issue 31: the merge alone writes leads meanwhile); a lookup
+    needs no transaction, and the answers are one short upsert. The parts still queued then find those
+    domains in the cache and store their leads already enriched (`enrich_new_leads`), instead of leaving
+    them to the `enrich` worker to update one by one after the import is stored: an import's leads share
+    their company domains (the first tens of thousands of rows of a large file usually bring most of them).
+    Domains are taken in order from a cursor that wraps around, so a domain whose lookup failed (it is not
+    cached) is tried again on the next round, not before the others."""
+    dns = runtime.ports.dns
+    if dns is None:
+        return 0
+    after = _domain_cursor.get(runtime, "")
+    found = await runtime.system_read(waiting_domains, after=after, limit=DOMAIN_BATCH)
+    _domain_cursor[runtime] = found[-1] if len(found) == DOMAIN_BATCH else ""
+    domains = sorted({d for d in map(clean_domain, found) if d and consumer_esp(d) is None})
+    if not domains:
+        return 0
+    resolved = await resolve_domains(dns, domains)
+    return await runtime.system(store_domains, resolved)
+
+
 # --- one batch ---------------------------------------------------------------------------------------------
 
 
@@ -282,9 +338,14 @@ async def enrich_batch(runtime: Background) -> int:
     short transaction; only then does `enrich_pending` write the leads. On SQLite, where a write transaction
     holds the database's single write lock, this keeps slow or unanswered DNS from blocking imports and
     every other writer. `enrich_pending` still looks up any domain it finds unresolved (leads added in
-    between), so it is correct on its own."""
+    between), so it is correct on its own.
+
+    While an import is being stored it writes no lead and runs `resolve_waiting_domains` instead (returns
+    the domains it stored)."""
     if await runtime.system_read(import_parts_queued):
-        return 0  # storing comes first: the leads are enriched once every queued part is merged
+        # storing comes first: the leads are enriched once every queued part is merged; their domains are
+        # looked up meanwhile, so that the parts still queued store their leads enriched
+        return await resolve_waiting_domains(runtime)
     resolved: dict[str, DomainInfo] = {}
     if runtime.ports.dns is not None:
         domains = await runtime.system_read(domains_to_resolve, limit=BATCH)
@@ -294,5 +355,7 @@ async def enrich_batch(runtime: Background) -> int:
     handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
     # The lead counters' and list sizes' deltas of this batch and of everything since the last fold
     # (PostgreSQL; a fold is one short statement, an empty one an index probe or a scan of an empty table).
-    await runtime.system(fold_count_deltas)
+    # Nothing to fold on SQLite: no write transaction there, it would only wait for its turn.
+    if not runtime.settings.is_sqlite:
+        await runtime.system(fold_count_deltas)
     return handled

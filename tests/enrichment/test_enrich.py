@@ -7,17 +7,21 @@ other tests leave waiting are not resolved against this test's records.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from outreach_app.adapters import DnspythonResolver
 from outreach_core.auth.authenticate import authenticate_api_key
+from outreach_core.enrichment import pipeline
 from outreach_core.enrichment.pipeline import enrich_pending
 from outreach_core.kernel.db.migrate import migrate
 from outreach_core.kernel.ports import FixedClock, Ports
@@ -36,7 +40,9 @@ from tests.enrichment.helpers import (
     unique_domain,
     update_leads,
 )
+from tests.leads.helpers import import_chunk, listing, merge_imports
 from workers import enrich as enrich_worker
+from workers.loop import Worker, run_workers
 from workers.registry import ALL_WORKERS
 
 
@@ -403,6 +409,112 @@ async def test_worker_tick_enriches_across_workspaces(
         assert [r.esp for r in await lead_rows(handles[1], second)] == ["zoho", "google"]
     finally:
         await rt.dispose()
+
+
+async def test_domains_are_looked_up_while_an_import_is_stored(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
+) -> None:
+    """While a part of an import is queued the worker writes no lead (storing comes first), but it looks
+    up the domains of the leads already stored, so that the part still queued stores its leads enriched and
+    the worker has less left to do once the import is stored."""
+    ws = await make_workspace()
+    domain = unique_domain("storing")
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    first = await import_chunk(http, ws, rows=[{"email": f"first@{domain}"}])
+    await merge_imports(ws)
+    import_id = first.json()["id"]
+    queued = await import_chunk(
+        http, ws, importId=import_id, rows=[{"email": f"second@{domain}"}], final=True
+    )
+    assert queued.json()["queued"] == 1
+
+    # leads other tests left waiting may come first (their domains sort before this one)
+    for _ in range(20):
+        await enrich_worker.tick(ws.runtime)
+        if dns_server.queries_for(domain):
+            break
+    assert dns_server.queries_for(domain) == 1
+    [stored] = (await listing(http, ws))["leads"]
+    [row] = await lead_rows(ws, [stored["id"]])
+    assert row.enriched_at is None and row.esp == "unknown"  # no lead written while a part is queued
+
+    await merge_imports(ws)
+    by_email = {lead["email"]: lead for lead in (await listing(http, ws))["leads"]}
+    [second] = await lead_rows(ws, [by_email[f"second@{domain}"]["id"]])
+    assert second.enriched_at is not None  # stored enriched: its domain was in the cache
+    assert (second.esp, second.mx_host) == ("zoho", "mx.zoho.eu")
+    assert (await import_row(ws, import_id)).status == "enriching"
+
+    assert await enrich(ws.runtime, ws) == 1 + 1  # the first lead, and the import finished
+    assert dns_server.queries_for(domain) == 1
+    [first_row] = await lead_rows(ws, [by_email[f"first@{domain}"]["id"]])
+    assert (first_row.esp, first_row.mx_host) == ("zoho", "mx.zoho.eu")
+    assert (await import_row(ws, import_id)).status == "done"
+
+
+async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_storing(
+    http: httpx.AsyncClient,
+    make_workspace: MakeWorkspace,
+    dns_server: DnsServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A failed lookup is not cached, so the domain is still waiting afterwards; the worker goes on from
+    where it stopped instead of asking for it again first (one domain a tick here)."""
+    monkeypatch.setattr(pipeline, "DOMAIN_BATCH", 1)
+    ws = await make_workspace()
+    tag = unique_domain("x").split(".")[0]
+    failing, answering = f"0a-{tag}.com", f"0b-{tag}.com"  # sorted before other tests' domains
+    dns_server.fail(failing)
+    dns_server.add(answering, "MX", "10 mx.zoho.eu.")
+    rows = [{"email": f"a@{failing}"}, {"email": f"b@{answering}"}]
+    first = await import_chunk(http, ws, rows=rows)
+    await merge_imports(ws)
+    more = [{"email": f"c@{failing}"}]
+    await import_chunk(http, ws, importId=first.json()["id"], rows=more, final=True)
+
+    assert await enrich_worker.tick(ws.runtime) == 0  # the failing domain: nothing stored
+    assert dns_server.queries_for(failing) >= 1 and dns_server.queries_for(answering) == 0
+    assert await enrich_worker.tick(ws.runtime) == 1  # then the next one, not the failing one again
+    assert dns_server.queries_for(answering) == 1
+    await merge_imports(ws)
+    while await enrich(ws.runtime, ws):
+        pass
+
+
+async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
+) -> None:
+    """The enrich worker, asleep for its interval while a part was queued, starts the moment the import
+    worker has drained the queue (here its interval is a minute: the import is done well before)."""
+    ws = await make_workspace()
+    domain = unique_domain("wake")
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    first = await import_chunk(http, ws, rows=[{"email": f"first@{domain}"}])
+    await merge_imports(ws)
+    import_id = first.json()["id"]
+    await import_chunk(http, ws, importId=import_id, rows=[{"email": f"second@{domain}"}], final=True)
+
+    asleep = asyncio.Event()
+
+    async def tick(runtime: Runtime) -> int:
+        handled = await enrich_worker.tick(runtime)
+        if not handled:
+            asleep.set()
+        return handled
+
+    stop = asyncio.Event()
+    running = asyncio.create_task(run_workers(ws.runtime, [Worker("enrich", tick, interval_s=60.0)], stop))
+    try:
+        await asyncio.wait_for(asleep.wait(), 30.0)
+        assert (await import_row(ws, import_id)).status == "importing"
+        await merge_imports(ws)  # the import worker's ticks, in this process: the last one finds nothing
+        started = time.monotonic()
+        while (await import_row(ws, import_id)).status != "done":
+            assert time.monotonic() - started < 10.0, "the enrich worker was not woken"
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await running
 
 
 def test_the_enrich_worker_is_registered() -> None:

@@ -19,7 +19,7 @@ import pytest
 import structlog
 
 from outreach_core.kernel.runtime import Runtime
-from workers.loop import Worker, backoff_delay, run_workers
+from workers.loop import Worker, backoff_delay, run_workers, wake
 
 # The loop only hands the runtime to the ticks; these ticks never touch it.
 RUNTIME = cast(Runtime, object())
@@ -60,6 +60,34 @@ async def test_work_is_followed_at_once_by_the_next_tick_then_the_worker_sleeps(
     # Three busy ticks ran back to back, the fourth found nothing; the 60 s sleep was cut short by stop.
     assert calls == 4
     assert time.monotonic() - started < 1.0
+
+
+async def test_wake_cuts_an_idle_sleep_short_also_when_it_comes_during_a_tick() -> None:
+    calls = 0
+    third = asyncio.Event()
+
+    async def idle(runtime: Runtime) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            wake("idle")  # as if another worker handed work on while this tick ran
+        if calls == 3:
+            third.set()
+        return 0
+
+    async def handing_on(runtime: Runtime) -> int:
+        await asyncio.sleep(0.05)  # the idle worker has had its first tick and sleeps
+        wake("idle", "not-running")
+        return 0
+
+    started = time.monotonic()
+    workers = [Worker("idle", idle, interval_s=60.0), Worker("handing-on", handing_on, interval_s=60.0)]
+    await _run_until(workers, third)
+    # three ticks in well under one 60 s interval: woken from its sleep, then the wake during the second
+    # tick skipped the sleep after it
+    assert calls == 3
+    assert time.monotonic() - started < 1.0
+    wake("idle")  # nobody of that name runs any more: nothing happens
 
 
 async def test_a_busy_worker_yields_to_the_others() -> None:
