@@ -1,8 +1,9 @@
 """On PostgreSQL `leads` and `lead_search_pending` have no foreign key to `workspaces` (migration 0035), nor
 `import_seen` to `lead_imports` and `workspaces` (migration 0039): the workspace's deletion deletes them by
-trigger, and every writer of leads holds the workspace's row until it commits. Whichever comes first, a workspace's deletion or an import storing its leads, no lead, search-queue
-row or list membership outlives the workspace. (The service has no workspace deletion path: the operator
-deletes the row, as here. SQLite keeps the foreign keys; the first test holds on both engines.)"""
+trigger, and every writer of leads holds the workspace's row until it commits. Whichever comes first, a
+workspace's deletion or an import storing its leads, no lead, search-queue row, list membership or address
+an import met outlives the workspace. (The service has no workspace deletion path: the operator deletes the
+row, as here. SQLite keeps the foreign keys; the first test holds on both engines.)"""
 
 from __future__ import annotations
 

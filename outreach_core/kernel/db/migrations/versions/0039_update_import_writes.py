@@ -56,8 +56,8 @@ POSTGRESQL_DOWN = [
     "OR NOT EXISTS (SELECT 1 FROM workspaces w WHERE w.id = s.workspace_id)",
     "ALTER TABLE import_seen ADD CONSTRAINT fk_import_seen_import_id_lead_imports FOREIGN KEY (import_id) "
     "REFERENCES lead_imports (id) ON DELETE CASCADE",
-    "ALTER TABLE import_seen ADD CONSTRAINT fk_import_seen_workspace_id_workspaces FOREIGN KEY (workspace_id) "
-    "REFERENCES workspaces (id) ON DELETE CASCADE",
+    "ALTER TABLE import_seen ADD CONSTRAINT fk_import_seen_workspace_id_workspaces "
+    "FOREIGN KEY (workspace_id) REFERENCES workspaces (id) ON DELETE CASCADE",
     "DROP TRIGGER IF EXISTS lead_imports_leave_seen ON lead_imports",
     "DROP FUNCTION IF EXISTS import_seen_leave_deleted_imports()",
     "ALTER TABLE leads RESET (fillfactor)",
