@@ -15,8 +15,8 @@ branch_labels = None
 depends_on = None
 
 # What `existing: update` of known leads cost PostgreSQL's database per row (issue 31; 5,000-row parts,
-# EXPLAIN ANALYZE and bench/import_merge_stages.py, docs/PERFORMANCE.md "2026-11-27: existing: update on
-# PostgreSQL"), and the two cuts made here:
+# EXPLAIN ANALYZE and bench/import_merge_stages.py; docs/PERFORMANCE.md, "2026-11-27, 06:20-06:58"), and the
+# two cuts made here:
 #
 # 1. `leads` fillfactor 50. The update changes columns no index of `leads` holds (a title, a phone, custom
 #    fields), so each new row version could be HOT: no entry in any of the table's twelve indexes. It is
