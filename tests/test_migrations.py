@@ -32,12 +32,18 @@ async def test_migrated_schema_matches_tables(runtime: Runtime) -> None:
 
 def _is_postgresql_dropped_fk(diff: Any) -> bool:
     """The foreign keys of `leads` and `lead_search_pending` to `workspaces` exist on SQLite only: on
-    PostgreSQL a trigger on `workspaces` deletes a deleted workspace's rows (migration 0035)."""
+    PostgreSQL a trigger on `workspaces` deletes a deleted workspace's rows (migration 0035); so do those of
+    `import_seen`, whose rows a trigger on `lead_imports` deletes with their import (migration 0039)."""
     return (
         isinstance(diff, tuple)
         and diff[0] == "add_fk"
         and diff[1].name
-        in ("fk_leads_workspace_id_workspaces", "fk_lead_search_pending_workspace_id_workspaces")
+        in (
+            "fk_leads_workspace_id_workspaces",
+            "fk_lead_search_pending_workspace_id_workspaces",
+            "fk_import_seen_import_id_lead_imports",
+            "fk_import_seen_workspace_id_workspaces",
+        )
     )
 
 
@@ -240,3 +246,43 @@ async def test_upgrading_gives_existing_memberships_their_leads_creation_order(t
         assert members == 3
     finally:
         await rt.dispose()
+
+
+async def test_postgresql_leads_leave_half_of_each_page_free_and_import_seen_has_no_foreign_keys(
+    runtime: Runtime,
+) -> None:
+    """Migration 0039 (PostgreSQL): `leads` at fillfactor 50, so that `existing: update` of a whole page of
+    leads stays on the page (HOT); `import_seen` without its two foreign keys (a trigger deletes a deleted
+    import's rows). Going back to 0038 restores both, and forward again."""
+    if runtime.is_sqlite:
+        pytest.skip("SQLite has no fillfactor and keeps import_seen's foreign keys")
+
+    async def state() -> tuple[list[str], list[str]]:
+        async with runtime.engine.connect() as conn:
+            options = (
+                await conn.execute(text("SELECT reloptions FROM pg_class WHERE relname = 'leads'"))
+            ).scalar_one()
+            keys = (
+                await conn.execute(
+                    text(
+                        "SELECT conname FROM pg_constraint WHERE contype = 'f' "
+                        "AND conrelid = 'import_seen'::regclass ORDER BY conname"
+                    )
+                )
+            ).scalars()
+            return [o for o in options or [] if o.startswith("fillfactor")], list(keys)
+
+    def downgrade(sync_conn: Any) -> None:
+        command.downgrade(alembic_config(sync_conn), "0038")
+
+    assert await state() == (["fillfactor=50"], [])
+    try:
+        async with runtime.engine.begin() as conn:
+            await conn.run_sync(downgrade)
+        assert await state() == (
+            [],
+            ["fk_import_seen_import_id_lead_imports", "fk_import_seen_workspace_id_workspaces"],
+        )
+    finally:
+        await migrate(runtime.engine)
+    assert await state() == (["fillfactor=50"], [])

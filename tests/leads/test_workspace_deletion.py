@@ -1,8 +1,9 @@
-"""On PostgreSQL `leads` and `lead_search_pending` have no foreign key to `workspaces` (migration 0035): the
-workspace's deletion deletes them by trigger, and every writer of leads holds the workspace's row until it
-commits. Whichever comes first, a workspace's deletion or an import storing its leads, no lead, search-queue
-row or list membership outlives the workspace. (The service has no workspace deletion path: the operator
-deletes the row, as here. SQLite keeps the foreign keys; the first test holds on both engines.)"""
+"""On PostgreSQL `leads` and `lead_search_pending` have no foreign key to `workspaces` (migration 0035), nor
+`import_seen` to `lead_imports` and `workspaces` (migration 0039): the workspace's deletion deletes them by
+trigger, and every writer of leads holds the workspace's row until it commits. Whichever comes first, a
+workspace's deletion or an import storing its leads, no lead, search-queue row, list membership or address
+an import met outlives the workspace. (The service has no workspace deletion path: the operator deletes the
+row, as here. SQLite keeps the foreign keys; the first test holds on both engines.)"""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from tests.leads.helpers import import_chunk, listing, merge_imports
 
 pg_only = pytest.mark.skipif(not PG_URL, reason="PostgreSQL's row locks between two transactions")
 
-OWNED = ("leads", "lead_search_pending", "lead_search", "list_leads", "lists", "lead_imports")
+OWNED = ("leads", "lead_search_pending", "lead_search", "list_leads", "lists", "lead_imports", "import_seen")
 
 
 async def _left_of(ws: WorkspaceHandle) -> dict[str, int]:
@@ -54,9 +55,13 @@ async def test_deleting_a_workspace_deletes_its_leads_and_keeps_the_others(
             "/api/v1/leads", headers=ws.headers, json={"email": "one@wsgone.test", "listId": list_id}
         )
         assert made.status_code == 200, made.text
+    # an update import still running (not final) that met 20 of them: their addresses are in `import_seen`
+    # until it is done
+    again = [{"email": f"p{i}@wsgone.test", "title": "Boss"} for i in range(20)]
+    assert (await import_chunk(http, gone, rows=again, existing="update")).status_code == 200
     await merge_imports(gone)  # stored, and (PostgreSQL) waiting in the search queue: no worker ran since
     before = await _left_of(gone)
-    assert (before["leads"], before["list_leads"]) == (31, 31)
+    assert (before["leads"], before["list_leads"], before["import_seen"]) == (31, 31, 20)
     if PG_URL:
         assert before["lead_search_pending"] == 30
     async with gone.runtime.engine.begin() as conn:

@@ -303,6 +303,8 @@ import_queue = Table(
 import_seen = Table(
     "import_seen",
     metadata,
+    # both foreign keys are SQLite's only (PostgreSQL, migration 0039: a deleted import's rows are deleted by
+    # trigger, every merge holds the workspace, `targets.lead_owner`)
     Column("import_id", ID, ForeignKey("lead_imports.id", ondelete="CASCADE"), primary_key=True),
     # addresses this import met but did not create (skipped, updated, suppressed): a later row with one is a
     # duplicate. Addresses it created are told by `leads.import_id`.
