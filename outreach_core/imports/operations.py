@@ -82,6 +82,17 @@ async def prepare_import_leads(outside: Outside, body: ImportIn) -> Answered | N
     return Answered(await outside.read(queue_chunk_beside, body))
 
 
+def chunk_waits_for(outside: Outside, body: ImportIn) -> str | None:
+    """The lock a chunk request waits for (`Endpoint.waits_for`: the runtime queues such requests before
+    they take a database connection). SQLite: every chunk writes the side file, under its write lock, one
+    chunk at a time whatever its import. PostgreSQL: a chunk of an existing import locks the import's row
+    (`_existing_import`), so chunks of one import are taken one after the other; a first chunk waits for
+    nothing."""
+    if outside.settings.is_sqlite:
+        return "import chunks: the side file"
+    return None if body.import_id is None else f"import chunks: {body.import_id}"
+
+
 async def queue_chunk_beside(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     """SQLite: a chunk of an existing import queued in the side file only; the database is only read."""
     _refuse_too_large(body)
@@ -317,4 +328,11 @@ def _with_parts(row: Any, parts: list[PartHeader]) -> LeadImport:
     )
 
 
-__all__ = ["get_import", "import_leads", "list_imports", "prepare_import_leads", "queue_chunk_beside"]
+__all__ = [
+    "chunk_waits_for",
+    "get_import",
+    "import_leads",
+    "list_imports",
+    "prepare_import_leads",
+    "queue_chunk_beside",
+]
