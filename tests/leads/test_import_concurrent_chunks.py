@@ -103,3 +103,29 @@ async def test_forty_chunks_at_once_leave_the_pool_to_other_requests(
         imp = (await http.get(f"/api/v1/leads/imports/{import_id}", headers=ws.headers)).json()
         assert (imp["rows"], imp["created"], imp["duplicates"], imp["queued"]) == (rows, rows, 0, 0), imp
     assert (await listing(http, ws, pageSize=10))["total"] == sum(expected.values())
+
+
+async def test_chunks_of_many_imports_waiting_at_once_leave_the_pool_to_other_requests(
+    http: httpx.AsyncClient, live_server: str, make_workspace: MakeWorkspace, settings: Settings
+) -> None:
+    """30 imports, a chunk of each at once: on PostgreSQL thirty different locks, so waiting one after the
+    other per import is not enough; at most `QUEUED_CALL_SLOTS` of them hold a connection."""
+    ws = await make_workspace(plan="agency")
+    starts = [await import_chunk(http, ws, rows=_rows(f"m{n}-first-", 2)) for n in range(30)]
+    import_ids = [s.json()["id"] for s in starts]
+    crowd = httpx.AsyncClient(base_url=live_server, timeout=120, limits=httpx.Limits(max_connections=100))
+    async with crowd:
+        async with chunks_blocked(ws, settings, import_ids):
+            sent = [
+                asyncio.create_task(import_chunk(crowd, ws, importId=i, rows=_rows(f"m{n}-", 50), final=True))
+                for n, i in enumerate(import_ids)
+            ]
+            await asyncio.sleep(1.0)
+            assert not any(task.done() for task in sent), "the chunks did not wait for the lock"
+            leads, leads_s = await _timed(crowd.get("/api/v1/leads", headers=ws.headers))
+            assert leads.status_code == 200, leads.text
+            assert leads_s < PROMPT_S, leads_s
+            assert not any(task.done() for task in sent)
+        answers = await asyncio.gather(*sent)
+    assert [a.status_code for a in answers] == [200] * 30, [a.text for a in answers if a.status_code != 200]
+    assert [(a.json()["id"], a.json()["rows"]) for a in answers] == [(i, 52) for i in import_ids]
