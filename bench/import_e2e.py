@@ -26,7 +26,11 @@ PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import 
 to the server right after the last chunk of the last import and reports how long it takes to exit.
 
     .venv/bin/python bench/import_e2e.py [--rows 200000] [--existing skip,update] [--autovacuum off]
-        [--change title|custom]
+        [--change title|custom] [--concurrency N]
+
+`--concurrency N` sends the rows from N uploaders at once, each a client sending an import of its own
+(chunk j to uploader j mod N; the rows made beforehand); chunks accepted is then all rows over the time from
+the first request to the last response, and stored and done wait for every import.
 
 `--change` makes the update import realistic: every row carries a new value of one field (`title`, or a
 custom variable), while by default it re-imports identical rows.
@@ -464,6 +468,7 @@ def one_import(
     pg_url: str | None = None,
     wal: WalByDatabase | None = None,
     our_oid: str = "",
+    concurrency: int = 1,
 ) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
@@ -471,33 +476,49 @@ def one_import(
     rng = random.Random(7)
     import_id: str | None = None
     last_email = ""
+    bodies = []
+    if concurrency > 1:  # the rows made beforehand, not while the clock runs (the uploaders share them)
+        bodies = [
+            [
+                row(i, rng, change if existing == "update" else None)
+                for i in range(first, min(first + CHUNK, rows))
+            ]
+            for first in range(0, rows, CHUNK)
+        ]
     counters_start = pg_counters(pg_url) if pg_url else None
     wal_start = wal.sample(counters_start["lsn"] if counters_start else None) if wal else None
     cpu_start = cpu.sample()
     started = time.perf_counter()
     poller.start()
-    for first in range(0, rows, CHUNK):
-        body: dict[str, Any] = {
-            "rows": [
-                row(i, rng, change if existing == "update" else None)
-                for i in range(first, min(first + CHUNK, rows))
-            ],
-            "final": first + CHUNK >= rows,
-            "existing": existing,
-        }
-        if import_id is None:
-            body["list"] = {"id": list_id}
-        else:
-            body["importId"] = import_id
-        last_email = body["rows"][-1]["email"]
-        response = http.post("/api/v1/leads/import", json=body)
-        response.raise_for_status()
-        import_id = response.json()["id"]
+    if concurrency == 1:
+        for first in range(0, rows, CHUNK):
+            body: dict[str, Any] = {
+                "rows": [
+                    row(i, rng, change if existing == "update" else None)
+                    for i in range(first, min(first + CHUNK, rows))
+                ],
+                "final": first + CHUNK >= rows,
+                "existing": existing,
+            }
+            if import_id is None:
+                body["list"] = {"id": list_id}
+            else:
+                body["importId"] = import_id
+            last_email = body["rows"][-1]["email"]
+            response = http.post("/api/v1/leads/import", json=body)
+            response.raise_for_status()
+            import_id = response.json()["id"]
+        import_ids = [import_id]
+    else:
+        last_email = bodies[-1][-1]["email"]
+        import_ids = upload_at_once(base, key, list_id, existing, bodies, concurrency)
+        import_id = import_ids[0]
     accepted = time.perf_counter() - started
     cpu_accepted = cpu.sample()
     changed = f" changing {change}" if change and existing == "update" else ""
+    uploaders = f" from {concurrency} uploaders at once (an import each)" if concurrency > 1 else ""
     line = (
-        f"existing={existing}{changed}: {rows:,} rows accepted in {accepted:.1f} s = "
+        f"existing={existing}{changed}: {rows:,} rows{uploaders} accepted in {accepted:.1f} s = "
         f"{rows / accepted:,.0f} rows/s "
         f"(CPU µs/row while accepting: {per_row(cpu_start, cpu_accepted, rows)})"
     )
@@ -508,7 +529,9 @@ def one_import(
     counters_stored = wal_stored = None
     cpu_stored = cpu_done = cpu_accepted
     while done_at is None:
-        imp = http.get(f"/api/v1/leads/imports/{import_id}").json()
+        imps = [http.get(f"/api/v1/leads/imports/{i}").json() for i in import_ids]
+        imp = {k: sum(i[k] for i in imps) for k in ("queued", "created", "updated", "skipped")}
+        imp["status"] = "done" if all(i["status"] == "done" for i in imps) else "working"
         now = time.perf_counter()
         if stored_at is None and imp["queued"] == 0:
             listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
@@ -544,6 +567,41 @@ def one_import(
         f"{poller.report()}; "
         f"created {imp['created']:,}, updated {imp['updated']:,}, skipped {imp['skipped']:,}"
     )
+
+
+def upload_at_once(
+    base: str, key: str, list_id: str, existing: str, bodies: list[list[dict[str, Any]]], concurrency: int
+) -> list[str]:
+    """`--concurrency N`: N uploaders at once, each a client of its own sending an import of its own (chunk
+    j of the file goes to uploader j mod N), its chunks one after the other, its last one final. Returns the
+    imports' ids."""
+    ids: list[str] = [""] * concurrency
+    failed: list[BaseException] = []
+
+    def upload(k: int) -> None:
+        try:
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=600) as c:
+                mine = bodies[k::concurrency]
+                for n, rows in enumerate(mine):
+                    body: dict[str, Any] = {"rows": rows, "final": n == len(mine) - 1, "existing": existing}
+                    if n == 0:
+                        body["list"] = {"id": list_id}
+                    else:
+                        body["importId"] = ids[k]
+                    response = c.post("/api/v1/leads/import", json=body)
+                    response.raise_for_status()
+                    ids[k] = response.json()["id"]
+        except BaseException as exc:  # reported by the main thread
+            failed.append(exc)
+
+    threads = [threading.Thread(target=upload, args=(k,)) for k in range(min(concurrency, len(bodies)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
+    return [i for i in ids if i]
 
 
 def wait_for_the_workers(http: httpx.Client) -> float:
@@ -593,6 +651,12 @@ def main() -> None:
         help="PostgreSQL: read the WAL as it is written (pg_walinspect, from a connection to DATABASE, "
         "created beforehand) and report this database's share per row",
     )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="uploaders at once, each sending an import of its own (the rows split by chunk between them)",
+    )
     args = parser.parse_args()
     dns_port = start_dns()
     extra = {"OUTREACH_DNS_NAMESERVERS": f"127.0.0.1:{dns_port}"}
@@ -641,6 +705,7 @@ def main() -> None:
                 url if database is not None else None,
                 wal,
                 our_oid,
+                args.concurrency,
             )
             print(line, flush=True)
         print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)

@@ -1,7 +1,13 @@
 from __future__ import annotations
 
 from outreach_core.imports.csv_import import import_leads_csv, read_csv_body
-from outreach_core.imports.operations import get_import, import_leads, list_imports, prepare_import_leads
+from outreach_core.imports.operations import (
+    chunk_waits_for,
+    get_import,
+    import_leads,
+    list_imports,
+    prepare_import_leads,
+)
 from outreach_core.imports.schemas import CsvImport, ImportCsvIn, ImportIn, LeadImport, LeadImports
 from outreach_core.kernel.context import WorkspaceContext
 from outreach_core.kernel.endpoint import Endpoint
@@ -43,6 +49,7 @@ ENDPOINTS = (
         body=ImportIn,
         confirm=_describe_import,
         prepare=prepare_import_leads,
+        waits_for=chunk_waits_for,
         tag="leads",
         title="Import leads",
     ),

@@ -82,6 +82,23 @@ async def prepare_import_leads(outside: Outside, body: ImportIn) -> Answered | N
     return Answered(await outside.read(queue_chunk_beside, body))
 
 
+def chunk_waits_for(outside: Outside, body: ImportIn) -> str | None:
+    """The lock a chunk request waits for while it holds a database connection (`Endpoint.waits_for`: the
+    runtime queues such requests before they take one). SQLite: a chunk with rows of an existing import
+    (`prepare_import_leads`) reads the database, then waits for the side file's write lock, one chunk at a
+    time whatever its import. The others (a first chunk, a chunk without rows) write the database and take
+    the side file's lock inside that transaction: they queue at the database's write gate before taking a
+    connection already, and queued here they would hold the side file's turn while they wait for the merge's
+    write lock, which the chunks behind them must never wait for. PostgreSQL: a chunk of an existing import
+    locks the import's row (`_existing_import`), so chunks of one import are taken one after the other; a
+    first chunk waits for nothing."""
+    if body.import_id is None:
+        return None
+    if outside.settings.is_sqlite:
+        return "import chunks: the side file" if body.row_count() else None
+    return f"import chunks: {body.import_id}"
+
+
 async def queue_chunk_beside(ctx: WorkspaceContext, body: ImportIn) -> LeadImport:
     """SQLite: a chunk of an existing import queued in the side file only; the database is only read."""
     _refuse_too_large(body)
@@ -317,4 +334,11 @@ def _with_parts(row: Any, parts: list[PartHeader]) -> LeadImport:
     )
 
 
-__all__ = ["get_import", "import_leads", "list_imports", "prepare_import_leads", "queue_chunk_beside"]
+__all__ = [
+    "chunk_waits_for",
+    "get_import",
+    "import_leads",
+    "list_imports",
+    "prepare_import_leads",
+    "queue_chunk_beside",
+]

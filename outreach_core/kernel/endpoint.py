@@ -19,6 +19,10 @@ Network I/O (mail login tests, DNS lookups) never runs inside a transaction: SQL
 the whole of a read-write transaction. An endpoint that needs it declares `prepare`, a step the runtime runs
 first, outside any transaction, with an `Outside` and the same arguments; its result reaches the operation
 as `prepared=` (see `Runtime.call` and docs/architecture.md).
+
+A call that may wait for a lock other calls of it take (chunks of one import) declares `waits_for`: the
+runtime queues such calls in the process before they take a database connection, so that the ones waiting
+hold none of the pool's (see `Runtime.call`).
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ Prepare = Callable[..., Awaitable[Any]]
 """A pre-transaction step: `await prepare(outside, **path_params, query=..., body=...)` with an `Outside`;
 no transaction is open while it runs (it may open short read transactions through `outside.read`). Its
 result is passed to the operation as the keyword argument `prepared`."""
+WaitsFor = Callable[..., str | None]
+"""`waits_for(outside, **path_params, query=..., body=...)`: the name of the lock the call may wait for (the
+same for calls that wait for each other), None when it waits for none. Plain, quick, no I/O."""
 
 
 class Outside(Protocol):
@@ -152,6 +159,9 @@ class Endpoint(Generic[BodyT, QueryT, ResponseT]):
     toolset: str | None = None  # the MCP tool set; the operation's domain package when not given
     confirm: Describe | None = None
     prepare: Prepare | None = None
+    # calls that would wait for one another's lock while holding a database connection (chunks of one
+    # import): queued by the runtime before they take one, one at a time per name (`Runtime.call`)
+    waits_for: WaitsFor | None = None
     tag: str = "default"
     status: int = 200
     # a picture of the answer (PNG bytes from the response model): the MCP tool adds it as an image content

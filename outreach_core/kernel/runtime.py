@@ -42,6 +42,13 @@ _write_gates: weakref.WeakKeyDictionary[AsyncEngine, asyncio.Lock] = weakref.Wea
 _turns: weakref.WeakKeyDictionary[AsyncEngine, WriteTurns | None] = weakref.WeakKeyDictionary()
 """SQLite files: the turn this process takes with the other processes writing the file (`db/turns.py`)."""
 
+QUEUED_CALL_SLOTS = 4
+"""How many calls that wait for a lock (`Endpoint.waits_for`) may hold database connections at once in a
+process, whatever their lock names: well below the pool (15 connections on SQLite, 20 on PostgreSQL), so
+that the rest of the pool always serves other requests. Each holds one while it waits for a lock held
+elsewhere (another process: the worker process releasing merged parts on SQLite, a second server on
+PostgreSQL); four keep two cores busy."""
+
 
 class Runtime:
     """Owns the engine, settings and ports; hands each operation a context inside a transaction."""
@@ -56,23 +63,36 @@ class Runtime:
         if self.engine not in _turns:
             _turns[self.engine] = _file_turns(self.engine)
         self._turns = _turns[self.engine]
+        self._queue = _call_queues.setdefault(self.engine, _CallQueue())
 
     async def call(self, caller: Caller, endpoint: AnyEndpoint, /, **kwargs: Any) -> Any:
         """Run a catalogued endpoint the way both doors do: the caller's role checked against the
         endpoint's (403 `forbidden` below it, before anything else runs), its `prepare` step first, outside
         any transaction (after the caller is authenticated in a short read transaction), then the operation
         in one transaction (read-only or read-write as the endpoint says) with `prepared=` the step's
-        result (unless the step answered the call itself, `Answered`: then its value is the result)."""
-        if endpoint.prepare is not None:
-            principal = caller if isinstance(caller, Principal) else await self.system_read(caller)
-            refuse_lower_role(endpoint.role, principal)
-            prepared = await endpoint.prepare(_Outside(self, principal), **kwargs)
-            if isinstance(prepared, Answered):
-                return prepared.value
-            kwargs["prepared"] = prepared
-            caller = principal
-        maker = self._for(caller, endpoint.role)
-        return await self._run(maker, endpoint.operation, endpoint.read_only, (), kwargs)
+        result (unless the step answered the call itself, `Answered`: then its value is the result).
+
+        An endpoint that `waits_for` a lock is queued before its `prepare` step and its transaction take
+        a database connection (`_CallQueue`): one call at a time per lock name, at most `QUEUED_CALL_SLOTS`
+        of them at once in the process. Without it, chunks of one import sent at once each took one of the
+        pool's connections and then waited for the lock (SQLite: the side file's; PostgreSQL: the import's
+        row), so that 15-20 of them left no connection to any other request, which failed after the pool's
+        30 s (`tests/leads/test_import_concurrent_chunks.py`)."""
+        if endpoint.prepare is None and endpoint.waits_for is None:
+            maker = self._for(caller, endpoint.role)
+            return await self._run(maker, endpoint.operation, endpoint.read_only, (), kwargs)
+        principal = caller if isinstance(caller, Principal) else await self.system_read(caller)
+        refuse_lower_role(endpoint.role, principal)
+        outside = _Outside(self, principal)
+        name = None if endpoint.waits_for is None else endpoint.waits_for(outside, **kwargs)
+        async with self._queue.turn(name):
+            if endpoint.prepare is not None:
+                prepared = await endpoint.prepare(outside, **kwargs)
+                if isinstance(prepared, Answered):
+                    return prepared.value
+                kwargs["prepared"] = prepared
+            maker = self._for(principal, endpoint.role)
+            return await self._run(maker, endpoint.operation, endpoint.read_only, (), kwargs)
 
     async def describe(self, caller: Caller, endpoint: AnyEndpoint, /, **kwargs: Any) -> str:
         """The confirmation question of an endpoint that asks to confirm (`Endpoint.confirm`), for the
@@ -220,6 +240,38 @@ class Runtime:
                     self._turns.release()
             finally:
                 _holds_write_gate.reset(token)
+
+
+class _CallQueue:
+    """The calls of one engine's process that wait for a lock (`Endpoint.waits_for`), queued before they
+    take a database connection: one at a time per lock name, first come first served (asyncio's locks and
+    semaphores are), and at most `QUEUED_CALL_SLOTS` at once. A call waits for its name's turn first, then
+    for a slot: a call whose name is busy holds no slot."""
+
+    def __init__(self) -> None:
+        self._slots = asyncio.Semaphore(QUEUED_CALL_SLOTS)
+        self._names: dict[str, tuple[asyncio.Lock, int]] = {}  # the lock and how many calls use it
+
+    @contextlib.asynccontextmanager
+    async def turn(self, name: str | None) -> AsyncIterator[None]:
+        if name is None:
+            yield
+            return
+        lock, users = self._names.get(name, (asyncio.Lock(), 0))
+        self._names[name] = (lock, users + 1)
+        try:
+            async with lock, self._slots:
+                yield
+        finally:
+            lock, users = self._names[name]
+            if users == 1:
+                del self._names[name]
+            else:
+                self._names[name] = (lock, users - 1)
+
+
+_call_queues: weakref.WeakKeyDictionary[AsyncEngine, _CallQueue] = weakref.WeakKeyDictionary()
+"""One queue of waiting calls per engine, however many runtimes share it (as the write gate)."""
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ is not merged again."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -210,3 +211,24 @@ async def test_a_chunk_after_an_empty_final_chunk_is_refused_by_the_side_file(
     assert late.status_code == 409, late.text
     imp = await _import(http, ws, import_id)
     assert (imp["rows"], imp["created"], imp["queued"]) == (2, 2, 0)
+
+
+async def test_a_chunk_is_not_queued_behind_a_first_chunk_waiting_for_the_merge(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, settings: Settings
+) -> None:
+    """Chunks of existing imports queue for the side file in the server process before they take a database
+    connection (`Endpoint.waits_for`); a first chunk, which writes the database and so waits for the merge's
+    write lock, is not in that queue: the chunks sent after it are accepted while it waits."""
+    ws = await make_workspace()
+    import_id = (await import_chunk(http, ws, rows=_rows("w", 2))).json()["id"]
+    with database_write_lock(settings):
+        first = asyncio.create_task(import_chunk(http, ws, rows=_rows("new", 2)))
+        await asyncio.sleep(0.5)
+        assert not first.done()  # waits for the database's write lock
+        chunk = await asyncio.wait_for(import_chunk(http, ws, importId=import_id, rows=_rows("x", 3)), 5)
+        assert chunk.status_code == 200, chunk.text
+        assert (chunk.json()["rows"], chunk.json()["queued"]) == (5, 5)
+        assert not first.done()
+    started = await first
+    assert started.status_code == 200, started.text
+    assert started.json()["rows"] == 2
