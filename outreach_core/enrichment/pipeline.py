@@ -91,9 +91,9 @@ async def domains_to_resolve(
 
 async def waiting_domains(ctx: SystemContext, *, after: str = "", limit: int = DOMAIN_BATCH) -> list[str]:
     """Read-only: up to `limit` distinct domains, in order and after `after`, of leads waiting for enrichment
-    that have no unexpired `domain_cache` entry (consumer domains left out). The pending leads are found
-    through `ix_leads_pending_enrichment`; the worker asks this while an import is being stored, when they
-    are few (see `resolve_waiting_domains`)."""
+    that have no unexpired `domain_cache` entry (consumer domains included: the caller leaves them out). The
+    pending leads are found through `ix_leads_pending_enrichment`; the worker asks this while an import is
+    being stored, when they are few (see `resolve_waiting_domains`)."""
     fresh = (
         select(domain_cache.c.domain)
         .where(domain_cache.c.domain == leads.c.domain, domain_cache.c.expires_at > ctx.now)
