@@ -12,6 +12,7 @@ the user gave (country, timezone) is never replaced by an inferred one.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -30,6 +31,7 @@ from outreach_core.targets.import_progress import finish_imports, import_parts_q
 from outreach_core.targets.list_sizes import fold_count_deltas
 from outreach_core.targets.mail_domains import (
     DomainInfo,
+    cache_lifetime,
     cached_domains,
     clean_domain,
     domain_infos,
@@ -50,6 +52,7 @@ POSTGRESQL_SEARCH_BATCH = 10_000
 """Leads moved into `lead_search` per transaction (PostgreSQL: no single write lock to hold short)."""
 DOMAIN_BATCH = 2_000
 """Domains looked up per tick while an import is being stored (`resolve_waiting_domains`)."""
+_NO_TIME = timedelta(0)
 
 _log = structlog.get_logger(__name__)
 
@@ -88,9 +91,9 @@ async def domains_to_resolve(
 
 async def waiting_domains(ctx: SystemContext, *, after: str = "", limit: int = DOMAIN_BATCH) -> list[str]:
     """Read-only: up to `limit` distinct domains, in order and after `after`, of leads waiting for enrichment
-    that have no unexpired `domain_cache` entry (consumer domains left out). The pending leads are found
-    through `ix_leads_pending_enrichment`; the worker asks this while an import is being stored, when they
-    are few (see `resolve_waiting_domains`)."""
+    that have no unexpired `domain_cache` entry (consumer domains included: the caller leaves them out). The
+    pending leads are found through `ix_leads_pending_enrichment`; the worker asks this while an import is
+    being stored, when they are few (see `resolve_waiting_domains`)."""
     fresh = (
         select(domain_cache.c.domain)
         .where(domain_cache.c.domain == leads.c.domain, domain_cache.c.expires_at > ctx.now)
@@ -323,7 +326,17 @@ async def resolve_waiting_domains(runtime: Background) -> int:
     if not domains:
         return 0
     resolved = await resolve_domains(dns, domains)
-    return await runtime.system(store_domains, resolved)
+    # Only answers that stay in the cache count as work done: a failed lookup is not stored, and one DNS
+    # says not to cache (a negative TTL of 0) would be stored expired, still waiting on the next tick. The
+    # loop ticks again at once after work done, so counting those would keep it from ever sleeping (a DNS
+    # query and, on SQLite, a turn at the write lock beside the merge each time). Nothing to store, no
+    # write transaction.
+    lasting = {
+        d: info for d, info in resolved.items() if not info.lookup_failed and cache_lifetime(info) > _NO_TIME
+    }
+    if not lasting:
+        return 0
+    return await runtime.system(store_domains, lasting)
 
 
 # --- one batch ---------------------------------------------------------------------------------------------

@@ -21,9 +21,9 @@ this long: a part that cannot be merged (a bug) stops holding the others' work b
 async def import_parts_queued(ctx: SystemContext) -> bool:
     """Whether an import is being stored (any workspace): parts queued that arrived, or whose import had a
     part merged, within `STORING_WINDOW`. Storing comes first (issue 31): meanwhile enrichment,
-    verification and the search index write no leads, so that they never hold the write lock the merge
-    needs (SQLite's one lock; on PostgreSQL the cores and the index pages), and start on the stored leads
-    once the queue is empty. A short read."""
+    verification and the search index write no leads, so that they hold the write lock the merge needs
+    (SQLite's one lock; on PostgreSQL the cores and the index pages) at most for enrichment's short
+    `domain_cache` upsert, and start on the stored leads once the queue is empty. A short read."""
     since = ctx.now - STORING_WINDOW
     if ctx.conn.dialect.name == "sqlite" and await _side_parts_queued(ctx, since):
         return True

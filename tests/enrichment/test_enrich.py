@@ -481,6 +481,31 @@ async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_s
         pass
 
 
+async def test_a_domain_dns_says_not_to_cache_does_not_keep_the_worker_busy_while_storing(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
+) -> None:
+    """An NXDOMAIN whose zone gives a negative TTL of 0 is stored already expired: it is still waiting on
+    the next tick. The tick must not count it as work done, or the loop ticks again at once, forever
+    (a DNS query and a write turn each time, beside the merge), for as long as the import is stored."""
+    ws = await make_workspace()
+    zone = f"0z-{unique_domain('x').split('.')[0]}.com"  # sorted before other tests' domains
+    dns_server.soa(zone, minimum=0, ttl=0)
+    domain = f"gone.{zone}"
+    first = await import_chunk(http, ws, rows=[{"email": f"a@{domain}"}])
+    await merge_imports(ws)
+    await import_chunk(http, ws, importId=first.json()["id"], rows=[{"email": f"b@{domain}"}], final=True)
+
+    for _ in range(20):
+        handled = await enrich_worker.tick(ws.runtime)
+        if dns_server.queries_for(domain) and handled == 0:
+            break
+    assert handled == 0, "the worker reported work on every tick: its loop would never sleep"
+    assert dns_server.queries_for(domain) <= 2
+    await merge_imports(ws)
+    while await enrich(ws.runtime, ws):
+        pass
+
+
 async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
 ) -> None:
