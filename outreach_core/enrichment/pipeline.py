@@ -11,6 +11,7 @@ the user gave (country, timezone) is never replaced by an inferred one.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import lru_cache
@@ -18,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
 import structlog
-from sqlalchemy import select
 from sqlalchemy.dialects import postgresql
 
 from outreach_core.enrichment.rules import infer_country, infer_timezone
 from outreach_core.kernel.bulk import byte_length, update_each
 from outreach_core.kernel.context import SystemContext, system_scope
-from outreach_core.kernel.db.tables import domain_cache, lead_search, lead_search_pending, leads
+from outreach_core.kernel.db.tables import lead_search, lead_search_pending, leads
 from outreach_core.kernel.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
@@ -43,6 +43,8 @@ from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
 from outreach_core.targets.schemas import CountrySource
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
     from outreach_core.kernel.endpoint import Background
 
 BATCH = 5_000
@@ -87,27 +89,6 @@ async def domains_to_resolve(
     domains = {clean_domain(r.domain) for r in rows}
     domains = {d for d in domains if d and consumer_esp(d) is None}
     return sorted(domains - (await cached_domains(ctx, domains)).keys())
-
-
-async def waiting_domains(ctx: SystemContext, *, after: str = "", limit: int = DOMAIN_BATCH) -> list[str]:
-    """Read-only: up to `limit` distinct domains, in order and after `after`, of leads waiting for enrichment
-    that have no unexpired `domain_cache` entry (consumer domains included: the caller leaves them out). The
-    pending leads are found through `ix_leads_pending_enrichment`; the worker asks this while an import is
-    being stored, when they are few (see `resolve_waiting_domains`)."""
-    fresh = (
-        select(domain_cache.c.domain)
-        .where(domain_cache.c.domain == leads.c.domain, domain_cache.c.expires_at > ctx.now)
-        .exists()
-    )
-    stmt = (
-        system_scope(leads)
-        .select(leads.c.domain)
-        .where(leads.c.enriched_at.is_(None), leads.c.domain > after, ~fresh)
-        .distinct()
-        .order_by(leads.c.domain)
-        .limit(limit)
-    )
-    return list((await ctx.conn.execute(stmt)).scalars())
 
 
 def _lead_values(row: Any, info: DomainInfo) -> dict[str, Any]:
@@ -168,15 +149,20 @@ async def enrich_new_leads(ctx: SystemContext, rows: list[dict[str, Any]]) -> in
         return 0
     infos = await known_domains(ctx, sorted({str(row["domain"] or "") for row in rows}))
     enriched = 0
+    unknown: list[str] = []
     for row in rows:
-        info = infos.get(clean_domain(row["domain"] or ""))
+        domain = clean_domain(row["domain"] or "")
+        info = infos.get(domain)
         if info is None:
             row.update(esp="unknown", mx_host=None, country_source=None, enriched_at=None)
+            if domain:
+                unknown.append(domain)
             continue
         values = _lead_values(_Pending(row), info)
         del values["id"]
         row.update(values, enriched_at=ctx.now)
         enriched += 1
+    _note_unknown_domains(ctx.conn.engine, unknown)
     return enriched
 
 
@@ -300,29 +286,64 @@ async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
 
 # --- mail domains while an import is being stored ------------------------------------------------------
 
-_domain_cursor: WeakKeyDictionary[Any, str] = WeakKeyDictionary()
-"""Per runtime: the last domain `resolve_waiting_domains` looked at, so that domains whose lookup failed
-(not cached) do not keep it from the others."""
+_unknown_domains: WeakKeyDictionary[AsyncEngine, dict[str, None]] = WeakKeyDictionary()
+"""Per database engine of this process: the domains the merges met without a cache entry since the last
+look-up (an insertion-ordered set), for `resolve_waiting_domains`."""
+MAX_NOTED_DOMAINS = 100_000
+"""Domains kept in that set at most (a few megabytes); past it, new ones are left to the `enrich` worker
+after storing. Domains still noted when storing ends are taken at the next import's storing, and dropped
+then if the worker cached them meanwhile."""
+
+
+def _note_unknown_domains(engine: AsyncEngine, domains: list[str]) -> None:
+    """Called by the merge (`enrich_new_leads`) for the domains of the leads it stores pending. Kept in
+    memory, not in a table: the merge and the `enrich` worker run in the same process, and a domain lost
+    with the process is only looked up later, after storing, as before. A rolled-back merge leaves its
+    domains noted: at worst a lookup the next part would have needed anyway."""
+    noted = _unknown_domains.setdefault(engine, {})
+    for domain in domains:
+        if len(noted) >= MAX_NOTED_DOMAINS:
+            break
+        noted[domain] = None
+
+
+def _take_noted_domains(engine: AsyncEngine, limit: int) -> list[str]:
+    noted = _unknown_domains.get(engine)
+    if not noted:
+        return []
+    taken = list(itertools.islice(noted, limit))
+    for domain in taken:
+        del noted[domain]
+    return taken
+
+
+async def noted_domains(ctx: SystemContext, *, limit: int = DOMAIN_BATCH) -> list[str]:
+    """Up to `limit` of the domains the merges noted (`_note_unknown_domains`), taken from the set, less those
+    cached meanwhile (by the worker after an earlier import, or by another process); read-only."""
+    taken = _take_noted_domains(ctx.conn.engine, limit)
+    if not taken:
+        return []
+    return sorted(set(taken) - (await cached_domains(ctx, set(taken))).keys())
 
 
 async def resolve_waiting_domains(runtime: Background) -> int:
-    """While an import is being stored: look up the mail domains of the leads it stored so far that the
-    cache does not know yet, and store the answers in `domain_cache`; returns how many were stored.
+    """While an import is being stored: look up the mail domains its merges met without a cache entry, and
+    store the answers in `domain_cache`; returns how many were stored to stay.
 
     No lead is written (storing comes first, issue 31: the merge alone writes leads meanwhile); a lookup
     needs no transaction, and the answers are one short upsert. The parts still queued then find those
     domains in the cache and store their leads already enriched (`enrich_new_leads`), instead of leaving
     them to the `enrich` worker to update one by one after the import is stored: an import's leads share
     their company domains (the first tens of thousands of rows of a large file usually bring most of them).
-    Domains are taken in order from a cursor that wraps around, so a domain whose lookup failed (it is not
-    cached) is tried again on the next round, not before the others."""
+    The domains come from the merges themselves (`_note_unknown_domains`), first met first looked up, so a
+    tick costs its own domains and nothing more: no scan of the leads waiting for enrichment, which are
+    most of a large import's while it is stored. Each noted domain is looked up once; one whose lookup
+    failed is noted again by the next part that meets it, and otherwise waits for the worker after
+    storing."""
     dns = runtime.ports.dns
     if dns is None:
         return 0
-    after = _domain_cursor.get(runtime, "")
-    found = await runtime.system_read(waiting_domains, after=after, limit=DOMAIN_BATCH)
-    _domain_cursor[runtime] = found[-1] if len(found) == DOMAIN_BATCH else ""
-    domains = sorted({d for d in map(clean_domain, found) if d and consumer_esp(d) is None})
+    domains = await runtime.system_read(noted_domains, limit=DOMAIN_BATCH)
     if not domains:
         return 0
     resolved = await resolve_domains(dns, domains)

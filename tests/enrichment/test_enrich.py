@@ -458,12 +458,13 @@ async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_s
     dns_server: DnsServer,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A failed lookup is not cached, so the domain is still waiting afterwards; the worker goes on from
-    where it stopped instead of asking for it again first (one domain a tick here)."""
+    """A failed lookup is not cached, so the domain is still waiting afterwards; the worker goes on with the
+    next domain the merge met instead of asking for it again first (one domain a tick here)."""
     monkeypatch.setattr(pipeline, "DOMAIN_BATCH", 1)
     ws = await make_workspace()
+    pipeline._unknown_domains.pop(ws.runtime.engine, None)  # what other tests' merges noted
     tag = unique_domain("x").split(".")[0]
-    failing, answering = f"0a-{tag}.com", f"0b-{tag}.com"  # sorted before other tests' domains
+    failing, answering = f"0a-{tag}.com", f"0b-{tag}.com"
     dns_server.fail(failing)
     dns_server.add(answering, "MX", "10 mx.zoho.eu.")
     rows = [{"email": f"a@{failing}"}, {"email": f"b@{answering}"}]
