@@ -106,12 +106,8 @@ async def add_known_leads_to_list(
             insert_from_select(ctx, list_leads, _COLUMNS, source, skip_duplicates=not created_now)
         )
         return
-    rows = [
-        {"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now, "lead_created_at": at}
-        for lead_id, at in zip(lead_ids, created_at, strict=True)
-    ]
     if created_now:
-        await insert_rows(ctx, list_leads, rows)
+        await insert_rows(ctx, list_leads, _membership_rows(ctx, list_id, lead_ids, created_at))
         return
     if ctx.conn.dialect.name == "postgresql":
         ids = func.unnest(
@@ -129,5 +125,18 @@ async def add_known_leads_to_list(
         return
     await ctx.conn.execute(
         insert_skipping_duplicates(ctx, list_leads),
-        [{**row, "workspace_id": ctx.workspace_id} for row in rows],
+        [
+            {**row, "workspace_id": ctx.workspace_id}
+            for row in _membership_rows(ctx, list_id, lead_ids, created_at)
+        ],
     )
+
+
+def _membership_rows(
+    ctx: WorkspaceContext, list_id: str, lead_ids: Sequence[str], created_at: Sequence[datetime]
+) -> list[dict[str, Any]]:
+    # built only where written row by row (PostgreSQL's known leads go as two arrays: no dict a lead)
+    return [
+        {"list_id": list_id, "lead_id": lead_id, "added_at": ctx.now, "lead_created_at": at}
+        for lead_id, at in zip(lead_ids, created_at, strict=True)
+    ]
