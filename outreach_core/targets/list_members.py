@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Select, bindparam, func, literal
+from sqlalchemy import ARRAY, DateTime, Select, bindparam, func, literal
 
 from outreach_core.kernel.bulk import insert_from_select, insert_rows, insert_skipping_duplicates, one_of
 from outreach_core.kernel.context import WorkspaceContext, scoped
@@ -112,7 +112,9 @@ async def add_known_leads_to_list(
     if ctx.conn.dialect.name == "postgresql":
         ids = func.unnest(
             bindparam("ids", list(lead_ids), type_=ARRAY(list_leads.c.lead_id.type)),
-            bindparam("created", list(created_at), type_=ARRAY(UtcDateTime)),
+            # the leads' own times as read (aware): `UtcDateTime`'s conversion of each would cost ~0.6 µs a
+            # lead of an `existing: update` import, and asyncpg sends any aware time as UTC itself
+            bindparam("created", list(created_at), type_=ARRAY(DateTime(timezone=True))),
         )
         given = ids.table_valued("id", "created_at").render_derived(name="given")
         source = given.select().with_only_columns(
