@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import os
+import pstats
 import random
 import sys
 import time
@@ -120,6 +122,11 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--parts", type=int, default=20)
     parser.add_argument("--existing", choices=["skip", "update"], default="skip")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="cProfile the measured merges (no stage timers) and write the stats to FILE (pstats)",
+    )
     args = parser.parse_args()
     rt = Runtime(Settings(database_url=os.environ["OUTREACH_DATABASE_URL"]))
     await migrate(rt.engine)
@@ -131,7 +138,9 @@ async def main() -> None:
         import_id: str | None = None
         for first in range(0, args.parts * PART, PART):
             body: dict[str, Any] = {
-                "rows": [row(i, rng, "title" if existing == "update" else None) for i in range(first, first + PART)],
+                "rows": [
+                    row(i, rng, "title" if existing == "update" else None) for i in range(first, first + PART)
+                ],
                 "final": first + PART >= args.parts * PART,
                 "existing": existing,
             }
@@ -144,6 +153,10 @@ async def main() -> None:
         if existing != rounds[-1]:
             while await rt.execute(principal, merge.merge_queued_rows):
                 pass
+    if args.profile:
+        await profile(rt, principal, args.profile)
+        await rt.dispose()
+        return
     for module, name, label in STAGES:
         setattr(module, name, timed(label, getattr(module, name)))
     gc.set_threshold(*WORKER_GC_THRESHOLD)
@@ -157,7 +170,9 @@ async def main() -> None:
         merged += n
     total_wall, total_cpu = time.perf_counter() - wall, time.process_time() - cpu
     per = 1e6 / merged
-    print(f"{merged:,} rows merged (existing: {args.existing}), load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
+    print(
+        f"{merged:,} rows merged (existing: {args.existing}), load average {load:.2f} -> {os.getloadavg()[0]:.2f}"
+    )
     print(f"{'stage':<72} {'wall µs/row':>11} {'CPU µs/row':>10} {'waiting':>8} {'calls':>6}")
     for label in [label for _, _, label in STAGES] + [
         "read the part (select, JSON decode by the driver)",
@@ -165,8 +180,31 @@ async def main() -> None:
     ]:
         w, c, n = SPENT[label]
         print(f"{label:<72} {w * per:11.1f} {c * per:10.1f} {(w - c) * per:8.1f} {int(n):6}")
-    print(f"{'everything (both reads of each part, transactions, commits)':<72} {total_wall * per:11.1f} {total_cpu * per:10.1f}")
+    print(
+        f"{'everything (both reads of each part, transactions, commits)':<72} {total_wall * per:11.1f} {total_cpu * per:10.1f}"
+    )
     await rt.dispose()
+
+
+async def profile(rt: Runtime, principal: Any, path: str) -> None:
+    """The worker's merges under cProfile (the part's read included, as the worker does it): the
+    functions' CPU per row, by `python -m pstats FILE` or the summary printed here."""
+    gc.set_threshold(*WORKER_GC_THRESHOLD)
+    load = os.getloadavg()[0]
+    merged = 0
+    profiler = cProfile.Profile(time.process_time)
+    cpu = time.process_time()
+    profiler.enable()
+    while n := await rt.execute(principal, merge.merge_queued_rows):
+        merged += n
+    profiler.disable()
+    cpu = time.process_time() - cpu
+    profiler.dump_stats(path)
+    print(f"{merged:,} rows merged under cProfile, load average {load:.2f} -> {os.getloadavg()[0]:.2f}")
+    print(f"this process's CPU {cpu * 1e6 / merged:.1f} µs a row (profiler's overhead included)")
+    stats = pstats.Stats(path)
+    stats.sort_stats("cumulative").print_stats(45)
+    stats.sort_stats("tottime").print_stats(35)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from sqlalchemy import case, cast, func, null
@@ -81,7 +81,7 @@ def compared_columns() -> list[Any]:
     ]
 
 
-def lead_changes(email: str, row: Row, now: Any, indexed: bool) -> dict[str, Any]:
+def lead_changes(email: str, row: Row, now: Mapping[str, Any], indexed: bool) -> dict[str, Any]:
     """What `existing: update` changes in the known lead `now` from the file's `row`, column by column (an
     empty dict: the row would change nothing, and nothing is written).
 
@@ -89,29 +89,60 @@ def lead_changes(email: str, row: Row, now: Any, indexed: bool) -> dict[str, Any
     is), the custom fields merged, the sort and search columns derived from the result where they differ,
     `search_index` re-derived if the lead is `indexed` (a pending one stays pending), `enriched_at` cleared
     when an enrichment input changes (the lead goes back to enrichment) and `country_source` when the
-    country does. `updated_at` is the caller's: only a lead that changes gets it."""
-    new = {name: clean_cell(row.get(name)) for name in LEAD_FIELDS}
-    new["country"] = normalize_country(new["country"])
-    changes: dict[str, Any] = {
-        name: value for name, value in new.items() if value is not None and value != getattr(now, name)
-    }
+    country does. `updated_at` is the caller's: only a lead that changes gets it.
 
-    def kept(name: str) -> Any:
-        return changes.get(name, getattr(now, name))
-
-    derived = derived_columns(email, kept("first_name"), kept("last_name"), kept("company"))
-    changes |= {name: value for name, value in derived.items() if value != getattr(now, name)}
+    `now` holds the lead's `compared_columns` by name: a plain dict (`row_dicts`), since an attribute of a
+    SQLAlchemy row costs ~0.4 µs and this reads a dozen a lead (a third of its time; issue 31)."""
+    current = now
+    changes: dict[str, Any] = {}
+    get = row.get
+    for name in LEAD_FIELDS:  # in this order: callers key their statements by the changed columns
+        value = get(name)
+        if value is None:
+            continue
+        value = value.strip()  # `clean_cell`, inlined: an empty cell never overwrites a value
+        if not value:
+            continue
+        if name == "country":
+            # unrecognised countries are dropped, not stored
+            value = normalize_country(value)
+            if value is None:
+                continue
+        if value != current[name]:
+            changes[name] = value
+    if changes:
+        first, last, company = (
+            changes.get("first_name", current["first_name"]),
+            changes.get("last_name", current["last_name"]),
+            changes.get("company", current["company"]),
+        )
+    else:
+        first, last, company = current["first_name"], current["last_name"], current["company"]
+    for name, value in derived_columns(email, first, last, company).items():
+        if value != current[name]:
+            changes[name] = value
     if "search_text" in changes and indexed:
         changes["search_index"] = search_index_value(changes["search_text"])
     if extra := row.get("custom"):
-        custom = {**(now.custom or {}), **extra}
-        if custom != (now.custom or {}):
+        stored = current["custom"] or {}
+        custom = {**stored, **extra}
+        if custom != stored:
             changes["custom"] = custom
-    if ENRICHMENT_INPUTS.intersection(changes):
+    if changes and not ENRICHMENT_INPUTS.isdisjoint(changes):
         changes["enriched_at"] = None
     if "country" in changes:
         changes["country_source"] = None
     return changes
+
+
+def row_dicts(rows: Iterable[Any]) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each SQLAlchemy row of one result (all with the same columns) with its values as a dict, for
+    `lead_changes`: `dict(zip(...))` with the names read once costs 0.9 µs a row, a row's `_asdict()` 3.9."""
+    keys: tuple[str, ...] | None = None
+    for r in rows:
+        if keys is None:
+            keys = r._fields
+        yield r, dict(zip(keys, r, strict=True))
 
 
 def update_lead_values(ctx: WorkspaceContext, new: Callable[[str], Any]) -> dict[str, Any]:

@@ -23,7 +23,13 @@ from typing import Any
 from sqlalchemy import func
 
 from outreach_core.enrichment.pipeline import enrich_new_leads
-from outreach_core.imports.lead_rows import Row, compared_columns, lead_changes, new_lead_rows
+from outreach_core.imports.lead_rows import (
+    Row,
+    compared_columns,
+    lead_changes,
+    new_lead_rows,
+    row_dicts,
+)
 from outreach_core.imports.schemas import stored_row
 from outreach_core.imports.staged_merge import merge_staged
 from outreach_core.kernel.bulk import insert_rows, one_of, try_lock, update_each
@@ -479,20 +485,20 @@ async def _update_existing(
     (`updated` counts them all)."""
     lead_table = scoped(ctx, leads)
     current = {
-        r.id: r
-        for r in (
+        values["id"]: values
+        for _, values in row_dicts(
             await ctx.conn.execute(
                 # only what `lead_changes` compares (every column would cost its type's conversion per row)
                 lead_table.select(leads.c.id, *compared_columns()).where(
                     one_of(ctx, leads.c.id, list(existing.values()))
                 )
             )
-        ).all()
+        )
     }
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for email, lead_id in existing.items():
         now = current[lead_id]
-        if changes := lead_changes(email, unique[email][1], now, bool(now.indexed)):
+        if changes := lead_changes(email, unique[email][1], now, bool(now["indexed"])):
             groups.setdefault(tuple(sorted(changes)), []).append(
                 {"id": lead_id, **changes, "updated_at": ctx.now}
             )

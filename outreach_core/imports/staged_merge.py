@@ -27,9 +27,10 @@ from outreach_core.imports.lead_rows import (
     compared_columns,
     lead_changes,
     new_lead_rows,
+    row_dicts,
     update_lead_values,
 )
-from outreach_core.kernel.bulk import insert_rows, one_of
+from outreach_core.kernel.bulk import copy_records, insert_rows, one_of
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import import_seen, lead_search_pending, leads, list_leads
 from outreach_core.kernel.db.types import json_text
@@ -68,6 +69,8 @@ _update_stage = Table(
 )
 _CHANGED = tuple(c.name for c in _update_stage.c if c.name not in ("id", "workspace_id", "reset_enrichment"))
 """The staged columns a lead's changes fill (NULL where the column does not change)."""
+_UPDATE_COLUMNS = ("id", *_CHANGED, "reset_enrichment")
+"""A staged change's record (`copy_records`; `workspace_id` appended there)."""
 
 
 async def _stage(ctx: WorkspaceContext, stage: Table, rows: list[dict[str, Any]]) -> None:
@@ -237,19 +240,18 @@ async def _update_staged(
     it would leave as it is gets no new row version) are staged (COPY), then one `UPDATE leads ... FROM
     staging`; each column is `COALESCE(change, current)`. Returns how many leads were met (`updated`
     counts them all)."""
-    rows = []
-    for email, now in existing.items():
-        changes = lead_changes(email, unique[email][1], now, now.indexed)
+    records: list[tuple[Any, ...]] = []
+    # every row of `existing` is from `_known_leads(..., update=True)`: the same columns
+    for (email, now), (_, current) in zip(existing.items(), row_dicts(existing.values()), strict=True):
+        changes = lead_changes(email, unique[email][1], current, current["indexed"])
         if changes:
-            # the statement clears these itself (`update_lead_values`)
-            reset = "enriched_at" in changes
-            changes.pop("enriched_at", None)
-            changes.pop("country_source", None)
             if "custom" in changes:
                 changes["custom"] = json_text(changes["custom"])
-            rows.append({"id": now.id, **dict.fromkeys(_CHANGED), **changes, "reset_enrichment": reset})
-    if rows:
-        await _stage(ctx, _update_stage, rows)
+            # `enriched_at` and `country_source` the statement clears itself (`update_lead_values`)
+            records.append((now.id, *map(changes.get, _CHANGED), "enriched_at" in changes))
+    if records:
+        await ctx.conn.execute(CreateTable(_update_stage, if_not_exists=True))
+        await copy_records(ctx, _update_stage, _UPDATE_COLUMNS, records)
         s = _update_stage.c
         await ctx.conn.execute(
             scoped(ctx, leads)
