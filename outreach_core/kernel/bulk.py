@@ -76,11 +76,7 @@ async def insert_rows(ctx: WorkspaceContext, table: Table, rows: list[dict[str, 
     by_column.append([ctx.workspace_id] * len(rows))
     records: list[tuple[Any, ...]] = [*zip(*by_column, strict=True)]
     if dialect.name == "postgresql":
-        await ctx.conn.exec_driver_sql("SELECT 1")  # the driver's transaction begins on first use
-        raw = await ctx.conn.get_raw_connection()
-        await raw.driver_connection.copy_records_to_table(  # type: ignore[union-attr]
-            table.name, records=records, columns=columns
-        )
+        await _copy(ctx, table, columns, records)
         return
     placeholders = ", ".join("?" * len(columns))
     quoted = ", ".join(dialect.identifier_preparer.quote(c) for c in columns)
@@ -113,10 +109,18 @@ async def copy_records(
             raise ValueError(f"copy_records: not for {dialect.name}, workspace_id or {converting}")
         _PLAIN.add(key)
     owner = (ctx.workspace_id,)
+    await _copy(ctx, table, [*columns, "workspace_id"], [r + owner for r in records])
+
+
+async def _copy(
+    ctx: WorkspaceContext, table: Table, columns: Sequence[str], records: Sequence[tuple[Any, ...]]
+) -> None:
+    """PostgreSQL: a binary `COPY` of `records` (driver-ready tuples in the order of `columns`) through
+    asyncpg, in the connection's transaction."""
     await ctx.conn.exec_driver_sql("SELECT 1")  # the driver's transaction begins on first use
     raw = await ctx.conn.get_raw_connection()
     await raw.driver_connection.copy_records_to_table(  # type: ignore[union-attr]
-        table.name, records=[r + owner for r in records], columns=[*columns, "workspace_id"]
+        table.name, records=records, columns=list(columns)
     )
 
 
