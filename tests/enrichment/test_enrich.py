@@ -411,6 +411,26 @@ async def test_worker_tick_enriches_across_workspaces(
         await rt.dispose()
 
 
+async def _stored_with_a_part_queued(
+    http: httpx.AsyncClient, ws: WorkspaceHandle, stored: list[dict[str, Any]], queued: list[dict[str, Any]]
+) -> str:
+    """An import whose first chunk (`stored`) is merged and whose final chunk (`queued`) waits in the queue:
+    an import being stored. Returns its id."""
+    first = await import_chunk(http, ws, rows=stored)
+    await merge_imports(ws)
+    import_id = str(first.json()["id"])
+    waiting = await import_chunk(http, ws, importId=import_id, rows=queued, final=True)
+    assert waiting.json()["queued"] == len(queued)
+    return import_id
+
+
+async def _store_and_enrich(ws: WorkspaceHandle) -> None:
+    """The queued part merged and every lead enriched: nothing left waiting for the next test."""
+    await merge_imports(ws)
+    while await enrich(ws.runtime, ws):
+        pass
+
+
 async def test_domains_are_looked_up_while_an_import_is_stored(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
 ) -> None:
@@ -420,15 +440,11 @@ async def test_domains_are_looked_up_while_an_import_is_stored(
     ws = await make_workspace()
     domain = unique_domain("storing")
     dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    first = await import_chunk(http, ws, rows=[{"email": f"first@{domain}"}])
-    await merge_imports(ws)
-    import_id = first.json()["id"]
-    queued = await import_chunk(
-        http, ws, importId=import_id, rows=[{"email": f"second@{domain}"}], final=True
+    import_id = await _stored_with_a_part_queued(
+        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
     )
-    assert queued.json()["queued"] == 1
 
-    # leads other tests left waiting may come first (their domains sort before this one)
+    # domains other tests' merges noted may come first
     for _ in range(20):
         await enrich_worker.tick(ws.runtime)
         if dns_server.queries_for(domain):
@@ -468,18 +484,13 @@ async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_s
     dns_server.fail(failing)
     dns_server.add(answering, "MX", "10 mx.zoho.eu.")
     rows = [{"email": f"a@{failing}"}, {"email": f"b@{answering}"}]
-    first = await import_chunk(http, ws, rows=rows)
-    await merge_imports(ws)
-    more = [{"email": f"c@{failing}"}]
-    await import_chunk(http, ws, importId=first.json()["id"], rows=more, final=True)
+    await _stored_with_a_part_queued(http, ws, rows, [{"email": f"c@{failing}"}])
 
     assert await enrich_worker.tick(ws.runtime) == 0  # the failing domain: nothing stored
     assert dns_server.queries_for(failing) >= 1 and dns_server.queries_for(answering) == 0
     assert await enrich_worker.tick(ws.runtime) == 1  # then the next one, not the failing one again
     assert dns_server.queries_for(answering) == 1
-    await merge_imports(ws)
-    while await enrich(ws.runtime, ws):
-        pass
+    await _store_and_enrich(ws)
 
 
 async def test_a_domain_dns_says_not_to_cache_does_not_keep_the_worker_busy_while_storing(
@@ -489,12 +500,10 @@ async def test_a_domain_dns_says_not_to_cache_does_not_keep_the_worker_busy_whil
     the next tick. The tick must not count it as work done, or the loop ticks again at once, forever
     (a DNS query and a write turn each time, beside the merge), for as long as the import is stored."""
     ws = await make_workspace()
-    zone = f"0z-{unique_domain('x').split('.')[0]}.com"  # sorted before other tests' domains
+    zone = f"0z-{unique_domain('x').split('.')[0]}.com"
     dns_server.soa(zone, minimum=0, ttl=0)
     domain = f"gone.{zone}"
-    first = await import_chunk(http, ws, rows=[{"email": f"a@{domain}"}])
-    await merge_imports(ws)
-    await import_chunk(http, ws, importId=first.json()["id"], rows=[{"email": f"b@{domain}"}], final=True)
+    await _stored_with_a_part_queued(http, ws, [{"email": f"a@{domain}"}], [{"email": f"b@{domain}"}])
 
     for _ in range(20):
         handled = await enrich_worker.tick(ws.runtime)
@@ -502,9 +511,7 @@ async def test_a_domain_dns_says_not_to_cache_does_not_keep_the_worker_busy_whil
             break
     assert handled == 0, "the worker reported work on every tick: its loop would never sleep"
     assert dns_server.queries_for(domain) <= 2
-    await merge_imports(ws)
-    while await enrich(ws.runtime, ws):
-        pass
+    await _store_and_enrich(ws)
 
 
 async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
@@ -515,10 +522,9 @@ async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
     ws = await make_workspace()
     domain = unique_domain("wake")
     dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    first = await import_chunk(http, ws, rows=[{"email": f"first@{domain}"}])
-    await merge_imports(ws)
-    import_id = first.json()["id"]
-    await import_chunk(http, ws, importId=import_id, rows=[{"email": f"second@{domain}"}], final=True)
+    import_id = await _stored_with_a_part_queued(
+        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
+    )
 
     asleep = asyncio.Event()
 
