@@ -135,15 +135,13 @@ async def build(path: str, prefill: int, page_size: int | None) -> None:
         f.write(workspace_id)
 
 
-async def run_variant(
-    base: str, folder: str, extra: tuple[str, ...], parts: int, other: bool, settings: dict[str, Any]
-) -> list[float]:
+async def run_variant(base: str, folder: str, extra: tuple[str, ...], parts: int, other: bool) -> list[float]:
     path = f"{folder}/run.db"
     for suffix in ("", "-wal", "-shm", "-imports", "-imports-wal", "-imports-shm"):
         Path(path + suffix).unlink(missing_ok=True)
     shutil.copy(base, path)
     workspace_id = Path(base + ".workspace").read_text()
-    rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{path}", **settings))
+    rt = Runtime(Settings(database_url=f"sqlite+aiosqlite:///{path}"))
 
     @event.listens_for(rt.engine.sync_engine, "connect")
     def _variant(dbapi_conn: Any, _record: Any) -> None:  # after the service's own pragmas
@@ -199,9 +197,6 @@ async def main() -> None:
     parser.add_argument("--only", default="", help="run only the variants whose name contains this")
     parser.add_argument("--no-other-writer", action="store_true")
     parser.add_argument("--page-size", type=int, help="the prefilled file's page size (bytes)")
-    parser.add_argument(
-        "--merge-cache-mb", type=int, help="the merge's page cache (setting `import_merge_cache_mb`)"
-    )
     args = parser.parse_args()
     gc.set_threshold(*WORKER_GC_THRESHOLD)
     folder = tempfile.mkdtemp(prefix="sqlite-growth-")
@@ -222,8 +217,7 @@ async def main() -> None:
     for name, extra in VARIANTS:
         if args.only and args.only not in name:
             continue
-        settings = {} if args.merge_cache_mb is None else {"import_merge_cache_mb": args.merge_cache_mb}
-        figures = await run_variant(base, folder, extra, args.parts, not args.no_other_writer, settings)
+        figures = await run_variant(base, folder, extra, args.parts, not args.no_other_writer)
         cpu, wall, read, write, wal, rss, rss_after = figures
         print(f"{name:<36} {cpu:10.1f} {wall:11.1f} {read:11.1f} {write:12.1f} {wal:10.0f} {rss:8.0f} "
               f"{rss_after:8.0f}  "

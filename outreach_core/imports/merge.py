@@ -41,10 +41,8 @@ from outreach_core.kernel.context import (
     system_scope,
     workspace_itself,
 )
-from outreach_core.kernel.db.engine import larger_cache
 from outreach_core.kernel.db.maintenance import refresh_grown_statistics, refresh_lead_statistics
 from outreach_core.kernel.db.side_queue import (
-    PartHeader,
     above_marker,
     all_import_ids,
     drop_imports,
@@ -220,13 +218,6 @@ async def _merge_side_part(ctx: WorkspaceContext) -> int:
     await drop_imports(queue, {p.import_id for p in parts} - markers.keys())
     if not waiting:
         return 0
-    # At a million leads a part's inserts touch more index pages than 64 MB hold: evicted, then read again.
-    async with larger_cache(ctx.conn, ctx.settings.import_merge_cache_mb):
-        return await _merge_part(ctx, header, rows)
-
-
-async def _merge_part(ctx: WorkspaceContext, header: PartHeader, rows: list[dict[str, Any]]) -> int:
-    """SQLite: the side file's part `header` (its `rows`) merged and recorded (`_merge_side_part`)."""
     imp = (
         await ctx.conn.execute(
             scoped(ctx, lead_imports).select().where(lead_imports.c.id == header.import_id)

@@ -173,13 +173,6 @@ class Settings(BaseSettings):
     # Imports (docs/leads.md, "Import"): an import whose final chunk has not come this many seconds after its
     # last chunk ends `failed` (its stored rows stay).
     import_abandon_s: float = Field(default=3600.0, ge=1, le=30 * 86400)
-    import_merge_cache_mb: int = Field(
-        default=256,
-        ge=1,
-        le=16_384,
-        description="SQLite: MB of page cache the import merge's connection uses while it merges a part "
-        "(other connections keep 64 MB).",
-    )
 
     # Deliverability (docs/deliverability.md, issue 27): blocklist zones asked for the MX hosts' addresses
     # (DNSBL) and for the domain itself (DBL), comma-separated; the RDAP URL with `{domain}` for the domain's

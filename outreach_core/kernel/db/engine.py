@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
 POSTGRESQL_SETTINGS = {
@@ -20,15 +18,13 @@ POSTGRESQL_SETTINGS = {
     # (measured). Custom plans see the parameters and the table's current size, at ~0.1 ms of planning.
     "plan_cache_mode": "force_custom_plan",
 }
-SQLITE_CACHE_KIB = 65_536
-"""Each connection's page cache (64 MB), filled only as pages are read."""
 SQLITE_PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA foreign_keys=ON",
     "PRAGMA synchronous=NORMAL",
     "PRAGMA busy_timeout=15000",
     "PRAGMA temp_store=MEMORY",
-    f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}",
+    "PRAGMA cache_size=-65536",
 )
 SQLITE_CHECKPOINT_PAGES = 50_000
 """The database's WAL is copied back into it (a checkpoint, by the connection whose commit takes the WAL past
@@ -69,20 +65,6 @@ def _json_dumps(value: Any) -> str:
     """JSON columns written with orjson: an import part's 5,000 rows in a few milliseconds (`json.dumps`
     took several times as long). Keys that are not strings are written as strings, as `json` did."""
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
-
-
-@contextlib.asynccontextmanager
-async def larger_cache(conn: AsyncConnection, mib: int) -> AsyncIterator[None]:
-    """SQLite: this connection's page cache raised to `mib` MB for the block (when that is more than the
-    service's 64 MB), then set back; the pages above 64 MB are freed when the transaction ends."""
-    if mib * 1024 <= SQLITE_CACHE_KIB or conn.dialect.name != "sqlite":
-        yield
-        return
-    await conn.exec_driver_sql(f"PRAGMA cache_size=-{mib * 1024}")
-    try:
-        yield
-    finally:
-        await conn.exec_driver_sql(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
 
 
 def _install_sqlite_hooks(engine: AsyncEngine, pragmas: tuple[str, ...]) -> None:
