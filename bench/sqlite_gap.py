@@ -58,7 +58,15 @@ def connect(path: str, pragmas: dict[str, str]) -> sqlite3.Connection:
     return conn
 
 
-SERVICE_PRAGMAS = ("cache_size", "mmap_size", "synchronous", "temp_store", "page_size", "journal_mode")
+SERVICE_PRAGMAS = (
+    "cache_size",
+    "mmap_size",
+    "synchronous",
+    "temp_store",
+    "page_size",
+    "journal_mode",
+    "wal_autocheckpoint",
+)
 
 
 async def service_pragmas(path: str) -> dict[str, object]:
