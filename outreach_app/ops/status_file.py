@@ -61,20 +61,22 @@ async def report_status(path: Path, stop: asyncio.Event, expected: list[str]) ->
 
 
 def read_status(path: Path, now: float | None = None) -> ChildStatus:
-    """In the server: the child's last report; `problem` says when it is missing or stale."""
+    """In the server: the child's last report; `problem` says when it is missing or stale, naming the child
+    by its file's name (`outreach_app/worker_process.py`: `import.json`, `others.json`)."""
     now = time.time() if now is None else now
+    child = f"worker process {path.stem}"
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        return ChildStatus([], {}, "worker process: no status reported yet (starting or restarting)")
+        return ChildStatus([], {}, f"{child}: no status reported yet (starting or restarting)")
     except (OSError, ValueError) as exc:
-        return ChildStatus([], {}, f"worker process: unreadable status ({exc})")
+        return ChildStatus([], {}, f"{child}: unreadable status ({exc})")
     age = now - float(data.get("written_at", 0))
     workers = list(data.get("workers", []))
     sends = {str(k): int(v) for k, v in dict(data.get("sends", {})).items()}
     if age > STALE_AFTER_S:
-        return ChildStatus(workers, sends, f"worker process: last status {age:.0f} s ago")
+        return ChildStatus(workers, sends, f"{child}: last status {age:.0f} s ago")
     missing = sorted(set(data.get("expected", [])) - {str(w["name"]) for w in workers})
     if missing:
-        return ChildStatus(workers, sends, f"worker process: not started yet: {', '.join(missing)}")
+        return ChildStatus(workers, sends, f"{child}: not started yet: {', '.join(missing)}")
     return ChildStatus(workers, sends, None)
