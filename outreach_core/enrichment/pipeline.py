@@ -303,14 +303,14 @@ async def _note_unknown_domains(ctx: SystemContext, domains: list[str]) -> None:
     if not distinct:
         return
     wanted = system_scope(domain_lookups_wanted).table
-    given: Any
+    values: Any
     if ctx.conn.dialect.name == "postgresql":
-        given = func.unnest(bindparam(None, distinct, type_=ARRAY(String())))
+        array = bindparam(None, distinct, type_=ARRAY(String()))
+        values = func.unnest(array).table_valued("value").render_derived(name="given")
         insert: Any = postgresql.insert
     else:
-        given = func.json_each(bindparam(None, json.dumps(distinct), type_=String()))
+        values = func.json_each(bindparam(None, json.dumps(distinct), type_=String())).table_valued("value")
         insert = sqlite.insert
-    values = given.table_valued("value")
     room = select(func.count()).select_from(wanted).scalar_subquery() < MAX_NOTED_DOMAINS
     source = select(values.c.value, literal(ctx.now, UtcDateTime)).where(room)
     await ctx.conn.execute(
