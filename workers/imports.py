@@ -37,6 +37,9 @@ _merging: weakref.WeakSet[Runtime] = weakref.WeakSet()
 STORED_NEXT = ("enrich", "search-index", "verify")
 """The workers that wait for storing to end (`import_parts_queued`), woken when the queue is drained."""
 IMPORT = "import"
+ENRICH = "enrich"
+_storing_elsewhere: weakref.WeakSet[Runtime] = weakref.WeakSet()
+"""The runtimes whose `enrich` worker saw an import being stored by another process (`after_storing`)."""
 
 
 @dataclass
@@ -119,16 +122,24 @@ def _refresh_statistics_beside(runtime: Runtime, due: set[str], *, merged: bool)
         state.running = asyncio.create_task(runtime.system(refresh_import_statistics, tables))
 
 
-def after_storing(name: str, tick: Tick) -> Tick:
-    """The tick of `name`, one of `STORED_NEXT`, for a process where no `import` worker runs (under
-    `outreach serve` it has a child of its own) and whose `wake` therefore never comes: after a tick that
-    handled nothing while an import is being stored, the worker polls again within `SOON_S` (a short read)
-    instead of its interval, so that it starts within a quarter of a second of the queue's last part."""
+def after_storing(tick: Tick) -> Tick:
+    """The `enrich` worker's tick, for a process where no `import` worker runs (under `outreach serve` it
+    has a child of its own) and whose `wake` therefore never comes. While an import is being stored, after
+    a tick that found nothing (or looked domains up), the worker polls again within `SOON_S` (a short read)
+    instead of its interval, so that it starts within a quarter of a second of the queue's last part; the
+    tick that finds the queue drained wakes the other workers of `STORED_NEXT` in this process, which then
+    need no poll of their own."""
 
     async def waiting(runtime: Runtime) -> int:
         handled = await tick(runtime)
-        if not handled and not runs_here(IMPORT) and await runtime.system_read(import_parts_queued):
-            poll_soon(name)
+        if runs_here(IMPORT) or (handled and runtime not in _storing_elsewhere):
+            return handled
+        if await runtime.system_read(import_parts_queued):
+            _storing_elsewhere.add(runtime)
+            poll_soon(ENRICH)
+        elif runtime in _storing_elsewhere:
+            _storing_elsewhere.discard(runtime)
+            wake(*STORED_NEXT)
         return handled
 
     waiting.__doc__ = tick.__doc__

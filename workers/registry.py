@@ -48,18 +48,14 @@ def _import() -> Worker:
 
 def _enrich() -> Worker:
     # A tick that enriched a batch runs again at once (a large import drains quickly); idle polls every 2 s.
-    # Waiting for an import stored by another process, it polls every quarter second (`after_storing`).
-    return Worker("enrich", imports.after_storing("enrich", enrich.tick), interval_s=2.0, max_backoff_s=60.0)
+    # Waiting for an import stored by another process, it polls every quarter second and wakes
+    # `search-index` and `verify` when the queue is drained (`after_storing`).
+    return Worker("enrich", imports.after_storing(enrich.tick), interval_s=2.0, max_backoff_s=60.0)
 
 
 def _search_index() -> Worker:
     # Drains a large import in 2,000-lead transactions back to back; idle polls every 2 s.
-    return Worker(
-        "search-index",
-        imports.after_storing("search-index", search_index.tick),
-        interval_s=2.0,
-        max_backoff_s=60.0,
-    )
+    return Worker("search-index", search_index.tick, interval_s=2.0, max_backoff_s=60.0)
 
 
 def _label_timers() -> Worker:
@@ -69,7 +65,7 @@ def _label_timers() -> Worker:
 
 def _verify() -> Worker:
     # A tick that verified a batch runs again at once (a large queue drains quickly); idle polls every 2 s.
-    return Worker("verify", imports.after_storing("verify", verify.tick), interval_s=2.0, max_backoff_s=60.0)
+    return Worker("verify", verify.tick, interval_s=2.0, max_backoff_s=60.0)
 
 
 def _campaigns() -> Worker:

@@ -46,6 +46,7 @@ from tests.enrichment.helpers import (
 from tests.leads.helpers import import_chunk, listing, merge_imports
 from tests.test_cli import OUTREACH, ROOT, _env
 from workers import enrich as enrich_worker
+from workers import search_index as search_index_worker
 from workers.loop import Worker, run_workers
 from workers.registry import ALL_WORKERS
 
@@ -598,7 +599,8 @@ async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_impo
 ) -> None:
     """Under `outreach serve` the `import` worker runs in another process, whose `wake` never reaches the
     enrich worker: while an import is being stored it polls within a quarter of a second instead of its
-    interval (a minute here), so the import is done soon after the other process drained the queue."""
+    interval (a minute here), so the import is done soon after the other process drained the queue; then it
+    wakes the search index worker of its process (asleep for a minute too)."""
     ws = await make_workspace()
     domain = unique_domain("elsewhere")
     dns_server.add(domain, "MX", "10 mx.zoho.eu.")
@@ -609,7 +611,14 @@ async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_impo
     registered = ALL_WORKERS["enrich"]()
     assert registered.interval_s == 2.0
     slow = Worker("enrich", registered.tick, interval_s=60.0)
-    running = asyncio.create_task(run_workers(ws.runtime, [slow], stop))
+    indexing: list[int] = []
+
+    async def index(runtime: Runtime) -> int:
+        indexing.append(await search_index_worker.tick(runtime))
+        return indexing[-1]
+
+    asleep = Worker("search-index", index, interval_s=60.0)
+    running = asyncio.create_task(run_workers(ws.runtime, [slow, asleep], stop))
     merger = subprocess.Popen(
         [*OUTREACH, "worker", "--only", "import"],
         env=_env(settings),
@@ -621,6 +630,10 @@ async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_impo
         started = time.monotonic()
         while (await import_row(ws, import_id)).status != "done":
             assert time.monotonic() - started < 30.0, "the enrich worker waited out its interval"
+            await asyncio.sleep(0.05)
+        assert indexing[0] == 0  # storing comes first: it slept
+        while len(indexing) < 2:
+            assert time.monotonic() - started < 30.0, "the search index worker was not woken"
             await asyncio.sleep(0.05)
     finally:
         merger.send_signal(signal.SIGTERM)
