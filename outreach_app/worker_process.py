@@ -4,16 +4,17 @@ Requests and the workers (the import merge above all) then run on different core
 one thread at a time, and a merge, enrichment and the chunks' requests sharing it made each other wait
 (issue 31). Each child is `outreach worker --only ...` with the server's settings, its public URL included:
 
-- `import`: the `import` worker alone, so that the merge has a core to itself (`CHILDREN`);
+- `import`: the `import` worker alone, so that the merge has a core to itself;
 - `others`: every other worker but `usage`, which flushes what the server's own requests recorded and
   stays in the server.
 
 What crosses between the two goes through the database: the mail domains the merge notes for enrichment
-(`domain_lookups_wanted`), and the end of storing, which the `others` child notices by polling every
-quarter second while an import is being stored (`workers.imports.after_storing`). `WorkerGroup` supervises
-the children, each a `WorkerProcess` (one code path for both):
+(`domain_lookups_wanted`), and the end of storing, which the `others` child's `enrich` worker notices by
+polling every quarter second while an import is being stored (`workers.imports.after_storing`).
+`serve_children` builds the `WorkerGroup` that supervises them, each a `WorkerProcess` (one code path for
+both):
 
-- Started once the server answers (the two processes do not start up on the same cores at once); an exit
+- Started once the server answers (the processes do not start up on the same cores at once); an exit
   the server did not ask for is logged and the child started
   again after a back-off (1 s doubling to 30 s; reset once a child has run for a minute).
 - Stopped with SIGTERM the moment the server is asked to stop (its requests and the child's ticks finish at
