@@ -488,6 +488,7 @@ def one_import(
     wal: WalByDatabase | None = None,
     our_oid: str = "",
     concurrency: int = 1,
+    db_url: str | None = None,
 ) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
@@ -546,6 +547,7 @@ def one_import(
         return line
     stored_at = done_at = found_at = None
     counters_stored = wal_stored = None
+    unenriched: int | None = None
     cpu_stored = cpu_done = cpu_accepted
     while done_at is None:
         imps = [http.get(f"/api/v1/leads/imports/{i}").json() for i in import_ids]
@@ -556,6 +558,9 @@ def one_import(
             listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
             if listed["total"] >= rows or not listed.get("totalExact", True):
                 stored_at, cpu_stored = now, cpu.sample()
+                unenriched = (
+                    asyncio.run(left_to_enrich(db_url, [str(i) for i in import_ids])) if db_url else None
+                )
                 counters_stored = pg_counters(pg_url) if pg_url else None
                 wal_stored = wal.sample(counters_stored["lsn"] if counters_stored else None) if wal else None
         if stored_at is not None and found_at is None:
@@ -580,12 +585,31 @@ def one_import(
     return (
         f"{line}; stored and listable after {stored_at - started:.1f} s = "
         f"{rows / (stored_at - started):,.0f} rows/s (CPU µs/row from the first chunk to stored: "
-        f"{per_row(cpu_start, cpu_stored, rows)}); the last row found by search "
+        f"{per_row(cpu_start, cpu_stored, rows)}); "
+        + (f"{unenriched:,} of its leads left to enrich at stored; " if unenriched is not None else "")
+        + "the last row found by search "
         f"{max(0.0, found_at - stored_at):.1f} s after stored; done {done_at - stored_at:.1f} s after stored "
         f"(CPU µs/row from stored to done: {per_row(cpu_stored, cpu_done, rows)}); "
         f"{poller.report()}; "
         f"created {imp['created']:,}, updated {imp['updated']:,}, skipped {imp['skipped']:,}"
     )
+
+
+async def left_to_enrich(url: str, import_ids: list[str]) -> int:
+    """The import's leads not enriched yet (`enriched_at` null): those the merge stored before their mail
+    domain was looked up, left for the `enrich` worker after storing (a diagnostic read, once, at stored)."""
+    from sqlalchemy import bindparam, text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            query = text(
+                "SELECT count(*) FROM leads WHERE import_id IN :ids AND enriched_at IS NULL"
+            ).bindparams(bindparam("ids", expanding=True))
+            return int((await conn.execute(query, {"ids": import_ids})).scalar_one())
+    finally:
+        await engine.dispose()
 
 
 def upload_at_once(
@@ -725,6 +749,7 @@ def main() -> None:
                 wal,
                 our_oid,
                 args.concurrency,
+                url,
             )
             print(line, flush=True)
         print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)
