@@ -38,7 +38,7 @@ from pathlib import Path
 
 import structlog
 
-from outreach_app.ops.status_file import STATUS_ENV
+from outreach_app.ops.status_file import RESTARTS_ENV, STATUS_ENV
 from outreach_core.kernel.settings import Settings
 
 STOP_GRACE_S = 8.0
@@ -84,6 +84,7 @@ class WorkerProcess:
         env["OUTREACH_PUBLIC_URL"] = self.settings.public_url
         env[PARENT_ENV] = str(os.getpid())
         env[STATUS_ENV] = str(self.status_file)
+        env[RESTARTS_ENV] = str(self.restarts)
         return env
 
     async def start(self) -> None:

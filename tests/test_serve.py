@@ -171,6 +171,10 @@ def _children(pid: int) -> list[int]:
         return [int(p) for p in f.read().split()]
 
 
+def _metrics(port: int) -> str:
+    return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+
+
 def worker_children(pid: int, deadline_s: float = 30) -> dict[str, int]:
     """`outreach serve`'s worker processes by kind, once both run: `import` (`--only import`, the merge
     alone) and `others` (every other worker)."""
@@ -218,6 +222,13 @@ def test_serve_supervises_its_worker_processes(settings: Settings) -> None:
                 time.sleep(0.1)
         second = worker_children(proc.pid)
         assert second["import"] != first["import"] and second["others"] != first["others"], (first, now)
+        deadline = time.monotonic() + 30
+        while not all(  # each dead child is counted in /metrics once it reports again
+            f'outreach_worker_process_restarts_total{{child="{kind}"}} 1.0' in (metrics := _metrics(port))
+            for kind in ("import", "others")
+        ):
+            assert time.monotonic() < deadline, metrics
+            time.sleep(0.2)
         time.sleep(1.0)  # their workers are running
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)

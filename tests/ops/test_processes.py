@@ -67,6 +67,10 @@ def test_serve_is_ready_with_its_worker_process_and_reports_its_ticks(
         metrics = httpx.get(f"{base}/metrics", timeout=5).text
         assert 'outreach_worker_ticks_total{worker="sender"}' in metrics
         assert 'outreach_worker_ticks_total{worker="usage"}' in metrics
+        assert 'outreach_worker_ticks_total{worker="import"}' in metrics  # from the import child
+        for child in ("import", "others"):
+            assert f'outreach_worker_process_up{{child="{child}"}} 1.0' in metrics, metrics
+            assert f'outreach_worker_process_restarts_total{{child="{child}"}} 0.0' in metrics
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
 
@@ -100,6 +104,9 @@ def test_serve_without_one_of_its_worker_processes_is_not_ready(
                 assert any(r.startswith(f"worker process {kind}:") for r in reasons), answer.text
                 other = "others" if kind == "import" else "import"
                 assert not any(r.startswith(f"worker process {other}:") for r in reasons), answer.text
+                metrics = httpx.get(f"{base}/metrics", timeout=5).text
+                assert f'outreach_worker_process_up{{child="{kind}"}} 0.0' in metrics
+                assert f'outreach_worker_process_up{{child="{other}"}} 1.0' in metrics
             finally:
                 os.kill(child, signal.SIGCONT)
             wait_ready(base)
