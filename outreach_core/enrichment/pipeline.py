@@ -335,7 +335,8 @@ async def noted_domains(ctx: SystemContext, *, limit: int = DOMAIN_BATCH) -> tup
 
 
 async def _store_looked_up(ctx: SystemContext, infos: Mapping[str, DomainInfo], taken: list[str]) -> int:
-    """The answers that stay upserted into `domain_cache`, and the `taken` domains no longer wanted."""
+    """The definite answers upserted into `domain_cache` (`store_domains`), and the `taken` domains, looked
+    up, deleted from `domain_lookups_wanted`."""
     stored = await store_domains(ctx, infos)
     table = system_scope(domain_lookups_wanted)
     await ctx.conn.execute(table.delete().where(one_of(ctx, domain_lookups_wanted.c.domain, taken)))
@@ -399,7 +400,8 @@ async def enrich_batch(runtime: Background) -> int:
         domains = await runtime.system_read(domains_to_resolve, limit=BATCH)
         if domains:
             resolved = await resolve_domains(runtime.ports.dns, domains)
-            await runtime.system(store_domains, resolved)
+            # noted while storing but looked up only now: no longer wanted either
+            await runtime.system(_store_looked_up, resolved, domains)
     handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
     # The lead counters' and list sizes' deltas of this batch and of everything since the last fold
     # (PostgreSQL; a fold is one short statement, an empty one an index probe or a scan of an empty table).

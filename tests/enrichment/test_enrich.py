@@ -594,6 +594,37 @@ async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
         await running
 
 
+async def _noted(runtime: Runtime, domain: str) -> bool:
+    async with runtime.engine.connect() as conn:
+        found = await conn.execute(
+            domain_lookups_wanted.select().where(domain_lookups_wanted.c.domain == domain)
+        )
+        return found.first() is not None
+
+
+async def test_a_noted_domain_looked_up_after_storing_is_no_longer_wanted(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
+) -> None:
+    """Storing ended before the worker took a noted domain: the worker looks it up for the waiting leads
+    after storing, and the domain leaves the noted ones, instead of being looked up again at the next
+    import's storing."""
+    ws = await make_workspace()
+    domain = unique_domain("after")
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    await _stored_with_a_part_queued(
+        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
+    )
+    assert await _noted(ws.runtime, domain)
+    await merge_imports(ws)  # stored, before any enrich tick
+    for _ in range(50):  # other tests' waiting leads may come first
+        await enrich_worker.tick(ws.runtime)
+        if dns_server.queries_for(domain):
+            break
+    assert dns_server.queries_for(domain) == 1
+    assert not await _noted(ws.runtime, domain)
+    await _store_and_enrich(ws)
+
+
 async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_import(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer, settings: Settings
 ) -> None:
