@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from sqlalchemy import ARRAY, String, bindparam, func, literal, select
+from sqlalchemy import ARRAY, String, bindparam, func, literal
 from sqlalchemy.dialects import postgresql, sqlite
 
 from outreach_core.enrichment.rules import infer_country, infer_timezone
@@ -311,8 +311,9 @@ async def _note_unknown_domains(ctx: SystemContext, domains: list[str]) -> None:
     else:
         values = func.json_each(bindparam(None, json.dumps(distinct), type_=String())).table_valued("value")
         insert = sqlite.insert
-    room = select(func.count()).select_from(wanted).scalar_subquery() < MAX_NOTED_DOMAINS
-    source = select(values.c.value, literal(ctx.now, UtcDateTime)).where(room)
+    noted = system_scope(domain_lookups_wanted).select(func.count()).select_from(wanted)
+    room = noted.scalar_subquery() < MAX_NOTED_DOMAINS
+    source = values.select().with_only_columns(values.c.value, literal(ctx.now, UtcDateTime)).where(room)
     await ctx.conn.execute(
         insert(wanted).from_select(["domain", "noted_at"], source).on_conflict_do_nothing()
     )

@@ -625,6 +625,25 @@ async def test_a_noted_domain_looked_up_after_storing_is_no_longer_wanted(
     await _store_and_enrich(ws)
 
 
+async def test_the_merge_notes_no_domain_once_the_noted_ones_reach_their_bound(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`MAX_NOTED_DOMAINS` bounds the table: a part merged while it holds that many notes none of its
+    domains (they wait for the worker after storing), one merged below it notes all of its own."""
+    ws = await make_workspace()
+    await _forget_noted_domains(ws.runtime)
+    monkeypatch.setattr(pipeline, "MAX_NOTED_DOMAINS", 2)
+    first = [unique_domain("bound") for _ in range(3)]
+    later = [unique_domain("bound") for _ in range(2)]
+    await _stored_with_a_part_queued(
+        http, ws, [{"email": f"a@{d}"} for d in first], [{"email": f"b@{d}"} for d in later]
+    )
+    await merge_imports(ws)
+    assert [await _noted(ws.runtime, d) for d in first + later] == [True] * 3 + [False] * 2
+    await _forget_noted_domains(ws.runtime)
+    await _store_and_enrich(ws)
+
+
 async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_import(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer, settings: Settings
 ) -> None:
