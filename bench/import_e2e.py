@@ -1,6 +1,6 @@
 """A lead import end to end, as users run it: the real `outreach serve` with all its workers.
 
-Starts `outreach serve` (every worker in the server process) on a free port against OUTREACH_DATABASE_URL
+Starts `outreach serve` (with its worker processes) on a free port against OUTREACH_DATABASE_URL
 (default a fresh SQLite file), with a local DNS server answering every MX query at once (so enrichment does
 real lookups without the network), and a workspace on the agency plan. Then, for each `--existing` mode, one
 import of `--rows` rows in 5,000-row chunks into a new list (`skip` creates the leads; `update`, run after it,
@@ -14,12 +14,14 @@ meets every address again), while a second thread polls from outside. Reports:
 - `GET /leads?listId=` page 1 latency (p50/p95) while the import runs (from the first chunk to `done`);
 - when a search (`GET /leads?search=<the last row's address>`) first finds the last row, after stored;
 - CPU microseconds per row of each stage (accepting the chunks; from the first chunk to stored; from stored
-  to done), per process: `outreach serve` (the requests, the poller's pages included), its worker process,
-  and on PostgreSQL the database's backends (`CpuMeter`). Rates drift with the machine's load; these hold.
+  to done), per process: `outreach serve` (the requests, the poller's pages included), its worker processes
+  (`workers`, their sum, then each child: `import`, the merge alone; `others`, enrichment and the rest),
+  and on PostgreSQL the database's backends, by the process at the other end of each connection
+  (`CpuMeter`). Rates drift with the machine's load; these hold.
 
-`outreach serve` runs its workers in a child process (issue 31), as the README starts it. Before the measured
-imports, one row is imported and waited for, so that they meet a running worker process (a service in use),
-not one still starting.
+`outreach serve` runs its workers in two child processes (issue 31), as the README starts it. Before the
+measured imports, one row is imported and waited for, so that they meet running worker processes (a service
+in use), not ones still starting.
 
 PostgreSQL: `--autovacuum off` switches autovacuum off on every table an import touches
 (`ALTER TABLE ... SET (autovacuum_enabled = off)`), as on a server without it. `--stop-during` sends SIGTERM
@@ -144,7 +146,22 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-DB_SPLIT = ("database: server", "database: workers", "database: other")
+def _child_kind(pid: int) -> str:
+    """Which of `outreach serve`'s worker processes `pid` is: `import` (`--only import`, the merge alone)
+    or `others` (every other worker; all of them where the server starts one child)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return "others"
+    at = args.index(b"--only") + 1 if b"--only" in args else len(args)
+    return "import" if args[at : at + 1] == [b"import"] else "others"
+
+
+CHILDREN = ("import", "others")
+WORKER_SPLIT = tuple(f"workers: {kind}" for kind in CHILDREN)
+"""The worker processes' CPU by child (`workers` is their sum)."""
+DB_SPLIT = ("database: server", "database: import", "database: others", "database: other")
 """The database's CPU by the process at the other end of each backend's connection."""
 
 
@@ -189,6 +206,7 @@ class CpuMeter(threading.Thread):
         self.seen: dict[tuple[str, int], float] = {}
         self.ports: dict[int, str] = {}
         self.backend_of: dict[int, str] = {}
+        self.child_of: dict[int, str] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 
@@ -214,19 +232,24 @@ class CpuMeter(threading.Thread):
 
     def _client_of(self, port: int | None) -> str:
         """Which of our processes holds the client end of a backend's connection: `server` (the requests)
-        or `workers` (the merge, its statistics, enrichment); `other` if neither (the benchmark itself)."""
+        or a worker process, `import` (the merge, its statistics) or `others` (enrichment, the search
+        index); `other` if none (the benchmark itself)."""
         if port is None:
             return "other"
         if port not in self.ports:
-            self.ports.update(
-                _local_ports({"server": [self.server_pid], "workers": _children(self.server_pid)})
-            )
+            owners: dict[str, list[int]] = {"server": [self.server_pid], **{kind: [] for kind in CHILDREN}}
+            for pid in _children(self.server_pid):
+                owners[_child_kind(pid)].append(pid)
+            self.ports.update(_local_ports(owners))
         return self.ports.get(port, "other")
 
     def sample(self) -> dict[str, float]:
         with self.lock:
             targets = [("server", self.server_pid)]
-            targets += [("workers", pid) for pid in _children(self.server_pid)]
+            for pid in _children(self.server_pid):
+                targets.append(("workers", pid))
+                if pid not in self.child_of:
+                    self.child_of[pid] = _child_kind(pid)
             for pid, port in self._backends():
                 targets.append(("database", pid))
                 if pid not in self.backend_of:
@@ -235,9 +258,11 @@ class CpuMeter(threading.Thread):
                 cpu = _cpu_s(key[1])
                 if cpu is not None:
                     self.seen[key] = max(cpu, self.seen.get(key, 0.0))
-            totals = dict.fromkeys(("server", "workers", "database", *DB_SPLIT), 0.0)
+            totals = dict.fromkeys(("server", "workers", "database", *WORKER_SPLIT, *DB_SPLIT), 0.0)
             for (kind, pid), cpu in self.seen.items():
                 totals[kind] += cpu
+                if kind == "workers":
+                    totals["workers: " + self.child_of.get(pid, "others")] += cpu
                 if kind == "database":
                     totals["database: " + self.backend_of.get(pid, "other")] += cpu
             return totals
@@ -248,20 +273,14 @@ class CpuMeter(threading.Thread):
 
 
 def per_row(before: dict[str, float], after: dict[str, float], rows: int) -> str:
-    line = ", ".join(
-        f"{kind} {(after[kind] - before[kind]) / rows * 1e6:,.1f}"
-        for kind in ("server", "workers", "database")
-        if after[kind] - before[kind] > 0 or kind != "database"
-    )
+    def us(kind: str) -> str:
+        return f"{(after[kind] - before[kind]) / rows * 1e6:,.1f}"
+
+    line = f"server {us('server')}, workers {us('workers')} ("
+    line += ", ".join(f"{kind.split(': ')[1]} {us(kind)}" for kind in WORKER_SPLIT) + ")"
     if after["database"] - before["database"] > 0:  # whose connections the database's CPU served
-        line += (
-            " ["
-            + ", ".join(
-                f"{kind.split(': ')[1]}'s backends {(after[kind] - before[kind]) / rows * 1e6:,.1f}"
-                for kind in DB_SPLIT
-            )
-            + "]"
-        )
+        line += f", database {us('database')} ["
+        line += ", ".join(f"{kind.split(': ')[1]}'s backends {us(kind)}" for kind in DB_SPLIT) + "]"
     return line
 
 
@@ -469,6 +488,7 @@ def one_import(
     wal: WalByDatabase | None = None,
     our_oid: str = "",
     concurrency: int = 1,
+    db_url: str | None = None,
 ) -> str:
     list_id = http.post("/api/v1/lists", json={"name": f"E2E {existing} {time.time()}"}).json()["id"]
     poller = Poller(base, key, list_id)
@@ -527,6 +547,7 @@ def one_import(
         return line
     stored_at = done_at = found_at = None
     counters_stored = wal_stored = None
+    unenriched: int | None = None
     cpu_stored = cpu_done = cpu_accepted
     while done_at is None:
         imps = [http.get(f"/api/v1/leads/imports/{i}").json() for i in import_ids]
@@ -537,6 +558,9 @@ def one_import(
             listed = http.get("/api/v1/leads", params={"listId": list_id, "pageSize": 10}).json()
             if listed["total"] >= rows or not listed.get("totalExact", True):
                 stored_at, cpu_stored = now, cpu.sample()
+                unenriched = (
+                    asyncio.run(left_to_enrich(db_url, [str(i) for i in import_ids])) if db_url else None
+                )
                 counters_stored = pg_counters(pg_url) if pg_url else None
                 wal_stored = wal.sample(counters_stored["lsn"] if counters_stored else None) if wal else None
         if stored_at is not None and found_at is None:
@@ -561,12 +585,31 @@ def one_import(
     return (
         f"{line}; stored and listable after {stored_at - started:.1f} s = "
         f"{rows / (stored_at - started):,.0f} rows/s (CPU µs/row from the first chunk to stored: "
-        f"{per_row(cpu_start, cpu_stored, rows)}); the last row found by search "
+        f"{per_row(cpu_start, cpu_stored, rows)}); "
+        + (f"{unenriched:,} of its leads left to enrich at stored; " if unenriched is not None else "")
+        + "the last row found by search "
         f"{max(0.0, found_at - stored_at):.1f} s after stored; done {done_at - stored_at:.1f} s after stored "
         f"(CPU µs/row from stored to done: {per_row(cpu_stored, cpu_done, rows)}); "
         f"{poller.report()}; "
         f"created {imp['created']:,}, updated {imp['updated']:,}, skipped {imp['skipped']:,}"
     )
+
+
+async def left_to_enrich(url: str, import_ids: list[str]) -> int:
+    """The import's leads not enriched yet (`enriched_at` null): those the merge stored before their mail
+    domain was looked up, left for the `enrich` worker after storing (a diagnostic read, once, at stored)."""
+    from sqlalchemy import bindparam, text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            query = text(
+                "SELECT count(*) FROM leads WHERE import_id IN :ids AND enriched_at IS NULL"
+            ).bindparams(bindparam("ids", expanding=True))
+            return int((await conn.execute(query, {"ids": import_ids})).scalar_one())
+    finally:
+        await engine.dispose()
 
 
 def upload_at_once(
@@ -679,7 +722,7 @@ def main() -> None:
         warm = wait_for_the_workers(http)
         print(
             f"{server.engine}{note}, {args.rows:,} rows per import, `outreach serve` as the README starts it "
-            f"(workers in its child, merging {warm:.1f} s after the server answered); load average "
+            f"(workers in its children, merging {warm:.1f} s after the server answered); load average "
             f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores",
             flush=True,
         )
@@ -706,6 +749,7 @@ def main() -> None:
                 wal,
                 our_oid,
                 args.concurrency,
+                url,
             )
             print(line, flush=True)
         print(f"load average at the end {os.getloadavg()[0]:.2f}", flush=True)

@@ -292,12 +292,15 @@ def _serving_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=0, max=65535)] = DEFAULT_PORT,
-    no_workers: Annotated[bool, typer.Option("--no-workers", help="Do not start the worker process")] = False,
+    no_workers: Annotated[
+        bool, typer.Option("--no-workers", help="Do not start the worker processes")
+    ] = False,
 ) -> None:
     """Serve REST (/api/v1), MCP (/mcp), OAuth and the workers. Migrates first.
 
-    The workers run in a child process this command starts, restarts if it dies and stops with it
-    (`outreach_app/worker_process.py`), so that requests and the workers use different cores.
+    The workers run in two child processes this command starts, restarts if they die and stops with it
+    (`outreach_app/worker_process.py`): the import merge alone, and every other worker, so that requests,
+    the merge and the rest use different cores.
     Without OUTREACH_PUBLIC_URL, links and OAuth metadata name the served port (and the host when it is a
     loopback address; 127.0.0.1 otherwise)."""
     import uvicorn
@@ -314,13 +317,13 @@ def serve(
 
     async def main() -> None:
         from outreach_app.bootstrap import build_runtime
-        from outreach_app.worker_process import WorkerProcess
+        from outreach_app.worker_process import serve_children
         from outreach_core.kernel.db.migrate import migrate
 
         runtime = build_runtime(settings)
         await migrate(runtime.engine)
-        workers = None if no_workers else WorkerProcess(settings)
-        app_ = build_app(runtime, worker_status_files=[workers.status_file] if workers else None)
+        workers = None if no_workers else serve_children(settings)
+        app_ = build_app(runtime, worker_status_files=workers.status_files if workers else None)
         config = uvicorn.Config(app_, host=host, port=port, log_config=None, access_log=False, lifespan="on")
         server = _graceful_server_class()(config)
         starting = None

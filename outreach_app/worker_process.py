@@ -1,11 +1,20 @@
-"""`outreach serve`'s workers in a child process of their own, started, restarted and stopped by the server.
+"""`outreach serve`'s workers in two child processes, started, restarted and stopped by the server.
 
 Requests and the workers (the import merge above all) then run on different cores: one Python process runs
 one thread at a time, and a merge, enrichment and the chunks' requests sharing it made each other wait
-(issue 31). The child is `outreach worker` (every worker but `usage`, which flushes what the server's own
-requests recorded and stays in the server) with the server's settings, its public URL included.
+(issue 31). Each child is `outreach worker --only ...` with the server's settings, its public URL included:
 
-- Started once the server answers (the two processes do not start up on the same cores at once); an exit
+- `import`: the `import` worker alone, so that the merge has a core to itself;
+- `others`: every other worker but `usage`, which flushes what the server's own requests recorded and
+  stays in the server.
+
+What crosses between the two goes through the database: the mail domains the merge notes for enrichment
+(`domain_lookups_wanted`), and the end of storing, which the `others` child's `enrich` worker notices by
+polling every quarter second while an import is being stored (`workers.imports.after_storing`).
+`serve_children` builds the `WorkerGroup` that supervises them, each a `WorkerProcess` (one code path for
+both):
+
+- Started once the server answers (the processes do not start up on the same cores at once); an exit
   the server did not ask for is logged and the child started
   again after a back-off (1 s doubling to 30 s; reset once a child has run for a minute).
 - Stopped with SIGTERM the moment the server is asked to stop (its requests and the child's ticks finish at
@@ -29,7 +38,7 @@ from pathlib import Path
 
 import structlog
 
-from outreach_app.ops.status_file import STATUS_ENV
+from outreach_app.ops.status_file import RESTARTS_ENV, STATUS_ENV
 from outreach_core.kernel.settings import Settings
 
 STOP_GRACE_S = 8.0
@@ -43,12 +52,18 @@ PARENT_ENV = "OUTREACH_PARENT_PID"
 _log = structlog.get_logger("outreach.workers")
 
 
-class WorkerProcess:
-    """The supervised child; `start()` once, `stop()` once."""
+IMPORT_CHILD = "import"
+OTHERS_CHILD = "others"
 
-    def __init__(self, settings: Settings, *, only: list[str] | None = None) -> None:
+
+class WorkerProcess:
+    """One supervised child, running the workers named in `only` (every worker but `usage` when None);
+    `start()` once, `stop()` once. `name` tells it apart in logs, `/readyz` and its status file."""
+
+    def __init__(self, settings: Settings, *, only: list[str] | None = None, name: str = "workers") -> None:
         self.settings = settings
         self.only = only
+        self.name = name
         self.process: asyncio.subprocess.Process | None = None
         self.restarts = 0
         self._task: asyncio.Task[None] | None = None
@@ -56,8 +71,8 @@ class WorkerProcess:
         self._stop_sent_at: float | None = None
         self._signalled: asyncio.subprocess.Process | None = None
         # what the child reports for the server's /readyz and /metrics (outreach_app/ops/status_file.py)
-        self._status_dir = Path(tempfile.mkdtemp(prefix="outreach-workers-"))
-        self.status_file = self._status_dir / "status.json"
+        self._status_dir = Path(tempfile.mkdtemp(prefix=f"outreach-{name}-"))
+        self.status_file = self._status_dir / f"{name}.json"
 
     def command(self) -> list[str]:
         names = self.only or _default_names()
@@ -69,11 +84,12 @@ class WorkerProcess:
         env["OUTREACH_PUBLIC_URL"] = self.settings.public_url
         env[PARENT_ENV] = str(os.getpid())
         env[STATUS_ENV] = str(self.status_file)
+        env[RESTARTS_ENV] = str(self.restarts)
         return env
 
     async def start(self) -> None:
         await self._spawn()
-        self._task = asyncio.create_task(self._watch(), name="worker-process")
+        self._task = asyncio.create_task(self._watch(), name=f"worker-process:{self.name}")
 
     def begin_stop(self) -> None:
         """SIGTERM now (the server was asked to stop): the child finishes its ticks while the server
@@ -115,11 +131,11 @@ class WorkerProcess:
         try:
             await asyncio.wait_for(process.wait(), grace)
         except TimeoutError:
-            _log.warning("worker_process_killed", pid=process.pid, after_s=STOP_GRACE_S)
+            _log.warning("worker_process_killed", child=self.name, pid=process.pid, after_s=STOP_GRACE_S)
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await process.wait()
-        _log.info("worker_process_stopped", pid=process.pid, returncode=process.returncode)
+        _log.info("worker_process_stopped", child=self.name, pid=process.pid, returncode=process.returncode)
 
     async def _spawn(self) -> None:
         # a session of its own: a Ctrl-C at the terminal reaches the server, which then stops the child,
@@ -127,7 +143,7 @@ class WorkerProcess:
         self.process = await asyncio.create_subprocess_exec(
             *self.command(), env=self.environment(), stdin=asyncio.subprocess.DEVNULL, start_new_session=True
         )
-        _log.info("worker_process_started", pid=self.process.pid)
+        _log.info("worker_process_started", child=self.name, pid=self.process.pid)
 
     async def _watch(self) -> None:
         delay = RESTART_MIN_S
@@ -139,7 +155,13 @@ class WorkerProcess:
                 return
             if time.monotonic() - started >= STEADY_S:
                 delay = RESTART_MIN_S
-            _log.error("worker_process_exited", pid=self.process.pid, returncode=code, restart_in_s=delay)
+            _log.error(
+                "worker_process_exited",
+                child=self.name,
+                pid=self.process.pid,
+                returncode=code,
+                restart_in_s=delay,
+            )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), delay)
             if self._stopping.is_set():
@@ -153,6 +175,42 @@ def _default_names() -> list[str]:
     from workers.registry import ALL_WORKERS
 
     return [name for name in ALL_WORKERS if name != "usage"]
+
+
+class WorkerGroup:
+    """The children `outreach serve` runs (`serve_children`), started, stopped and reported on together."""
+
+    def __init__(self, children: list[WorkerProcess]) -> None:
+        self.children = children
+
+    @property
+    def status_files(self) -> list[Path]:
+        return [child.status_file for child in self.children]
+
+    async def start(self) -> None:
+        for child in self.children:
+            await child.start()
+
+    def begin_stop(self) -> None:
+        """SIGTERM to every child at once (see `WorkerProcess.begin_stop`)."""
+        for child in self.children:
+            child.begin_stop()
+
+    async def stop(self) -> None:
+        """Every child stopped, side by side: the group is gone within one `STOP_GRACE_S`."""
+        self.begin_stop()
+        await asyncio.gather(*(child.stop() for child in self.children))
+
+
+def serve_children(settings: Settings) -> WorkerGroup:
+    """`outreach serve`'s two children: the `import` worker alone, and every other worker but `usage`."""
+    others = [name for name in _default_names() if name != IMPORT_CHILD]
+    return WorkerGroup(
+        [
+            WorkerProcess(settings, only=[IMPORT_CHILD], name=IMPORT_CHILD),
+            WorkerProcess(settings, only=others, name=OTHERS_CHILD),
+        ]
+    )
 
 
 async def watch_parent(stop: asyncio.Event) -> None:

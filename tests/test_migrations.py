@@ -286,3 +286,29 @@ async def test_postgresql_leads_leave_half_of_each_page_free_and_import_seen_has
     finally:
         await migrate(runtime.engine)
     assert await state() == (["fillfactor=50"], [])
+
+
+async def test_domain_lookups_wanted_comes_and_goes_with_migration_0040(runtime: Runtime) -> None:
+    """Migration 0040: the table of the mail domains the merge noted for the `enrich` worker; going back
+    to 0039 drops it (what it held is looked up after storing anyway), and forward again restores it."""
+
+    async def tables() -> set[str]:
+        def names(sync_conn: Any) -> set[str]:
+            from sqlalchemy import inspect
+
+            return set(inspect(sync_conn).get_table_names())
+
+        async with runtime.engine.connect() as conn:
+            return await conn.run_sync(names)
+
+    def downgrade(sync_conn: Any) -> None:
+        command.downgrade(alembic_config(sync_conn), "0039")
+
+    assert "domain_lookups_wanted" in await tables()
+    try:
+        async with runtime.engine.begin() as conn:
+            await conn.run_sync(downgrade)
+        assert "domain_lookups_wanted" not in await tables()
+    finally:
+        await migrate(runtime.engine)
+    assert "domain_lookups_wanted" in await tables()

@@ -171,20 +171,33 @@ def _children(pid: int) -> list[int]:
         return [int(p) for p in f.read().split()]
 
 
-def _worker_child(pid: int, deadline_s: float = 30) -> int:
+def _metrics(port: int) -> str:
+    return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+
+
+def worker_children(pid: int, deadline_s: float = 30) -> dict[str, int]:
+    """`outreach serve`'s worker processes by kind, once both run: `import` (`--only import`, the merge
+    alone) and `others` (every other worker)."""
     deadline = time.monotonic() + deadline_s
+    found: dict[str, int] = {}
     while time.monotonic() < deadline:
+        found = {}
         for child in _children(pid):
             with open(f"/proc/{child}/cmdline", "rb") as f:
-                if b"worker" in f.read().split(b"\0"):
-                    return child
+                args = f.read().split(b"\0")
+            if b"worker" in args:
+                only = args[args.index(b"--only") + 1].decode().split(",")
+                found["import" if only == ["import"] else "others"] = child
+        if len(found) == 2:
+            return found
         time.sleep(0.1)
-    raise AssertionError("no worker process")
+    raise AssertionError(f"not both worker processes: {found}")
 
 
-def test_serve_supervises_its_worker_process(settings: Settings) -> None:
-    """`outreach serve` runs the workers in a child process: started with the server, started again when it
-    dies (kill -9), stopped with the server on SIGTERM, all within 10 s."""
+def test_serve_supervises_its_worker_processes(settings: Settings) -> None:
+    """`outreach serve` runs the workers in two child processes, the import merge alone and every other
+    worker but `usage`: both started with the server, each started again when it dies (kill -9), both
+    stopped with the server on SIGTERM, all within 10 s."""
     port = free_port()
     proc = subprocess.Popen(
         [*OUTREACH, "serve", "--port", str(port)],
@@ -196,23 +209,40 @@ def test_serve_supervises_its_worker_process(settings: Settings) -> None:
     )
     try:
         assert _wait_for(f"http://127.0.0.1:{port}/api/v1/ping").status_code == 200
-        first = _worker_child(proc.pid)
-        os.kill(first, signal.SIGKILL)
+        first = worker_children(proc.pid)
+        with open(f"/proc/{first['others']}/cmdline", "rb") as f:
+            others = f.read().split(b"\0")
+        names = others[others.index(b"--only") + 1].decode().split(",")
+        assert "import" not in names and "usage" not in names and {"enrich", "sender"} <= set(names)
+        for kind in ("import", "others"):
+            os.kill(first[kind], signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while (now := worker_children(proc.pid))[kind] == first[kind]:
+                assert time.monotonic() < deadline, f"the {kind} child was not started again"
+                time.sleep(0.1)
+        second = worker_children(proc.pid)
+        assert second["import"] != first["import"] and second["others"] != first["others"], (first, now)
         deadline = time.monotonic() + 30
-        while (second := _worker_child(proc.pid)) == first and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert second != first  # started again
-        time.sleep(1.0)  # its workers are running
+        while not all(  # each dead child is counted in /metrics once it reports again
+            f'outreach_worker_process_restarts_total{{child="{kind}"}} 1.0' in (metrics := _metrics(port))
+            for kind in ("import", "others")
+        ):
+            assert time.monotonic() < deadline, metrics
+            time.sleep(0.2)
+        time.sleep(1.0)  # their workers are running
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
         assert time.monotonic() - started < 10
-        assert not os.path.exists(f"/proc/{second}") or _zombie(second)
+        for child in second.values():
+            assert not os.path.exists(f"/proc/{child}") or _zombie(child)
     finally:
         if proc.poll() is None:
             proc.kill()
         _, stderr = proc.communicate(timeout=10)
-    assert "worker_process_exited" in stderr  # the kill was noticed and logged
+    # each kill was noticed and logged, naming the child
+    exits = [line for line in stderr.splitlines() if "worker_process_exited" in line]
+    assert len(exits) == 2 and "import" in exits[0] and "others" in exits[1], exits
 
 
 def _zombie(pid: int) -> bool:
@@ -220,9 +250,9 @@ def _zombie(pid: int) -> bool:
         return f.read().split()[2] == "Z"
 
 
-def test_the_worker_process_stops_when_the_server_is_killed(settings: Settings) -> None:
-    """A server killed with SIGKILL cannot stop its worker process: the child notices within about a second
-    and stops itself, instead of merging on for nobody."""
+def test_the_worker_processes_stop_when_the_server_is_killed(settings: Settings) -> None:
+    """A server killed with SIGKILL cannot stop its worker processes: each child notices within about a
+    second and stops itself, instead of merging on for nobody."""
     port = free_port()
     proc = subprocess.Popen(
         [*OUTREACH, "serve", "--port", str(port)],
@@ -233,14 +263,15 @@ def test_the_worker_process_stops_when_the_server_is_killed(settings: Settings) 
     )
     try:
         assert _wait_for(f"http://127.0.0.1:{port}/api/v1/ping").status_code == 200
-        child = _worker_child(proc.pid)
+        children = worker_children(proc.pid)
         time.sleep(1.0)
         proc.kill()
         proc.wait(timeout=10)
         deadline = time.monotonic() + 15
-        while os.path.exists(f"/proc/{child}") and not _zombie(child):
-            assert time.monotonic() < deadline, "the worker process outlived its server"
-            time.sleep(0.1)
+        for kind, child in children.items():
+            while os.path.exists(f"/proc/{child}") and not _zombie(child):
+                assert time.monotonic() < deadline, f"the {kind} worker process outlived its server"
+                time.sleep(0.1)
     finally:
         if proc.poll() is None:
             proc.kill()

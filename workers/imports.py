@@ -1,4 +1,5 @@
-"""Merges queued import rows into the workspaces' leads (see `outreach_core.imports.merge`)."""
+"""Merges queued import rows into the workspaces' leads (see `outreach_core.imports.merge`), and hands the
+stored leads on to the workers that wait for storing to end."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from outreach_core.imports.merge import (
     release_merged_parts,
     stale_imports,
 )
+from outreach_core.targets.import_progress import import_parts_queued
 from outreach_core.targets.list_sizes import fold_count_deltas
-from workers.loop import wake
+from workers.loop import Tick, poll_soon, runs_here, wake
 from workers.per_workspace import run_per_workspace
 
 if TYPE_CHECKING:
@@ -34,6 +36,10 @@ _merging: weakref.WeakSet[Runtime] = weakref.WeakSet()
 """The runtimes whose last tick merged rows."""
 STORED_NEXT = ("enrich", "search-index", "verify")
 """The workers that wait for storing to end (`import_parts_queued`), woken when the queue is drained."""
+IMPORT = "import"
+ENRICH = "enrich"
+_storing_elsewhere: weakref.WeakSet[Runtime] = weakref.WeakSet()
+"""The runtimes whose `enrich` worker saw an import being stored by another process (`after_storing`)."""
 
 
 @dataclass
@@ -77,7 +83,7 @@ async def tick(runtime: Runtime) -> int:
     elif runtime in _merging:
         # the queue is drained: the workers that wait for storing to end start now, not at their next poll
         _merging.discard(runtime)
-        wake(*STORED_NEXT)
+        wake(*STORED_NEXT)  # in this process; in another one they poll soon (`after_storing`)
     global _last_stale_check
     if not merged and time.monotonic() - _last_stale_check >= STALE_CHECK_S:
         _last_stale_check = time.monotonic()
@@ -114,3 +120,27 @@ def _refresh_statistics_beside(runtime: Runtime, due: set[str], *, merged: bool)
     if state.due or merged:
         tables, state.due = state.due, set()
         state.running = asyncio.create_task(runtime.system(refresh_import_statistics, tables))
+
+
+def after_storing(tick: Tick) -> Tick:
+    """The `enrich` worker's tick, for a process where no `import` worker runs (under `outreach serve` it
+    has a child of its own) and whose `wake` therefore never comes. While an import is being stored, after
+    a tick that found nothing (or looked domains up), the worker polls again within `SOON_S` (a short read)
+    instead of its interval, so that it starts within a quarter of a second of the queue's last part; the
+    tick that finds the queue drained wakes the other workers of `STORED_NEXT` in this process, which then
+    need no poll of their own."""
+
+    async def waiting(runtime: Runtime) -> int:
+        handled = await tick(runtime)
+        if runs_here(IMPORT) or (handled and runtime not in _storing_elsewhere):
+            return handled
+        if await runtime.system_read(import_parts_queued):
+            _storing_elsewhere.add(runtime)
+            poll_soon(ENRICH)
+        elif runtime in _storing_elsewhere:
+            _storing_elsewhere.discard(runtime)
+            wake(*STORED_NEXT)
+        return handled
+
+    waiting.__doc__ = tick.__doc__
+    return waiting

@@ -32,7 +32,16 @@ from workers.health import BEATS
 if TYPE_CHECKING:
     from outreach_core.kernel.runtime import Runtime
 
-__all__ = ["Tick", "Worker", "backoff_delay", "install_signal_handlers", "run_workers", "wake"]
+__all__ = [
+    "Tick",
+    "Worker",
+    "backoff_delay",
+    "install_signal_handlers",
+    "poll_soon",
+    "run_workers",
+    "runs_here",
+    "wake",
+]
 
 Tick = Callable[["Runtime"], Awaitable[int]]
 """One batch of a worker's work; returns how many items it handled."""
@@ -47,6 +56,9 @@ _MAX_BACKOFF_EXPONENT = 30
 _JITTER = 0.1
 # The running loops of this process by worker name, each with the event that cuts its idle sleep short.
 _WAKE: dict[str, set[asyncio.Event]] = {}
+SOON_S = 0.25
+"""The longest idle sleep of a worker that asked for `poll_soon`."""
+_SOON: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -147,10 +159,23 @@ def wake(*names: str) -> None:
     """Cut short the idle sleep of the named workers running in this process: their next tick starts at once
     (or right after the running one, when the wake comes during a tick). A worker that handed work on (the
     `import` worker, when an import is stored) calls this, so that the next stage starts without waiting out
-    its poll interval. Workers in other processes are not reached; they find the work at their next poll."""
+    its poll interval. Workers in other processes are not reached; they find the work at their next poll
+    (see `poll_soon`)."""
     for name in names:
         for event in _WAKE.get(name, ()):
             event.set()
+
+
+def poll_soon(*names: str) -> None:
+    """Shorten the next idle sleep of the named workers of this process to at most `SOON_S`: a worker
+    whose work another process is about to hand on, which no `wake` of that process reaches (under
+    `outreach serve` the `import` worker runs in a child of its own), asks for this while it waits."""
+    _SOON.update(names)
+
+
+def runs_here(name: str) -> bool:
+    """Whether a worker of that name runs in this process (its `wake` then reaches the others here)."""
+    return name in _WAKE
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -195,7 +220,7 @@ async def _ticks(runtime: Runtime, worker: Worker, stop: asyncio.Event, woken: a
         if handled > 0 and not worker.sleep_after_work:
             await asyncio.sleep(0)  # let the other tasks run before the next batch
         else:
-            await _sleep(stop, worker.interval_s, woken)
+            await _sleep(stop, _idle_interval(worker), woken)
     if worker.final_tick:
         try:
             await worker.tick(runtime)
@@ -206,6 +231,13 @@ async def _ticks(runtime: Runtime, worker: Worker, stop: asyncio.Event, woken: a
             await worker.on_stop(runtime)
         except Exception as exc:
             _log_error(worker, exc, stopping=True)
+
+
+def _idle_interval(worker: Worker) -> float:
+    if worker.name in _SOON:
+        _SOON.discard(worker.name)
+        return min(worker.interval_s, SOON_S)
+    return worker.interval_s
 
 
 def _log_error(worker: Worker, exc: BaseException, **fields: Any) -> None:

@@ -48,7 +48,9 @@ def _import() -> Worker:
 
 def _enrich() -> Worker:
     # A tick that enriched a batch runs again at once (a large import drains quickly); idle polls every 2 s.
-    return Worker("enrich", enrich.tick, interval_s=2.0, max_backoff_s=60.0)
+    # Waiting for an import stored by another process, it polls every quarter second and wakes
+    # `search-index` and `verify` when the queue is drained (`after_storing`).
+    return Worker("enrich", imports.after_storing(enrich.tick), interval_s=2.0, max_backoff_s=60.0)
 
 
 def _search_index() -> Worker:

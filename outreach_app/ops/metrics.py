@@ -9,9 +9,12 @@
 - `outreach_sends_total{outcome}`: emails the sender handed off, by outcome;
 - `outreach_queue_depth{queue}`: `imports`, `outbox`, `webhooks` (read from the database at each scrape,
   each counted up to `db/health.py:QUEUE_DEPTH_CAP`);
+- `outreach_worker_process_up{child}` and `outreach_worker_process_restarts_total{child}` (`outreach serve`
+  only; `child` is `import` or `others`): 1 while the worker process reports in time, 0 while it is dead,
+  hung or starting again; how many times the server started it again after it died;
 - the `process_*` figures of prometheus-client.
 
-Each process serves its own (`outreach serve` includes the workers of the worker process it started; each
+Each process serves its own (`outreach serve` includes the workers of the worker processes it started; each
 `outreach worker --port N` its own). Recording a request costs a few microseconds
 (bench/metrics_overhead.py).
 """
@@ -41,6 +44,7 @@ class _Snapshot(Collector):
         self.workers: list[dict[str, Any]] = []
         self.sends: dict[str, int] = {}
         self.queues: dict[str, int] = {}
+        self.processes: list[tuple[str, bool, int]] = []
         self.now = 0.0
 
     def collect(self) -> Iterable[Metric]:
@@ -74,6 +78,21 @@ class _Snapshot(Collector):
         for queue, depth in sorted(self.queues.items()):
             queues.add_metric([queue], depth)
         yield from (ticks, failures, items, lag, sends, queues)
+        if self.processes:
+            up = GaugeMetricFamily(
+                "outreach_worker_process_up",
+                "1 while the worker process reports in time, 0 while it is dead, hung or starting.",
+                labels=["child"],
+            )
+            restarts = CounterMetricFamily(
+                "outreach_worker_process_restarts",
+                "Times the server started the worker process again after it died (as the child reports).",
+                labels=["child"],
+            )
+            for child, running, started_again in self.processes:
+                up.add_metric([child], 1.0 if running else 0.0)
+                restarts.add_metric([child], started_again)
+            yield from (up, restarts)
 
 
 class Metrics:
@@ -107,10 +126,18 @@ class Metrics:
         children[0].inc()
         children[1].observe(seconds)
 
-    def render(self, workers: list[dict[str, Any]], sends: dict[str, int], queues: dict[str, int]) -> bytes:
-        """The Prometheus text of everything, with these scrape-time figures."""
+    def render(
+        self,
+        workers: list[dict[str, Any]],
+        sends: dict[str, int],
+        queues: dict[str, int],
+        processes: list[tuple[str, bool, int]] | None = None,
+    ) -> bytes:
+        """The Prometheus text of everything, with these scrape-time figures; `processes`: the worker
+        processes `outreach serve` started, as (child, up, restarts)."""
         snap = self._snapshot
         snap.workers, snap.sends, snap.queues, snap.now = workers, sends, queues, time.time()
+        snap.processes = list(processes or [])
         return generate_latest(self.registry)
 
 

@@ -26,7 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from outreach_app.ops.metrics import Metrics
-from outreach_app.ops.status_file import read_status
+from outreach_app.ops.status_file import ChildStatus, read_status
 from outreach_core.kernel.db.health import migration_problem, queue_depths
 from outreach_core.kernel.errors import Unauthorized
 from workers.health import BEATS, sends_by_outcome, worker_problems
@@ -47,19 +47,20 @@ class Ops:
     child_status_files: list[Path] = field(default_factory=list)
     """Status files of worker processes this process started (`outreach serve`)."""
 
-    def workers(self) -> tuple[list[dict[str, Any]], dict[str, int], list[str]]:
-        """Worker records and send counts of this process and its worker processes, and what is missing."""
+    def workers(self) -> tuple[list[dict[str, Any]], dict[str, int], list[str], list[ChildStatus]]:
+        """Worker records and send counts of this process and its worker processes, what is missing, and
+        the worker processes' own statuses."""
         records = BEATS.snapshot()
         sends = sends_by_outcome()
         problems = []
-        for path in self.child_status_files:
-            child = read_status(path)
+        children = [read_status(path) for path in self.child_status_files]
+        for child in children:
             records += child.workers
             for outcome, count in child.sends.items():
                 sends[outcome] = sends.get(outcome, 0) + count
             if child.problem:
                 problems.append(child.problem)
-        return records, sends, problems
+        return records, sends, problems, children
 
 
 def _one_line(exc: BaseException) -> str:
@@ -82,7 +83,7 @@ def ops_routes(ops: Ops) -> list[Route]:
         else:
             if problem:
                 reasons.append(problem)
-        records, _sends, missing = ops.workers()
+        records, _sends, missing, _children = ops.workers()
         reasons += missing
         reasons += worker_problems(records, time.time())
         if reasons:
@@ -104,8 +105,9 @@ def ops_routes(ops: Ops) -> list[Route]:
         except Exception as exc:  # the other figures are still worth having
             _log.warning("metrics_queue_depths_failed", error=_one_line(exc))
             queues = {}
-        records, sends, _ = ops.workers()
-        return Response(ops.metrics.render(records, sends, queues), media_type=CONTENT_TYPE_LATEST)
+        records, sends, _, children = ops.workers()
+        processes = [(c.child, c.up, c.restarts) for c in children]
+        return Response(ops.metrics.render(records, sends, queues, processes), media_type=CONTENT_TYPE_LATEST)
 
     return [
         Route("/healthz", healthz, methods=["GET"]),

@@ -20,6 +20,8 @@ from typing import Any
 from workers.health import BEATS, sends_by_outcome
 
 STATUS_ENV = "OUTREACH_WORKER_STATUS_FILE"
+RESTARTS_ENV = "OUTREACH_WORKER_RESTARTS"
+"""How many times the server started this child again after it died (reported back in the status)."""
 WRITE_EVERY_S = 1.0
 STALE_AFTER_S = 5.0
 """A report older than this means the worker process is not running (or not running its loop)."""
@@ -27,11 +29,16 @@ STALE_AFTER_S = 5.0
 
 @dataclass(frozen=True)
 class ChildStatus:
-    """What the server knows of its worker process: its last report, or why there is none."""
+    """What the server knows of its worker process: its last report, or why there is none. `up`: the
+    report is there and fresh; `restarts`: how many times the server had started the reporting child again
+    after it died."""
 
     workers: list[dict[str, Any]]
     sends: dict[str, int]
     problem: str | None
+    child: str = ""
+    up: bool = False
+    restarts: int = 0
 
 
 def write_status(path: Path, expected: list[str]) -> None:
@@ -43,6 +50,7 @@ def write_status(path: Path, expected: list[str]) -> None:
         "written_at": time.time(),
         "workers": BEATS.snapshot(),
         "sends": sends_by_outcome(),
+        "restarts": int(os.environ.get(RESTARTS_ENV) or 0),
     }
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(data))
@@ -61,20 +69,25 @@ async def report_status(path: Path, stop: asyncio.Event, expected: list[str]) ->
 
 
 def read_status(path: Path, now: float | None = None) -> ChildStatus:
-    """In the server: the child's last report; `problem` says when it is missing or stale."""
+    """In the server: the child's last report; `problem` says when it is missing or stale, naming the child
+    by its file's name (`outreach_app/worker_process.py`: `import.json`, `others.json`)."""
     now = time.time() if now is None else now
+    name = path.stem
+    child = f"worker process {name}"
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        return ChildStatus([], {}, "worker process: no status reported yet (starting or restarting)")
+        return ChildStatus([], {}, f"{child}: no status reported yet (starting or restarting)", name)
     except (OSError, ValueError) as exc:
-        return ChildStatus([], {}, f"worker process: unreadable status ({exc})")
+        return ChildStatus([], {}, f"{child}: unreadable status ({exc})", name)
     age = now - float(data.get("written_at", 0))
     workers = list(data.get("workers", []))
     sends = {str(k): int(v) for k, v in dict(data.get("sends", {})).items()}
+    restarts = int(data.get("restarts", 0))
     if age > STALE_AFTER_S:
-        return ChildStatus(workers, sends, f"worker process: last status {age:.0f} s ago")
+        return ChildStatus(workers, sends, f"{child}: last status {age:.0f} s ago", name, False, restarts)
     missing = sorted(set(data.get("expected", [])) - {str(w["name"]) for w in workers})
     if missing:
-        return ChildStatus(workers, sends, f"worker process: not started yet: {', '.join(missing)}")
-    return ChildStatus(workers, sends, None)
+        problem = f"{child}: not started yet: {', '.join(missing)}"
+        return ChildStatus(workers, sends, problem, name, True, restarts)
+    return ChildStatus(workers, sends, None, name, True, restarts)

@@ -11,20 +11,21 @@ the user gave (country, timezone) is never replaced by an inferred one.
 
 from __future__ import annotations
 
-import itertools
+import json
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
 
 import structlog
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import ARRAY, String, bindparam, func, literal
+from sqlalchemy.dialects import postgresql, sqlite
 
 from outreach_core.enrichment.rules import infer_country, infer_timezone
-from outreach_core.kernel.bulk import byte_length, update_each
+from outreach_core.kernel.bulk import byte_length, one_of, update_each
 from outreach_core.kernel.context import SystemContext, system_scope
-from outreach_core.kernel.db.tables import lead_search, lead_search_pending, leads
+from outreach_core.kernel.db.tables import domain_lookups_wanted, lead_search, lead_search_pending, leads
+from outreach_core.kernel.db.types import UtcDateTime
 from outreach_core.kernel.geo import normalize_country, normalize_timezone
 from outreach_core.targets.esp import consumer_esp
 from outreach_core.targets.import_progress import finish_imports, import_parts_queued
@@ -43,8 +44,6 @@ from outreach_core.targets.rules import SEARCH_INDEX_MAX_BYTES
 from outreach_core.targets.schemas import CountrySource
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
     from outreach_core.kernel.endpoint import Background
 
 BATCH = 5_000
@@ -162,7 +161,7 @@ async def enrich_new_leads(ctx: SystemContext, rows: list[dict[str, Any]]) -> in
         del values["id"]
         row.update(values, enriched_at=ctx.now)
         enriched += 1
-    _note_unknown_domains(ctx.conn.engine, unknown)
+    await _note_unknown_domains(ctx, unknown)
     return enriched
 
 
@@ -286,78 +285,95 @@ async def index_search(ctx: SystemContext, *, limit: int = SEARCH_BATCH) -> int:
 
 # --- mail domains while an import is being stored ------------------------------------------------------
 
-_unknown_domains: WeakKeyDictionary[AsyncEngine, dict[str, None]] = WeakKeyDictionary()
-"""Per database engine of this process: the domains the merges met without a cache entry since the last
-look-up (an insertion-ordered set), for `resolve_waiting_domains`."""
 MAX_NOTED_DOMAINS = 100_000
-"""Domains kept in that set at most (a few megabytes); past it, new ones are left to the `enrich` worker
-after storing. Domains still noted when storing ends are taken at the next import's storing, and dropped
-then if the worker cached them meanwhile."""
+"""Rows `domain_lookups_wanted` holds at most (a merge finding it this full notes nothing); past it, new
+domains are left to the `enrich` worker after storing. Domains still noted when storing ends are taken at
+the next import's storing, and dropped then if the worker cached them meanwhile."""
+_DOMAIN_CHARS = 253
+"""The longest domain the table keeps (DNS's own limit; a longer one is never looked up)."""
 
 
-def _note_unknown_domains(engine: AsyncEngine, domains: list[str]) -> None:
-    """Called by the merge (`enrich_new_leads`) for the domains of the leads it stores pending. Kept in
-    memory, not in a table: the merge and the `enrich` worker run in the same process, and a domain lost
-    with the process is only looked up later, after storing, as before. A rolled-back merge leaves its
-    domains noted: at worst a lookup the next part would have needed anyway."""
-    noted = _unknown_domains.setdefault(engine, {})
-    for domain in domains:
-        if len(noted) >= MAX_NOTED_DOMAINS:
-            break
-        noted[domain] = None
+async def _note_unknown_domains(ctx: SystemContext, domains: list[str]) -> None:
+    """Called by the merge (`enrich_new_leads`), in its transaction, for the domains of the leads it stores
+    pending: one `INSERT ... SELECT ... ON CONFLICT DO NOTHING` of the part's distinct domains (one parameter
+    for all of them), into a table because the merge and the `enrich` worker run in different processes
+    under `outreach serve`. A rolled-back merge notes nothing; the part is merged again, and notes them
+    then."""
+    distinct = sorted({d for d in domains if len(d) <= _DOMAIN_CHARS})  # one order: no deadlock on PostgreSQL
+    if not distinct:
+        return
+    wanted = system_scope(domain_lookups_wanted).table
+    values: Any
+    if ctx.conn.dialect.name == "postgresql":
+        array = bindparam(None, distinct, type_=ARRAY(String()))
+        values = func.unnest(array).table_valued("value").render_derived(name="given")
+        insert: Any = postgresql.insert
+    else:
+        values = func.json_each(bindparam(None, json.dumps(distinct), type_=String())).table_valued("value")
+        insert = sqlite.insert
+    noted = system_scope(domain_lookups_wanted).select(func.count()).select_from(wanted)
+    room = noted.scalar_subquery() < MAX_NOTED_DOMAINS
+    source = values.select().with_only_columns(values.c.value, literal(ctx.now, UtcDateTime)).where(room)
+    await ctx.conn.execute(
+        insert(wanted).from_select(["domain", "noted_at"], source).on_conflict_do_nothing()
+    )
 
 
-def _take_noted_domains(engine: AsyncEngine, limit: int) -> list[str]:
-    noted = _unknown_domains.get(engine)
-    if not noted:
-        return []
-    taken = list(itertools.islice(noted, limit))
-    for domain in taken:
-        del noted[domain]
-    return taken
-
-
-async def noted_domains(ctx: SystemContext, *, limit: int = DOMAIN_BATCH) -> list[str]:
-    """Up to `limit` of the domains the merges noted (`_note_unknown_domains`), taken from the set, less those
-    cached meanwhile (by the worker after an earlier import, or by another process); read-only."""
-    taken = _take_noted_domains(ctx.conn.engine, limit)
+async def noted_domains(ctx: SystemContext, *, limit: int = DOMAIN_BATCH) -> tuple[list[str], list[str]]:
+    """Read-only: up to `limit` of the domains the merges noted (`_note_unknown_domains`), first noted first,
+    and those of them still to look up (not cached meanwhile, by the worker after an earlier import or by
+    another process)."""
+    table = system_scope(domain_lookups_wanted)
+    rows = await ctx.conn.execute(
+        table.select(domain_lookups_wanted.c.domain)
+        .order_by(domain_lookups_wanted.c.noted_at, domain_lookups_wanted.c.domain)
+        .limit(limit)
+    )
+    taken = [str(d) for d in rows.scalars()]
     if not taken:
-        return []
-    return sorted(set(taken) - (await cached_domains(ctx, set(taken))).keys())
+        return [], []
+    return taken, sorted(set(taken) - (await cached_domains(ctx, set(taken))).keys())
+
+
+async def _store_looked_up(ctx: SystemContext, infos: Mapping[str, DomainInfo], taken: list[str]) -> int:
+    """The definite answers upserted into `domain_cache` (`store_domains`), and the `taken` domains, looked
+    up, deleted from `domain_lookups_wanted`."""
+    stored = await store_domains(ctx, infos)
+    table = system_scope(domain_lookups_wanted)
+    await ctx.conn.execute(table.delete().where(one_of(ctx, domain_lookups_wanted.c.domain, taken)))
+    return stored
 
 
 async def resolve_waiting_domains(runtime: Background) -> int:
     """While an import is being stored: look up the mail domains its merges met without a cache entry, and
-    store the answers in `domain_cache`; returns how many were stored to stay.
+    store the answers in `domain_cache`; returns how many noted domains it took (looked up, or dropped as
+    cached meanwhile).
 
     No lead is written (storing comes first, issue 31: the merge alone writes leads meanwhile); a lookup
-    needs no transaction, and the answers are one short upsert. The parts still queued then find those
-    domains in the cache and store their leads already enriched (`enrich_new_leads`), instead of leaving
-    them to the `enrich` worker to update one by one after the import is stored: an import's leads share
-    their company domains (the first tens of thousands of rows of a large file usually bring most of them).
-    The domains come from the merges themselves (`_note_unknown_domains`), first met first looked up, so a
-    tick costs its own domains and nothing more: no scan of the leads waiting for enrichment, which are
-    most of a large import's while it is stored. Each noted domain is looked up once; one whose lookup
-    failed is noted again by the next part that meets it, and otherwise waits for the worker after
-    storing."""
+    needs no transaction, and the answers and the removal of the domains taken are one short transaction.
+    The parts still queued then find those domains in the cache and store their leads already enriched
+    (`enrich_new_leads`), instead of leaving them to the `enrich` worker to update one by one after the
+    import is stored: an import's leads share their company domains (the first tens of thousands of rows of
+    a large file usually bring most of them). The domains come from the merges themselves
+    (`domain_lookups_wanted`), first noted first looked up, so a tick costs its own domains and nothing
+    more: no scan of the leads waiting for enrichment, which are most of a large import's while it is
+    stored. Each noted domain is looked up once; one whose lookup failed (or that DNS says not to cache) is
+    noted again by the next part that meets it, and otherwise waits for the worker after storing. Every
+    domain taken leaves the table, so the ticks drain it and then sleep."""
     dns = runtime.ports.dns
     if dns is None:
         return 0
-    domains = await runtime.system_read(noted_domains, limit=DOMAIN_BATCH)
-    if not domains:
+    taken, domains = await runtime.system_read(noted_domains, limit=DOMAIN_BATCH)
+    if not taken:
         return 0
-    resolved = await resolve_domains(dns, domains)
-    # Only answers that stay in the cache count as work done: a failed lookup is not stored, and one DNS
-    # says not to cache (a negative TTL of 0) would be stored expired, still waiting on the next tick. The
-    # loop ticks again at once after work done, so counting those would keep it from ever sleeping (a DNS
-    # query and, on SQLite, a turn at the write lock beside the merge each time). Nothing to store, no
-    # write transaction.
+    resolved = await resolve_domains(dns, domains) if domains else {}
+    # Only answers that stay in the cache are stored: a failed lookup is not, and one DNS says not to cache
+    # (a negative TTL of 0) would be stored expired.
     lasting = {
         d: info for d, info in resolved.items() if not info.lookup_failed and cache_lifetime(info) > _NO_TIME
     }
-    if not lasting:
-        return 0
-    return await runtime.system(store_domains, lasting)
+    await runtime.system(_store_looked_up, lasting, taken)
+    return len(taken)
 
 
 # --- one batch ---------------------------------------------------------------------------------------------
@@ -385,7 +401,8 @@ async def enrich_batch(runtime: Background) -> int:
         domains = await runtime.system_read(domains_to_resolve, limit=BATCH)
         if domains:
             resolved = await resolve_domains(runtime.ports.dns, domains)
-            await runtime.system(store_domains, resolved)
+            # noted while storing but looked up only now: no longer wanted either
+            await runtime.system(_store_looked_up, resolved, domains)
     handled = await runtime.system(enrich_pending, limit=BATCH, resolved=resolved)
     # The lead counters' and list sizes' deltas of this batch and of everything since the last fold
     # (PostgreSQL; a fold is one short statement, an empty one an index probe or a scan of an empty table).

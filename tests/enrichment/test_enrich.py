@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -24,6 +26,7 @@ from outreach_core.auth.authenticate import authenticate_api_key
 from outreach_core.enrichment import pipeline
 from outreach_core.enrichment.pipeline import enrich_pending
 from outreach_core.kernel.db.migrate import migrate
+from outreach_core.kernel.db.tables import domain_lookups_wanted
 from outreach_core.kernel.ports import FixedClock, Ports
 from outreach_core.kernel.runtime import Runtime
 from outreach_core.kernel.settings import Settings
@@ -41,7 +44,9 @@ from tests.enrichment.helpers import (
     update_leads,
 )
 from tests.leads.helpers import import_chunk, listing, merge_imports
+from tests.test_cli import OUTREACH, ROOT, _env
 from workers import enrich as enrich_worker
+from workers import search_index as search_index_worker
 from workers.loop import Worker, run_workers
 from workers.registry import ALL_WORKERS
 
@@ -478,7 +483,7 @@ async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_s
     next domain the merge met instead of asking for it again first (one domain a tick here)."""
     monkeypatch.setattr(pipeline, "DOMAIN_BATCH", 1)
     ws = await make_workspace()
-    pipeline._unknown_domains.pop(ws.runtime.engine, None)  # what other tests' merges noted
+    await _forget_noted_domains(ws.runtime)  # what other tests' merges noted
     tag = unique_domain("x").split(".")[0]
     failing, answering = f"0a-{tag}.com", f"0b-{tag}.com"
     dns_server.fail(failing)
@@ -486,19 +491,59 @@ async def test_a_domain_whose_lookup_fails_does_not_hold_the_others_back_while_s
     rows = [{"email": f"a@{failing}"}, {"email": f"b@{answering}"}]
     await _stored_with_a_part_queued(http, ws, rows, [{"email": f"c@{failing}"}])
 
-    assert await enrich_worker.tick(ws.runtime) == 0  # the failing domain: nothing stored
+    assert await enrich_worker.tick(ws.runtime) == 1  # the failing domain taken: nothing cached
     assert dns_server.queries_for(failing) >= 1 and dns_server.queries_for(answering) == 0
+    assert await cache_row(ws.runtime, failing) is None
+    asked = dns_server.queries_for(failing)
     assert await enrich_worker.tick(ws.runtime) == 1  # then the next one, not the failing one again
-    assert dns_server.queries_for(answering) == 1
+    assert dns_server.queries_for(answering) == 1 and dns_server.queries_for(failing) == asked
+    await _store_and_enrich(ws)
+
+
+async def _forget_noted_domains(runtime: Runtime) -> None:
+    async with runtime.engine.begin() as conn:
+        await conn.execute(domain_lookups_wanted.delete())
+
+
+async def test_noted_domains_survive_a_restart_of_the_enrich_side(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
+) -> None:
+    """The domains the merge notes are in the database, not in the memory of a process: an `enrich`
+    worker started afterwards (another process's runtime: an engine of its own), after a restart or under
+    `outreach serve` where the merge runs in another child, still looks them up while the import is being
+    stored, and the part still queued stores its leads enriched."""
+    ws = await make_workspace()
+    domain = unique_domain("restart")
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    await _stored_with_a_part_queued(
+        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
+    )
+
+    restarted = Runtime(ws.runtime.settings, ports=ws.runtime.ports)
+    try:
+        for _ in range(20):  # domains other tests' merges noted may come first
+            await enrich_worker.tick(restarted)
+            if dns_server.queries_for(domain):
+                break
+    finally:
+        await restarted.dispose()
+    assert dns_server.queries_for(domain) == 1
+    cached = await cache_row(ws.runtime, domain)
+    assert cached is not None and cached.esp == "zoho"
+    await merge_imports(ws)
+    by_email = {lead["email"]: lead for lead in (await listing(http, ws))["leads"]}
+    [second] = await lead_rows(ws, [by_email[f"second@{domain}"]["id"]])
+    assert (second.esp, second.enriched_at is not None) == ("zoho", True)
     await _store_and_enrich(ws)
 
 
 async def test_a_domain_dns_says_not_to_cache_does_not_keep_the_worker_busy_while_storing(
     http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
 ) -> None:
-    """An NXDOMAIN whose zone gives a negative TTL of 0 is stored already expired: it is still waiting on
-    the next tick. The tick must not count it as work done, or the loop ticks again at once, forever
-    (a DNS query and a write turn each time, beside the merge), for as long as the import is stored."""
+    """An NXDOMAIN whose zone gives a negative TTL of 0 would be stored already expired: it is not stored,
+    and leaves the noted domains like every domain taken, so the next tick finds nothing and the loop
+    sleeps, instead of ticking again at once, forever (a DNS query and a write turn each time, beside the
+    merge), for as long as the import is stored."""
     ws = await make_workspace()
     zone = f"0z-{unique_domain('x').split('.')[0]}.com"
     dns_server.soa(zone, minimum=0, ttl=0)
@@ -549,6 +594,99 @@ async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
         await running
 
 
-def test_the_enrich_worker_is_registered() -> None:
-    worker = ALL_WORKERS["enrich"]()
-    assert worker.name == "enrich" and worker.tick is enrich_worker.tick and worker.interval_s == 2.0
+async def _noted(runtime: Runtime, domain: str) -> bool:
+    async with runtime.engine.connect() as conn:
+        found = await conn.execute(
+            domain_lookups_wanted.select().where(domain_lookups_wanted.c.domain == domain)
+        )
+        return found.first() is not None
+
+
+async def test_a_noted_domain_looked_up_after_storing_is_no_longer_wanted(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer
+) -> None:
+    """Storing ended before the worker took a noted domain: the worker looks it up for the waiting leads
+    after storing, and the domain leaves the noted ones, instead of being looked up again at the next
+    import's storing."""
+    ws = await make_workspace()
+    domain = unique_domain("after")
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    await _stored_with_a_part_queued(
+        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
+    )
+    assert await _noted(ws.runtime, domain)
+    await merge_imports(ws)  # stored, before any enrich tick
+    for _ in range(50):  # other tests' waiting leads may come first
+        await enrich_worker.tick(ws.runtime)
+        if dns_server.queries_for(domain):
+            break
+    assert dns_server.queries_for(domain) == 1
+    assert not await _noted(ws.runtime, domain)
+    await _store_and_enrich(ws)
+
+
+async def test_the_merge_notes_no_domain_once_the_noted_ones_reach_their_bound(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`MAX_NOTED_DOMAINS` bounds the table: a part merged while it holds that many notes none of its
+    domains (they wait for the worker after storing), one merged below it notes all of its own."""
+    ws = await make_workspace()
+    await _forget_noted_domains(ws.runtime)
+    monkeypatch.setattr(pipeline, "MAX_NOTED_DOMAINS", 2)
+    first = [unique_domain("bound") for _ in range(3)]
+    later = [unique_domain("bound") for _ in range(2)]
+    await _stored_with_a_part_queued(
+        http, ws, [{"email": f"a@{d}"} for d in first], [{"email": f"b@{d}"} for d in later]
+    )
+    await merge_imports(ws)
+    assert [await _noted(ws.runtime, d) for d in first + later] == [True] * 3 + [False] * 2
+    await _forget_noted_domains(ws.runtime)
+    await _store_and_enrich(ws)
+
+
+async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_import(
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, dns_server: DnsServer, settings: Settings
+) -> None:
+    """Under `outreach serve` the `import` worker runs in another process, whose `wake` never reaches the
+    enrich worker: while an import is being stored it polls within a quarter of a second instead of its
+    interval (a minute here), so the import is done soon after the other process drained the queue; then it
+    wakes the search index worker of its process (asleep for a minute too)."""
+    ws = await make_workspace()
+    domain = unique_domain("elsewhere")
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    import_id = await _stored_with_a_part_queued(
+        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
+    )
+    stop = asyncio.Event()
+    registered = ALL_WORKERS["enrich"]()
+    assert registered.interval_s == 2.0
+    slow = Worker("enrich", registered.tick, interval_s=60.0)
+    indexing: list[int] = []
+
+    async def index(runtime: Runtime) -> int:
+        indexing.append(await search_index_worker.tick(runtime))
+        return indexing[-1]
+
+    asleep = Worker("search-index", index, interval_s=60.0)
+    running = asyncio.create_task(run_workers(ws.runtime, [slow, asleep], stop))
+    merger = subprocess.Popen(
+        [*OUTREACH, "worker", "--only", "import"],
+        env=_env(settings),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        started = time.monotonic()
+        while (await import_row(ws, import_id)).status != "done":
+            assert time.monotonic() - started < 30.0, "the enrich worker waited out its interval"
+            await asyncio.sleep(0.05)
+        assert indexing[0] == 0  # storing comes first: it slept
+        while len(indexing) < 2:
+            assert time.monotonic() - started < 30.0, "the search index worker was not woken"
+            await asyncio.sleep(0.05)
+    finally:
+        merger.send_signal(signal.SIGTERM)
+        merger.wait(timeout=20)
+        stop.set()
+        await running

@@ -10,6 +10,7 @@ import httpx
 from sqlalchemy import text
 
 from tests.conftest import MakeWorkspace, WorkspaceHandle
+from tests.enrichment.helpers import unique_domain
 from tests.leads.helpers import create, imported, listing, suppress
 
 
@@ -42,17 +43,19 @@ async def test_counters_equal_a_count_after_imports_updates_and_deletes(
     from outreach_core.enrichment.pipeline import enrich_pending
 
     ws = await make_workspace(plan="starter")  # 2,000 contacts
-    await create(http, ws, "known@acme.io", company="Old Co")
-    await suppress(http, ws, "blocked@acme.io")
+    # a domain of its own: the cache is shared, and a worker of another test may have looked up a common one
+    domain = unique_domain("counters")
+    await create(http, ws, f"known@{domain}", company="Old Co")
+    await suppress(http, ws, f"blocked@{domain}")
     assert await counted(http, ws) == {("active", "unknown", "unknown"): 1}
 
     rows = [
         *({"email": f"m{i}@gmail.com"} for i in range(30)),  # a consumer provider: stored enriched
-        *({"email": f"c{i}@acme.io"} for i in range(40)),
-        {"email": "C0@acme.io"},  # duplicate within the part
+        *({"email": f"c{i}@{domain}"} for i in range(40)),
+        {"email": f"C0@{domain}"},  # duplicate within the part
         {"email": "not-an-address"},
-        {"email": "blocked@acme.io"},  # suppressed
-        {"email": "known@acme.io", "title": "CEO"},  # known: updated
+        {"email": f"blocked@{domain}"},  # suppressed
+        {"email": f"known@{domain}", "title": "CEO"},  # known: updated
     ]
     first = await imported(http, ws, rows=rows, existing="update", list={"name": "Conf"})
     assert (first["created"], first["updated"], first["duplicates"], first["suppressed"]) == (70, 1, 1, 1)
@@ -62,10 +65,12 @@ async def test_counters_equal_a_count_after_imports_updates_and_deletes(
     }
 
     # a second part of the same import, the addresses met again plus new ones, with verification
-    again = [{"email": f"c{i}@acme.io"} for i in range(50)] + [{"email": f"v{i}@yahoo.com"} for i in range(5)]
+    again = [{"email": f"c{i}@{domain}"} for i in range(50)] + [
+        {"email": f"v{i}@yahoo.com"} for i in range(5)
+    ]
     second = await imported(http, ws, importId=first["id"], rows=again, final=True)
     assert second["created"] == 70 + 15 and second["duplicates"] == 1 + 40
-    verified = await imported(http, ws, rows=[{"email": f"w{i}@acme.io"} for i in range(3)], verify=True)
+    verified = await imported(http, ws, rows=[{"email": f"w{i}@{domain}"} for i in range(3)], verify=True)
     assert verified["created"] == 3
     assert await counted(http, ws) == {
         ("active", "unknown", "unknown"): 51,
@@ -76,18 +81,18 @@ async def test_counters_equal_a_count_after_imports_updates_and_deletes(
 
     # over the contacts limit: what fits is stored and counted, the rest is not
     room = 2000 - 89
-    over = await imported(http, ws, rows=[{"email": f"o{i}@acme.io"} for i in range(room + 25)], final=True)
+    over = await imported(http, ws, rows=[{"email": f"o{i}@{domain}"} for i in range(room + 25)], final=True)
     assert (over["created"], over["overLimit"]) == (room, 25)
     assert sum((await counted(http, ws)).values()) == 2000
 
     # single leads changed and deleted; enrichment moving leads between providers
-    lead = (await listing(http, ws, search="c1@acme"))["leads"][0]
+    lead = (await listing(http, ws, search=f"c1@{domain}"))["leads"][0]
     patched = await http.patch(f"/api/v1/leads/{lead['id']}", headers=ws.headers, json={"status": "won"})
     assert patched.status_code == 200, patched.text
     ids = [lead["id"] for lead in (await listing(http, ws, search="gmail.com", pageSize=11))["leads"]]
     gone = await http.post("/api/v1/leads/delete", headers=ws.headers, json={"target": {"ids": ids}})
     assert gone.json()["deleted"] == 11
-    dns_server.add("acme.io", "MX", "10 aspmx.l.google.com.")
+    dns_server.add(domain, "MX", "10 aspmx.l.google.com.")
     while await dns_runtime.system(enrich_pending, workspace_id=ws.workspace_id):
         pass
     truth = await counted(http, ws)

@@ -1,6 +1,8 @@
 """kill -9 of the worker process while it merges an import loses and duplicates nothing: each part is merged
 in one transaction (its leads, list memberships, counters and its removal from the queue commit together),
-so a part the killed process was merging is merged again, whole, by the next one."""
+so a part the killed process was merging is merged again, whole, by the next one. Both ways the merge runs
+in a process of its own: `outreach worker --only import` (started again here), and the `import` child of
+`outreach serve` (started again by the server)."""
 
 from __future__ import annotations
 
@@ -12,30 +14,54 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import func
 
 from outreach_core.kernel.context import WorkspaceContext, scoped
 from outreach_core.kernel.db.tables import leads, list_leads
 from outreach_core.kernel.settings import Settings
-from tests.conftest import MakeWorkspace
+from tests.conftest import MakeWorkspace, free_port
 from tests.test_cli import OUTREACH, ROOT, _env
+from tests.test_serve import worker_children
 
 ROWS, CHUNK = 12_000, 2_000
 
 
-def _worker(settings: Settings) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*OUTREACH, "worker", "--only", "import"],
-        env=_env(settings),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+class _Merger:
+    """The process that merges: `outreach worker --only import`, or `outreach serve`'s `import` child."""
+
+    def __init__(self, settings: Settings, under: str) -> None:
+        self.settings, self.under = settings, under
+        args = ["worker", "--only", "import"] if under == "worker" else ["serve", "--port", str(free_port())]
+        self.process = subprocess.Popen(
+            [*OUTREACH, *args],
+            env=_env(settings),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def merging_pid(self) -> int:
+        if self.under == "worker":
+            return self.process.pid
+        return worker_children(self.process.pid)["import"]
+
+    def kill_9(self) -> None:
+        """kill -9 of the merging process; the one that takes over is started here, or by the server."""
+        os.kill(self.merging_pid(), signal.SIGKILL)
+        if self.under == "worker":
+            self.process.wait(timeout=10)
+            self.process = _Merger(self.settings, "worker").process
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(timeout=20) == 0 or self.under == "worker"
 
 
+@pytest.mark.parametrize("under", ["worker", "serve"])
 async def test_kill_9_of_the_merging_process_loses_and_duplicates_nothing(
-    http: httpx.AsyncClient, make_workspace: MakeWorkspace, settings: Settings
+    http: httpx.AsyncClient, make_workspace: MakeWorkspace, settings: Settings, under: str
 ) -> None:
     ws = await make_workspace(plan="agency")
     listed = await http.post("/api/v1/lists", headers=ws.headers, json={"name": "killed"})
@@ -54,22 +80,21 @@ async def test_kill_9_of_the_merging_process_loses_and_duplicates_nothing(
         return (await http.get(f"/api/v1/leads/imports/{import_id}", headers=ws.headers)).json()  # type: ignore[no-any-return]
 
     kills = 0
-    worker = _worker(settings)
+    merger = _Merger(settings, under)
     try:
         deadline = time.monotonic() + 180
+        progress = ROWS + 2  # the queue's size at the last kill: kill a process that has merged something
         while (await state())["queued"] > 0:
             assert time.monotonic() < deadline, await state()
             queued = (await state())["queued"]
-            if kills < 3 and queued < ROWS:  # merging has begun: kill it in the middle of a part
+            if kills < 3 and queued < min(progress, ROWS):  # merging: kill it in the middle of a part
                 await asyncio.sleep(0.05 * (kills + 1))
-                os.kill(worker.pid, signal.SIGKILL)
-                worker.wait(timeout=10)
+                merger.kill_9()
                 kills += 1
-                worker = _worker(settings)
+                progress = queued if under == "serve" else ROWS + 2
             await asyncio.sleep(0.05)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=20)
+        merger.stop()
     assert kills == 3
     done = await state()
     assert done["created"] == ROWS and done["duplicates"] == 1 and done["invalid"] == 1

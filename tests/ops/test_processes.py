@@ -17,6 +17,7 @@ import httpx
 from outreach_core.kernel.settings import Settings
 from tests.conftest import free_port
 from tests.test_cli import OUTREACH, ROOT, _env
+from tests.test_serve import worker_children
 
 
 @contextmanager
@@ -66,37 +67,49 @@ def test_serve_is_ready_with_its_worker_process_and_reports_its_ticks(
         metrics = httpx.get(f"{base}/metrics", timeout=5).text
         assert 'outreach_worker_ticks_total{worker="sender"}' in metrics
         assert 'outreach_worker_ticks_total{worker="usage"}' in metrics
+        assert 'outreach_worker_ticks_total{worker="import"}' in metrics  # from the import child
+        for child in ("import", "others"):
+            assert f'outreach_worker_process_up{{child="{child}"}} 1.0' in metrics, metrics
+            assert f'outreach_worker_process_restarts_total{{child="{child}"}} 0.0' in metrics
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
 
 
-def test_serve_without_its_worker_process_is_not_ready(
+def test_serve_without_one_of_its_worker_processes_is_not_ready(
     runtime: Any, settings: Settings, tmp_path: Path
 ) -> None:
-    """The worker process stops (SIGSTOP: alive, but neither ticking nor reporting): readiness says so,
-    and is back once it runs again. On a database of its own: the session's, filled by every other test,
-    gives its workers minutes of work (hundreds of mailboxes to read) after the stop."""
+    """Either worker process stops (SIGSTOP: alive, but neither ticking nor reporting): readiness says so,
+    naming that child, and is back once it runs again. On a database of its own: the session's, filled by
+    every other test, gives its workers minutes of work (hundreds of mailboxes to read) after the stop."""
     own = settings.model_copy(update={"database_url": f"sqlite+aiosqlite:///{tmp_path / 'ready.db'}"})
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with process(own, "serve", "--port", str(port)) as server:
         wait_ready(base)
-        child = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
-        assert child, "the worker process runs"
-        os.kill(int(child[0]), signal.SIGSTOP)  # alive but no longer ticking or reporting
-        try:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                answer = httpx.get(f"{base}/readyz", timeout=5)
-                if answer.status_code == 503:
-                    break
-                time.sleep(0.5)
-            assert answer.status_code == 503
-            # the stopped workers' last ticks age past their limits, then the status itself goes stale
-            assert all(r.startswith("worker ") for r in answer.json()["reasons"]), answer.text
-        finally:
-            subprocess.run(["kill", "-CONT", child[0]], check=True)
-        wait_ready(base)
+        for kind, child in worker_children(server.pid).items():
+            os.kill(child, signal.SIGSTOP)  # alive but no longer ticking or reporting
+            try:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    answer = httpx.get(f"{base}/readyz", timeout=5)
+                    if answer.status_code == 503 and any(
+                        r.startswith(f"worker process {kind}:") for r in answer.json()["reasons"]
+                    ):
+                        break
+                    time.sleep(0.5)
+                assert answer.status_code == 503, answer.text
+                reasons = answer.json()["reasons"]
+                # the stopped workers' last ticks age past their limits, then the status itself goes stale
+                assert all(r.startswith("worker ") for r in reasons), answer.text
+                assert any(r.startswith(f"worker process {kind}:") for r in reasons), answer.text
+                other = "others" if kind == "import" else "import"
+                assert not any(r.startswith(f"worker process {other}:") for r in reasons), answer.text
+                metrics = httpx.get(f"{base}/metrics", timeout=5).text
+                assert f'outreach_worker_process_up{{child="{kind}"}} 0.0' in metrics
+                assert f'outreach_worker_process_up{{child="{other}"}} 1.0' in metrics
+            finally:
+                os.kill(child, signal.SIGCONT)
+            wait_ready(base)
 
 
 def _pid_of_server(port: int) -> int:

@@ -24,6 +24,7 @@ from outreach_core.kernel.db.tables.accounts import (
 from outreach_core.kernel.db.tables.analytics import analytics_counters, analytics_replies
 from outreach_core.kernel.db.tables.audience import (
     domain_cache,
+    domain_lookups_wanted,
     import_chunks,
     import_queue,
     import_seen,
@@ -79,6 +80,7 @@ __all__ = [
     "campaign_variants",
     "campaigns",
     "domain_cache",
+    "domain_lookups_wanted",
     "import_chunks",
     "import_queue",
     "import_seen",

@@ -330,3 +330,16 @@ domain_cache = Table(
     # for "no mail servers" (migration 0010)
     Column("expires_at", UtcDateTime, nullable=False),
 )
+
+# Mail domains the import merge met without a `domain_cache` entry while storing, for the `enrich` worker to
+# look up before the parts still queued need them (`enrichment.pipeline`, migration 0040). A table, not
+# memory: the merge and that worker run in different processes under `outreach serve`, and a domain noted
+# here survives a restart of either.
+domain_lookups_wanted = Table(
+    "domain_lookups_wanted",
+    metadata,
+    Column("domain", String(253), primary_key=True),
+    Column("noted_at", UtcDateTime, nullable=False),
+    # first noted first taken (`resolve_waiting_domains`), in one order
+    Index("ix_domain_lookups_wanted_noted_at", "noted_at", "domain"),
+)
