@@ -272,6 +272,21 @@ def dns_server() -> Iterator[DnsServer]:
     server.stop()
 
 
+SUBPROCESS_DNS_ENV = "TEST_DNS_NAMESERVERS"
+"""Where `tests.test_cli._env` finds the nameservers of the processes the tests start."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _subprocess_dns(dns_server: DnsServer) -> Iterator[None]:
+    """The `outreach serve` and `outreach worker` processes tests start resolve through `dns_server` too:
+    their enrich workers share the session database's domain cache (and its noted domains), where the
+    system resolver's answers (NXDOMAIN for every name on a machine without a network) would be cached
+    for domains later tests serve from `dns_server`."""
+    os.environ[SUBPROCESS_DNS_ENV] = dns_server.nameservers
+    yield
+    os.environ.pop(SUBPROCESS_DNS_ENV, None)
+
+
 @pytest.fixture(scope="session")
 def dns_runtime(runtime: Runtime, dns_server: DnsServer) -> Runtime:
     """The session database with a DNS port pointed at `dns_server` (as OUTREACH_DNS_NAMESERVERS)."""

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from outreach_core.kernel.settings import Settings
+from tests.conftest import SUBPROCESS_DNS_ENV
 
 OUTREACH = [sys.executable, "-m", "outreach_app.cli"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _env(settings: Settings, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OUTREACH_")}
+    if nameservers := os.environ.get(SUBPROCESS_DNS_ENV):
+        env["OUTREACH_DNS_NAMESERVERS"] = nameservers
     env.update(
         OUTREACH_DATABASE_URL=settings.database_url,
         OUTREACH_SECRET_KEY=settings.secret_key or "",

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.conftest import MakeWorkspace
+from tests.enrichment.helpers import unique_domain
 from tests.leads.helpers import create, emails, import_chunk, imported, listing, merge_imports, suppress
 
 COUNTERS = (
@@ -295,8 +296,9 @@ async def test_import_is_done_once_every_lead_is_enriched(
     from outreach_core.enrichment.pipeline import enrich_pending
 
     ws = await make_workspace()
-    dns_server.add("importco.example", "MX", "10 aspmx.l.google.com.")
-    rows = [{"email": f"e{i}@importco.example", "phone": "+49 30 1234567"} for i in range(20)] + [
+    domain = unique_domain("importco", "example")
+    dns_server.add(domain, "MX", "10 aspmx.l.google.com.")
+    rows = [{"email": f"e{i}@{domain}", "phone": "+49 30 1234567"} for i in range(20)] + [
         {"email": "ann@outlook.com"}
     ]
     imp = await imported(http, ws, rows=rows, final=True)
@@ -304,9 +306,9 @@ async def test_import_is_done_once_every_lead_is_enriched(
     await dns_runtime.system(enrich_pending, workspace_id=ws.workspace_id)
     done = (await http.get(f"/api/v1/leads/imports/{imp['id']}", headers=ws.headers)).json()
     assert done["status"] == "done" and done["enrichedAt"] and done["finishedAt"]
-    assert dns_server.queries_for("importco.example") == 1  # one lookup for twenty leads
+    assert dns_server.queries_for(domain) == 1  # one lookup for twenty leads
     leads = {lead["email"]: lead for lead in (await listing(http, ws, pageSize=50))["leads"]}
-    assert leads["e0@importco.example"]["esp"] == "google" and leads["e0@importco.example"]["country"] == "DE"
+    assert leads[f"e0@{domain}"]["esp"] == "google" and leads[f"e0@{domain}"]["country"] == "DE"
     assert leads["ann@outlook.com"]["esp"] == "microsoft"
     stats = (await http.get("/api/v1/leads/stats", headers=ws.headers)).json()
     assert stats["importing"] is False and stats["esp"]["google"] == 20 and stats["esp"]["microsoft"] == 1

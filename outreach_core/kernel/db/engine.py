@@ -26,19 +26,9 @@ SQLITE_PRAGMAS = (
     "PRAGMA temp_store=MEMORY",
     "PRAGMA cache_size=-65536",
 )
-SQLITE_CHECKPOINT_PAGES = 50_000
-"""The database's WAL is copied back into it (a checkpoint, by the connection whose commit takes the WAL past
-this many pages: 200 MB) instead of at SQLite's 1,000 (4 MB). A checkpoint copies each page once however
-often it was written since the last one; an import's merge rewrites 10,000-17,000 scattered index pages per
-5,000-row part (200,000 to a million leads), which SQLite's default copied back after every part (issue 31:
-the merge alone 3-7 µs a row of CPU and 15-20 µs of wall time less). The WAL file keeps its largest size
-on disk. The import side file keeps SQLite's default: its chunk requests would pay the larger checkpoints."""
-SQLITE_DEFAULT_CHECKPOINT_PAGES = 1_000
 
 
-def create_engine(
-    url: str, *, pool_size: int = 10, checkpoint_pages: int = SQLITE_CHECKPOINT_PAGES
-) -> AsyncEngine:
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     """An async engine with the pragmas and transaction handling this service relies on.
 
     SQLite: WAL, foreign keys, and transactions begun explicitly so that a write transaction can take the
@@ -48,7 +38,7 @@ def create_engine(
     json_codec: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
     if url.startswith("sqlite"):
         engine = create_async_engine(url, poolclass=NullPool if ":memory:" in url else None, **json_codec)
-        _install_sqlite_hooks(engine, (*SQLITE_PRAGMAS, f"PRAGMA wal_autocheckpoint={checkpoint_pages}"))
+        _install_sqlite_hooks(engine)
         return engine
     kwargs: dict[str, Any] = {
         "pool_size": pool_size,
@@ -66,12 +56,12 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _install_sqlite_hooks(engine: AsyncEngine, pragmas: tuple[str, ...]) -> None:
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cur = dbapi_conn.cursor()
-        for pragma in pragmas:
+        for pragma in SQLITE_PRAGMAS:
             cur.execute(pragma)
         cur.close()
 

@@ -64,7 +64,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from outreach_core.kernel.db.engine import SQLITE_DEFAULT_CHECKPOINT_PAGES, create_engine
+from outreach_core.kernel.db.engine import create_engine
 from outreach_core.kernel.db.types import UtcDateTime
 from outreach_core.kernel.settings import sqlite_path
 
@@ -121,9 +121,7 @@ class SideQueue:
             None if path is not None else tempfile.TemporaryDirectory(prefix="outreach-imports-")
         )
         self.path = path if self._temporary is None else Path(self._temporary.name) / "memory-imports"
-        self.engine: AsyncEngine = create_engine(
-            f"sqlite+aiosqlite:///{path}", checkpoint_pages=SQLITE_DEFAULT_CHECKPOINT_PAGES
-        )
+        self.engine: AsyncEngine = create_engine(f"sqlite+aiosqlite:///{path}")
         self._created = False
         # this process's writers queue here, instead of polling SQLite's lock with growing sleeps
         self._write_gate = asyncio.Lock()
