@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import pytest
@@ -19,6 +20,21 @@ from outreach_core.kernel.settings import Settings
 from tests.campaigns.helpers import ok
 from tests.conftest import MakeWorkspace, free_port
 from tests.test_cli import OUTREACH, ROOT, _env
+
+
+def _log_file() -> IO[str]:
+    """Where a long-running `outreach serve` writes its log: a file, not a pipe nobody reads until it exits
+    (its workers' log lines would fill the pipe's 64 KB and block the server, and its children, mid-write)."""
+    return tempfile.TemporaryFile("w+")
+
+
+def _read_log(proc: subprocess.Popen[str], log: IO[str]) -> str:
+    proc.wait(timeout=10)
+    with log:
+        log.seek(0)
+        text = log.read()
+    print(text[-6000:])  # pytest shows it when the test fails
+    return text
 
 
 def _wait_for(url: str, deadline_s: float = 30) -> httpx.Response:
@@ -41,8 +57,8 @@ async def test_serve_answers_and_stops_gracefully(settings: Settings, make_works
         [*OUTREACH, "serve", "--port", str(port)],
         env=_env(settings, OUTREACH_PUBLIC_URL=configured),
         cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=(log := _log_file()),
         text=True,
     )
     try:
@@ -60,7 +76,7 @@ async def test_serve_answers_and_stops_gracefully(settings: Settings, make_works
     finally:
         if proc.poll() is None:
             proc.kill()
-        _, stderr = proc.communicate(timeout=10)
+        stderr = _read_log(proc, log)
     assert "Traceback" not in stderr, stderr
 
     async def stored_last_used(ctx: Any) -> Any:
@@ -204,7 +220,7 @@ def test_serve_supervises_its_worker_processes(settings: Settings) -> None:
         env=_env(settings),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=(log := _log_file()),
         text=True,
     )
     try:
@@ -239,7 +255,7 @@ def test_serve_supervises_its_worker_processes(settings: Settings) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-        _, stderr = proc.communicate(timeout=10)
+        stderr = _read_log(proc, log)
     # each kill was noticed and logged, naming the child
     exits = [line for line in stderr.splitlines() if "worker_process_exited" in line]
     assert len(exits) == 2 and "import" in exits[0] and "others" in exits[1], exits

@@ -27,7 +27,7 @@ def process(settings: Settings, *args: str, **env: str) -> Iterator[subprocess.P
         env=_env(settings, **env),
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # never read: a pipe would fill and block the server mid-write
         text=True,
     )
     try:
