@@ -11,18 +11,17 @@ the user gave (country, timezone) is never replaced by an inferred one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from sqlalchemy import ARRAY, String, bindparam, func, literal
+from sqlalchemy import func, literal
 from sqlalchemy.dialects import postgresql, sqlite
 
 from outreach_core.enrichment.rules import infer_country, infer_timezone
-from outreach_core.kernel.bulk import byte_length, one_of, update_each
+from outreach_core.kernel.bulk import byte_length, listed, one_of, update_each
 from outreach_core.kernel.context import SystemContext, system_scope
 from outreach_core.kernel.db.tables import domain_lookups_wanted, lead_search, lead_search_pending, leads
 from outreach_core.kernel.db.types import UtcDateTime
@@ -303,14 +302,8 @@ async def _note_unknown_domains(ctx: SystemContext, domains: list[str]) -> None:
     if not distinct:
         return
     wanted = system_scope(domain_lookups_wanted).table
-    values: Any
-    if ctx.conn.dialect.name == "postgresql":
-        array = bindparam(None, distinct, type_=ARRAY(String()))
-        values = func.unnest(array).table_valued("value").render_derived(name="given")
-        insert: Any = postgresql.insert
-    else:
-        values = func.json_each(bindparam(None, json.dumps(distinct), type_=String())).table_valued("value")
-        insert = sqlite.insert
+    values = listed(ctx, distinct)
+    insert: Any = postgresql.insert if ctx.conn.dialect.name == "postgresql" else sqlite.insert
     noted = system_scope(domain_lookups_wanted).select(func.count()).select_from(wanted)
     room = noted.scalar_subquery() < MAX_NOTED_DOMAINS
     source = values.select().with_only_columns(values.c.value, literal(ctx.now, UtcDateTime)).where(room)

@@ -37,7 +37,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
-from sqlalchemy.sql.selectable import Join
+from sqlalchemy.sql.selectable import Join, TableValuedAlias
 from sqlalchemy.types import TypeEngine
 
 from outreach_core.kernel.context import SystemContext, WorkspaceContext, is_workspace_owned
@@ -193,9 +193,17 @@ def one_of(ctx: SystemContext, column: ColumnElement[Any], values: Sequence[Any]
     if ctx.conn.dialect.name == "postgresql":
         return column == any_(bindparam(None, list(values), type_=ARRAY(column.type)))
     if all(isinstance(v, str) for v in values):
-        as_json = bindparam(None, json.dumps(list(values)), type_=String())
-        return column.in_(select(func.json_each(as_json).table_valued("value").c.value))
+        return column.in_(select(listed(ctx, values).c.value))
     return column.in_(values)
+
+
+def listed(ctx: SystemContext, values: Sequence[str]) -> TableValuedAlias:
+    """Text `values` as a table of one column, `value`, bound as one parameter: on PostgreSQL
+    `unnest(:array) AS given(value)`, on SQLite `json_each(:json)`."""
+    if ctx.conn.dialect.name == "postgresql":
+        array = bindparam(None, list(values), type_=ARRAY(String()))
+        return func.unnest(array).table_valued("value").render_derived(name="given")
+    return func.json_each(bindparam(None, json.dumps(list(values)), type_=String())).table_valued("value")
 
 
 async def try_lock(ctx: SystemContext, name: str) -> bool:
