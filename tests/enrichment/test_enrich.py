@@ -429,6 +429,17 @@ async def _stored_with_a_part_queued(
     return import_id
 
 
+async def _zoho_import_being_stored(
+    http: httpx.AsyncClient, ws: WorkspaceHandle, dns_server: DnsServer, tag: str
+) -> tuple[str, str]:
+    """A domain no other test uses, its mail at Zoho, and an import being stored with one lead at it merged
+    and one queued (`_stored_with_a_part_queued`). Returns the domain and the import's id."""
+    domain = unique_domain(tag)
+    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
+    stored, queued = [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
+    return domain, await _stored_with_a_part_queued(http, ws, stored, queued)
+
+
 async def _store_and_enrich(ws: WorkspaceHandle) -> None:
     """The queued part merged and every lead enriched: nothing left waiting for the next test."""
     await merge_imports(ws)
@@ -443,11 +454,7 @@ async def test_domains_are_looked_up_while_an_import_is_stored(
     up the domains of the leads already stored, so that the part still queued stores its leads enriched and
     the worker has less left to do once the import is stored."""
     ws = await make_workspace()
-    domain = unique_domain("storing")
-    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    import_id = await _stored_with_a_part_queued(
-        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
-    )
+    domain, import_id = await _zoho_import_being_stored(http, ws, dns_server, "storing")
 
     # domains other tests' merges noted may come first
     for _ in range(20):
@@ -513,11 +520,7 @@ async def test_noted_domains_survive_a_restart_of_the_enrich_side(
     `outreach serve` where the merge runs in another child, still looks them up while the import is being
     stored, and the part still queued stores its leads enriched."""
     ws = await make_workspace()
-    domain = unique_domain("restart")
-    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    await _stored_with_a_part_queued(
-        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
-    )
+    domain, _ = await _zoho_import_being_stored(http, ws, dns_server, "restart")
 
     restarted = Runtime(ws.runtime.settings, ports=ws.runtime.ports)
     try:
@@ -565,11 +568,7 @@ async def test_the_import_worker_wakes_enrichment_when_the_import_is_stored(
     """The enrich worker, asleep for its interval while a part was queued, starts the moment the import
     worker has drained the queue (here its interval is a minute: the import is done well before)."""
     ws = await make_workspace()
-    domain = unique_domain("wake")
-    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    import_id = await _stored_with_a_part_queued(
-        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
-    )
+    _, import_id = await _zoho_import_being_stored(http, ws, dns_server, "wake")
 
     asleep = asyncio.Event()
 
@@ -609,11 +608,7 @@ async def test_a_noted_domain_looked_up_after_storing_is_no_longer_wanted(
     after storing, and the domain leaves the noted ones, instead of being looked up again at the next
     import's storing."""
     ws = await make_workspace()
-    domain = unique_domain("after")
-    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    await _stored_with_a_part_queued(
-        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
-    )
+    domain, _ = await _zoho_import_being_stored(http, ws, dns_server, "after")
     assert await _noted(ws.runtime, domain)
     await merge_imports(ws)  # stored, before any enrich tick
     for _ in range(50):  # other tests' waiting leads may come first
@@ -652,11 +647,7 @@ async def test_the_enrich_worker_polls_soon_while_another_process_stores_an_impo
     interval (a minute here), so the import is done soon after the other process drained the queue; then it
     wakes the search index worker of its process (asleep for a minute too)."""
     ws = await make_workspace()
-    domain = unique_domain("elsewhere")
-    dns_server.add(domain, "MX", "10 mx.zoho.eu.")
-    import_id = await _stored_with_a_part_queued(
-        http, ws, [{"email": f"first@{domain}"}], [{"email": f"second@{domain}"}]
-    )
+    _, import_id = await _zoho_import_being_stored(http, ws, dns_server, "elsewhere")
     stop = asyncio.Event()
     registered = ALL_WORKERS["enrich"]()
     assert registered.interval_s == 2.0
